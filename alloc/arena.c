@@ -1,0 +1,376 @@
+/* alloc/arena.c — the arena's slow paths: new blocks, large mappings, the budget
+ * check, marks, release, reset with its keep policy, and the stats snapshot. */
+#include "arena.h"
+
+#include <stdalign.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Alignment when the caller passes 0: that of max_align_t (16 on x86_64). */
+#define KILN_DEFAULT_ALIGN alignof(max_align_t)
+
+/* Header of a dedicated mapping for one large allocation. */
+struct kiln_large {
+    kiln_large *prev;       /* the next older large allocation (or next kept mapping) */
+    size_t      map_size;   /* bytes mapped */
+    size_t      map_align;  /* alignment of the mapping */
+    size_t      size;       /* bytes asked */
+};
+
+static kiln_arena_block *first_block(const kiln_arena *arena) {
+    return kiln_block_of(arena->pool, arena);
+}
+
+static uintptr_t data_start(const kiln_arena *arena, const kiln_arena_block *block) {
+    if (block == first_block(arena)) return (uintptr_t)(arena + 1);
+    return (uintptr_t)(block + 1);
+}
+
+static uintptr_t block_end(const kiln_arena *arena, const kiln_arena_block *block) {
+    return (uintptr_t)block + arena->pool->block_size;
+}
+
+/* Owner: bytes in use in blocks (without large allocations). */
+static size_t block_bytes(const kiln_arena *arena) {
+    return arena->current->used_before +
+           (size_t)(kiln_load_relaxed(&arena->cursor) - kiln_load_relaxed(&arena->base));
+}
+
+static size_t bytes_in_use(const kiln_arena *arena) {
+    return block_bytes(arena) + kiln_load_relaxed(&arena->large_bytes);
+}
+
+/* Owner: the peaks are recorded before anything makes bytes_in_use smaller. */
+static void record_peak(kiln_arena *arena) {
+    size_t used = bytes_in_use(arena);
+    if (used > kiln_load_relaxed(&arena->peak_frame)) kiln_store_relaxed(&arena->peak_frame, used);
+    if (used > kiln_load_relaxed(&arena->peak_total)) kiln_store_relaxed(&arena->peak_total, used);
+}
+
+/* Owner: the fast path's bound is the block end, or the point where the budget would be
+ * crossed if that comes first and this frame has not been warned yet. */
+static void set_limit(kiln_arena *arena) {
+    uintptr_t limit = block_end(arena, arena->current);
+    if (arena->budget != 0 && !arena->budget_warned) {
+        uintptr_t base = kiln_load_relaxed(&arena->base);
+        size_t below = arena->current->used_before + kiln_load_relaxed(&arena->large_bytes);
+        uintptr_t point = below >= arena->budget ? base : base + (arena->budget - below);
+        if (point < limit) limit = point;
+    }
+    arena->limit = limit;
+}
+
+/* Owner: makes block current with the cursor at cursor; published to stats readers. */
+static void switch_block(kiln_arena *arena, kiln_arena_block *block, uintptr_t cursor) {
+    uint32_t seq = kiln_load_relaxed(&arena->seq);
+    kiln_store_relaxed(&arena->seq, seq + 1);
+    kiln_fence_release();
+    arena->current = block;
+    kiln_store_relaxed(&arena->base, data_start(arena, block));
+    kiln_store_relaxed(&arena->used_before, block->used_before);
+    kiln_store_relaxed(&arena->cursor, cursor);
+    kiln_store_release(&arena->seq, seq + 2);
+}
+
+static KILN_COLD void warn_budget(kiln_arena *arena, size_t used) {
+    arena->budget_warned = true;
+    kiln_owner_add(&arena->budget_warnings, 1);
+    unsigned long long frame = arena->frame_clock ? kiln_load_relaxed(arena->frame_clock) : 0;
+    kiln_log(&arena->log, KILN_LOG_WARN, "FRAME_BUDGET_EXCEEDED",
+             "arena '%s': %zu bytes in use in frame %llu, over its budget of %zu bytes",
+             arena->name, used, frame, arena->budget);
+}
+
+/* Owner: after a slow-path allocation, warn once if the frame went over budget. */
+static void check_budget(kiln_arena *arena) {
+    if (arena->budget != 0 && !arena->budget_warned) {
+        size_t used = bytes_in_use(arena);
+        if (used > arena->budget) warn_budget(arena, used);
+    }
+    set_limit(arena);
+}
+
+/* Owner: pushes a fresh block (a kept spare first, else one from the pool). */
+static bool push_block(kiln_arena *arena) {
+    kiln_arena_block *block = arena->spare;
+    if (block) {
+        arena->spare = block->prev;
+        arena->spare_blocks--;
+    } else {
+        block = kiln_block_get(arena->pool);
+        if (!block) return false;
+        kiln_owner_add(&arena->blocks_taken, 1);
+        kiln_owner_add(&arena->blocks_held, 1);
+    }
+    block->prev = arena->current;
+    block->used_before = block_bytes(arena);
+    switch_block(arena, block, data_start(arena, block));
+    arena->chain_blocks++;
+    return true;
+}
+
+/* Owner: moves the current block to the spare list (release and reset). */
+static void pop_block(kiln_arena *arena) {
+    kiln_arena_block *block = arena->current;
+    kiln_arena_block *below = block->prev;
+    /* below's cursor was where block took over: recover it from the used counts. */
+    switch_block(arena, below, data_start(arena, below) + (block->used_before - below->used_before));
+    block->prev = arena->spare;
+    arena->spare = block;
+    arena->spare_blocks++;
+    arena->chain_blocks--;
+}
+
+/* Owner: a kept mapping that can hold map_size bytes at align, taken off the list. */
+static kiln_large *take_kept_large(kiln_arena *arena, size_t map_size, size_t align) {
+    for (kiln_large **link = &arena->large_kept; *link; link = &(*link)->prev) {
+        kiln_large *large = *link;
+        if (large->map_size >= map_size && large->map_align >= align) {
+            *link = large->prev;
+            return large;
+        }
+    }
+    return NULL;
+}
+
+static void *alloc_large(kiln_arena *arena, size_t size, size_t align) {
+    size_t header = kiln_align_up(sizeof(kiln_large), align);
+    if (size > SIZE_MAX / 2 - header) {
+        kiln_log(&arena->log, KILN_LOG_ERROR, "ARENA_SIZE_OVERFLOW",
+                 "arena '%s': an allocation of %zu bytes cannot be represented", arena->name, size);
+        return NULL;
+    }
+    kiln_large *large = take_kept_large(arena, header + size, align);
+    if (!large) {
+        large = kiln_block_pool_map_large(arena->pool, header + size, align);
+        if (!large) return NULL;
+        large->map_size = header + size;
+        large->map_align = align;
+    }
+    large->prev = arena->large;
+    large->size = size;
+    arena->large = large;
+    arena->large_count++;
+    kiln_owner_add(&arena->large_bytes, size);
+    kiln_owner_add(&arena->large_allocs, 1);
+    kiln_owner_add(&arena->allocs, 1);
+    check_budget(arena);
+    return (char *)large + header;
+}
+
+/* Owner: frees large allocations down to count; their mappings are kept for reuse
+ * (a frame that makes the same large allocations every frame maps nothing). */
+static void free_large_down_to(kiln_arena *arena, uint32_t count) {
+    while (arena->large_count > count) {
+        kiln_large *large = arena->large;
+        arena->large = large->prev;
+        arena->large_count--;
+        kiln_store_relaxed(&arena->large_bytes, kiln_load_relaxed(&arena->large_bytes) - large->size);
+        large->prev = arena->large_kept;
+        arena->large_kept = large;
+    }
+}
+
+/* Owner: unmaps every kept mapping. */
+static void unmap_kept_large(kiln_arena *arena) {
+    for (kiln_large *large = arena->large_kept, *prev; large; large = prev) {
+        prev = large->prev;
+        kiln_block_pool_unmap_large(arena->pool, large, large->map_size);
+    }
+    arena->large_kept = NULL;
+}
+
+void *kiln_arena_alloc_slow(kiln_arena *arena, size_t size, size_t align) {
+    if (align == 0) return kiln_arena_bump(arena, size, KILN_DEFAULT_ALIGN);
+    if (!kiln_is_pow2(align) || align > arena->max_align) {
+        kiln_log_misuse(&arena->log, "ARENA_BAD_ALIGN",
+                        "arena '%s': alignment %zu is not a power of two from 1 to %zu",
+                        arena->name, align, arena->max_align);
+        return NULL;
+    }
+    uintptr_t start = kiln_align_up(kiln_load_relaxed(&arena->cursor), align);
+    uintptr_t end;
+    if (!__builtin_add_overflow(start, size, &end) && end <= block_end(arena, arena->current)) {
+        /* It fits the block: only the budget point stopped the fast path. */
+        kiln_store_relaxed(&arena->cursor, end);
+        kiln_owner_add(&arena->allocs, 1);
+        check_budget(arena);
+        return (void *)start;
+    }
+    /* A fresh block serves it if it fits after the block header at this alignment;
+     * otherwise it gets a mapping of its own. */
+    size_t block_size = arena->pool->block_size;
+    size_t fresh_offset = sizeof(kiln_arena_block) > align ? sizeof(kiln_arena_block) : align;
+    if (fresh_offset < block_size && size <= block_size - fresh_offset) {
+        if (!push_block(arena)) {
+            kiln_owner_add(&arena->failures, 1);
+            return NULL;
+        }
+        set_limit(arena);
+        return kiln_arena_bump(arena, size, align);
+    }
+    void *p = alloc_large(arena, size, align);
+    if (!p) kiln_owner_add(&arena->failures, 1);
+    return p;
+}
+
+kiln_arena *kiln_arena_init(const kiln_arena_config *config) {
+    kiln_arena_block *first = kiln_block_get(config->pool);
+    if (!first) return NULL;
+    first->prev = NULL;
+    first->used_before = 0;
+    kiln_arena *arena = (kiln_arena *)(first + 1);
+    memset(arena, 0, sizeof *arena);
+    arena->pool = config->pool;
+    arena->max_align = config->pool->block_size;
+    arena->budget = config->budget;
+    arena->frame_clock = config->frame_clock;
+    arena->is_frame = config->is_frame;
+    arena->log = config->log;
+    snprintf(arena->name, sizeof arena->name, "%s", config->name ? config->name : "arena");
+    arena->chain_blocks = 1;
+    arena->keep_blocks = 1;
+    kiln_store_relaxed(&arena->blocks_held, 1);
+    kiln_store_relaxed(&arena->blocks_taken, 1);
+    switch_block(arena, first, data_start(arena, first));
+    set_limit(arena);
+    return arena;
+}
+
+void kiln_arena_fini(kiln_arena *arena) {
+    free_large_down_to(arena, 0);
+    unmap_kept_large(arena);
+    kiln_arena_block *first = first_block(arena);
+    kiln_block_pool *pool = arena->pool;
+    while (arena->current != first) pop_block(arena);
+    for (kiln_arena_block *b = arena->spare, *next; b; b = next) {
+        next = b->prev;
+        kiln_block_put(pool, b);
+    }
+    kiln_block_put(pool, first);   /* the arena itself lives here: last */
+}
+
+void *kiln_arena_alloc(kiln_arena *arena, size_t size, size_t align) {
+    if (kiln_unlikely(!arena)) {
+        kiln_log_misuse(NULL, "ARENA_NULL", "kiln_arena_alloc: arena is NULL");
+        return NULL;
+    }
+    return kiln_arena_bump(arena, size, align);
+}
+
+kiln_mark kiln_arena_mark(kiln_arena *arena) {
+    if (!arena) return (kiln_mark){ { 0, 0 } };
+    uint64_t tags = ((uint64_t)arena->epoch << 32) | arena->large_count;
+    return (kiln_mark){ { (uint64_t)kiln_load_relaxed(&arena->cursor), tags } };
+}
+
+/* Owner: whether block is on the chain. */
+static bool on_chain(const kiln_arena *arena, const kiln_arena_block *block) {
+    for (const kiln_arena_block *b = arena->current; b; b = b->prev)
+        if (b == block) return true;
+    return false;
+}
+
+void kiln_arena_release(kiln_arena *arena, kiln_mark mark) {
+    if (!arena) {
+        kiln_log_misuse(NULL, "ARENA_NULL", "kiln_arena_release: arena is NULL");
+        return;
+    }
+    uintptr_t cursor = (uintptr_t)mark.opaque[0];
+    uint32_t epoch = (uint32_t)(mark.opaque[1] >> 32);
+    uint32_t large_count = (uint32_t)mark.opaque[1];
+    kiln_arena_block *block = first_block(arena);
+    if (cursor == 0 && mark.opaque[1] == 0) {
+        cursor = data_start(arena, block);        /* {0}: the empty arena */
+        epoch = arena->epoch;
+    } else {
+        block = kiln_block_of(arena->pool, (void *)(cursor - 1));
+    }
+    const char *problem = NULL;
+    if (epoch != arena->epoch)
+        problem = "comes from before the last reset";
+    else if (!on_chain(arena, block) || cursor < data_start(arena, block) ||
+             cursor > block_end(arena, block))
+        problem = "does not belong to this arena's current blocks";
+    else if ((block == arena->current && cursor > kiln_load_relaxed(&arena->cursor)) ||
+             large_count > arena->large_count)
+        problem = "lies past the current position (already released)";
+    if (problem) {
+        kiln_log_misuse(&arena->log, "ARENA_BAD_MARK", "arena '%s': the mark %s; ignored",
+                        arena->name, problem);
+        return;
+    }
+    record_peak(arena);
+    free_large_down_to(arena, large_count);
+    while (arena->current != block) pop_block(arena);
+    kiln_store_relaxed(&arena->cursor, cursor);
+    kiln_owner_add(&arena->releases, 1);
+    set_limit(arena);
+}
+
+void kiln_arena_reset(kiln_arena *arena) {
+    if (!arena) {
+        kiln_log_misuse(NULL, "ARENA_NULL", "kiln_arena_reset: arena is NULL");
+        return;
+    }
+    record_peak(arena);
+    kiln_store_relaxed(&arena->peak_last_frame, kiln_load_relaxed(&arena->peak_frame));
+    kiln_store_relaxed(&arena->peak_frame, 0);
+    /* Mappings the frame did not reuse go back to the OS; those it used are kept. */
+    unmap_kept_large(arena);
+    free_large_down_to(arena, 0);
+
+    /* Keep what this frame used; after a spike, give back one block per reset, so a
+     * steady frame never touches the pool and a one-off spike does not pin memory. */
+    uint32_t decayed = arena->keep_blocks > 1 ? arena->keep_blocks - 1 : 1;
+    arena->keep_blocks = arena->chain_blocks > decayed ? arena->chain_blocks : decayed;
+    kiln_arena_block *first = first_block(arena);
+    while (arena->current != first) pop_block(arena);
+    while (arena->spare && 1 + arena->spare_blocks > arena->keep_blocks) {
+        kiln_arena_block *block = arena->spare;
+        arena->spare = block->prev;
+        arena->spare_blocks--;
+        kiln_block_put(arena->pool, block);
+        kiln_store_relaxed(&arena->blocks_held, kiln_load_relaxed(&arena->blocks_held) - 1);
+    }
+    switch_block(arena, first, data_start(arena, first));
+    arena->epoch++;
+    arena->budget_warned = false;
+    kiln_owner_add(&arena->resets, 1);
+    set_limit(arena);
+}
+
+void kiln_arena_stats_read(const kiln_arena *arena, kiln_arena_stats *out) {
+    kiln_arena *a = (kiln_arena *)arena;   /* atomics are read, never written */
+    size_t used;
+    for (;;) {
+        uint32_t seq = kiln_load_acquire(&a->seq);
+        size_t below = kiln_load_relaxed(&a->used_before);
+        uintptr_t base = kiln_load_relaxed(&a->base);
+        uintptr_t cursor = kiln_load_relaxed(&a->cursor);
+        size_t large = kiln_load_relaxed(&a->large_bytes);
+        kiln_fence_acquire();
+        if ((seq & 1) == 0 && kiln_load_relaxed(&a->seq) == seq) {
+            used = below + (size_t)(cursor - base) + large;
+            break;
+        }
+    }
+    size_t peak_frame = kiln_load_relaxed(&a->peak_frame);
+    size_t peak_total = kiln_load_relaxed(&a->peak_total);
+    *out = (kiln_arena_stats){
+        .bytes_in_use = used,
+        .peak_frame = used > peak_frame ? used : peak_frame,
+        .peak_last_frame = kiln_load_relaxed(&a->peak_last_frame),
+        .peak_total = used > peak_total ? used : peak_total,
+        .budget = a->budget,
+        .allocs = kiln_load_relaxed(&a->allocs),
+        .failures = kiln_load_relaxed(&a->failures),
+        .resets = kiln_load_relaxed(&a->resets),
+        .releases = kiln_load_relaxed(&a->releases),
+        .budget_warnings = kiln_load_relaxed(&a->budget_warnings),
+        .large_allocs = kiln_load_relaxed(&a->large_allocs),
+        .blocks_held = kiln_load_relaxed(&a->blocks_held),
+        .blocks_taken = kiln_load_relaxed(&a->blocks_taken),
+    };
+    memcpy(out->name, a->name, sizeof out->name);
+}

@@ -1,0 +1,237 @@
+/* alloc/block_pool.c — the global block pool: the lock-free get/put fast path, growth
+ * by OS reservation under a mutex, memory_limit, large mappings and trim. */
+#include "block_pool.h"
+
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "os.h"
+
+/* One OS reservation, kept so fini can unmap it. */
+struct kiln_reservation {
+    kiln_reservation *next;
+    void             *base;
+    size_t            size;
+};
+
+bool kiln_block_pool_init(kiln_block_pool *pool, const kiln_block_pool_config *config) {
+    memset(pool, 0, sizeof *pool);
+    pool->log = config->log;
+    size_t page = kiln_os_page_size();
+    size_t bs = config->block_size;
+    if (!kiln_is_pow2(bs) || bs < page || bs > ((size_t)1 << 30)) {
+        kiln_log(&pool->log, KILN_LOG_ERROR, "BLOCK_SIZE_INVALID",
+                 "block pool: block_size %zu is not a power of two from %zu to 1 GiB", bs, page);
+        return false;
+    }
+    if (config->memory_limit != 0 && config->memory_limit < bs) {
+        kiln_log(&pool->log, KILN_LOG_ERROR, "MEMORY_LIMIT_INVALID",
+                 "block pool: memory_limit %zu is smaller than one block (%zu bytes)",
+                 config->memory_limit, bs);
+        return false;
+    }
+    pool->block_size = bs;
+    pool->block_mask = bs - 1;
+    size_t reserve = config->reserve_bytes ? config->reserve_bytes : 64 * bs;
+    pool->reserve_blocks = reserve / bs + (reserve % bs != 0);
+    pool->memory_limit = config->memory_limit;
+    pthread_mutex_init(&pool->grow_lock, NULL);
+    return true;
+}
+
+void kiln_block_pool_fini(kiln_block_pool *pool) {
+    uint64_t in_use = kiln_load_relaxed(&pool->in_use);
+    if (in_use != 0)
+        kiln_log(&pool->log, KILN_LOG_WARN, "BLOCK_POOL_BLOCKS_LIVE",
+                 "block pool: %llu blocks still in use at destroy; unmapping them",
+                 (unsigned long long)in_use);
+    kiln_reservation *r = pool->reservations;
+    while (r) {
+        kiln_reservation *next = r->next;
+        kiln_os_unmap(r->base, r->size);
+        free(r);
+        r = next;
+    }
+    pool->reservations = NULL;
+    pthread_mutex_destroy(&pool->grow_lock);
+}
+
+/* Counts and reports a refused request: logged once until a request succeeds. */
+static KILN_COLD void report_refusal(kiln_block_pool *pool, const char *item, size_t asked) {
+    kiln_add_relaxed(&pool->failures, 1);
+    if (kiln_exchange_relaxed(&pool->limit_reported, 1) != 0) return;
+    size_t reserved = kiln_load_relaxed(&pool->reserved_bytes);
+    if (pool->memory_limit != 0 && reserved + asked > pool->memory_limit)
+        kiln_log(&pool->log, KILN_LOG_ERROR, item,
+                 "block pool: memory_limit of %zu bytes reached (%zu reserved, %zu more asked)",
+                 pool->memory_limit, reserved, asked);
+    else
+        kiln_log(&pool->log, KILN_LOG_ERROR, item,
+                 "block pool: the OS refused a mapping of %zu bytes (%zu reserved)", asked, reserved);
+}
+
+static void note_success(kiln_block_pool *pool) {
+    /* A read of a rarely written line on the common path; the store only after a refusal. */
+    if (kiln_unlikely(kiln_load_relaxed(&pool->limit_reported)))
+        kiln_store_relaxed(&pool->limit_reported, 0);
+}
+
+/* Under grow_lock: whether size more bytes stay within memory_limit. */
+static bool within_limit(const kiln_block_pool *pool, size_t size) {
+    if (pool->memory_limit == 0) return true;
+    size_t reserved = kiln_load_relaxed(&pool->reserved_bytes);
+    return reserved <= pool->memory_limit && size <= pool->memory_limit - reserved;
+}
+
+/* Under grow_lock: accounts a new mapping. */
+static void add_reserved(kiln_block_pool *pool, size_t size) {
+    size_t now = kiln_load_relaxed(&pool->reserved_bytes) + size;
+    kiln_store_relaxed(&pool->reserved_bytes, now);
+    if (now > kiln_load_relaxed(&pool->peak_reserved_bytes))
+        kiln_store_relaxed(&pool->peak_reserved_bytes, now);
+    kiln_add_relaxed(&pool->os_maps, 1);
+}
+
+/* Under grow_lock: maps a new reservation, pushes all its blocks but the first and
+ * returns the first. NULL when the limit or the OS refuses. */
+static void *grow_locked(kiln_block_pool *pool, const char **refusal, size_t *asked) {
+    size_t bs = pool->block_size;
+    size_t blocks = pool->reserve_blocks;
+    if (pool->memory_limit != 0) {
+        size_t reserved = kiln_load_relaxed(&pool->reserved_bytes);
+        size_t room = reserved < pool->memory_limit ? (pool->memory_limit - reserved) / bs : 0;
+        if (room < blocks) blocks = room;
+    }
+    *asked = (blocks ? blocks : 1) * bs;
+    if (blocks == 0) {
+        *refusal = "MEMORY_LIMIT_REACHED";
+        return NULL;
+    }
+    kiln_reservation *record = malloc(sizeof *record);
+    char *base = record ? kiln_os_map_aligned(blocks * bs, bs) : NULL;
+    if (!base) {
+        free(record);
+        *refusal = "OS_MAP_FAILED";
+        return NULL;
+    }
+    *record = (kiln_reservation){ pool->reservations, base, blocks * bs };
+    pool->reservations = record;
+    add_reserved(pool, blocks * bs);
+    if (blocks > 1) {
+        for (size_t i = 1; i + 1 < blocks; i++)
+            ((kiln_lifo_node *)(base + i * bs))->next = (kiln_lifo_node *)(base + (i + 1) * bs);
+        kiln_lifo_push_chain(&pool->free_blocks, (kiln_lifo_node *)(base + bs),
+                             (kiln_lifo_node *)(base + (blocks - 1) * bs));
+    }
+    /* Published after the blocks are on the LIFO: readers may see reserved briefly low. */
+    kiln_store_relaxed(&pool->blocks_reserved, kiln_load_relaxed(&pool->blocks_reserved) + blocks);
+    return base;
+}
+
+static KILN_COLD void *get_slow(kiln_block_pool *pool) {
+    for (;;) {
+        pthread_mutex_lock(&pool->grow_lock);
+        void *block = kiln_lifo_pop(&pool->free_blocks);   /* another thread may have grown */
+        const char *refusal = NULL;
+        size_t asked = 0;
+        bool trimming = !block && kiln_load_acquire(&pool->trims_running) != 0;
+        if (!block && !trimming) block = grow_locked(pool, &refusal, &asked);
+        pthread_mutex_unlock(&pool->grow_lock);
+        if (block || !trimming) {
+            if (!block) report_refusal(pool, refusal, asked);
+            return block;
+        }
+        sched_yield();   /* a trim holds the free blocks for a moment: wait, don't grow */
+        block = kiln_lifo_pop(&pool->free_blocks);
+        if (block) return block;
+    }
+}
+
+void *kiln_block_get(kiln_block_pool *pool) {
+    void *block = kiln_lifo_pop(&pool->free_blocks);
+    if (kiln_unlikely(!block)) {
+        block = get_slow(pool);
+        if (!block) return NULL;
+    }
+    note_success(pool);
+    kiln_add_relaxed(&pool->gets, 1);
+    uint64_t in_use = kiln_add_relaxed(&pool->in_use, 1) + 1;
+    kiln_max_relaxed_u64(&pool->peak_in_use, in_use);
+    return block;
+}
+
+void kiln_block_put(kiln_block_pool *pool, void *block) {
+    kiln_sub_relaxed(&pool->in_use, 1);
+    kiln_lifo_push(&pool->free_blocks, (kiln_lifo_node *)block);
+}
+
+void *kiln_block_pool_map_large(kiln_block_pool *pool, size_t size, size_t align) {
+    size_t page = kiln_os_page_size();
+    if (size > SIZE_MAX - page) {
+        report_refusal(pool, "OS_MAP_FAILED", size);
+        return NULL;
+    }
+    size = kiln_align_up(size, page);
+    pthread_mutex_lock(&pool->grow_lock);
+    void *p = within_limit(pool, size) ? kiln_os_map_aligned(size, align) : NULL;
+    const char *refusal = within_limit(pool, size) ? "OS_MAP_FAILED" : "MEMORY_LIMIT_REACHED";
+    if (p) {
+        add_reserved(pool, size);
+        kiln_add_relaxed(&pool->large_mappings, 1);
+    }
+    pthread_mutex_unlock(&pool->grow_lock);
+    if (!p) report_refusal(pool, refusal, size);
+    else note_success(pool);
+    return p;
+}
+
+void kiln_block_pool_unmap_large(kiln_block_pool *pool, void *ptr, size_t size) {
+    size = kiln_align_up(size, kiln_os_page_size());
+    kiln_os_unmap(ptr, size);
+    pthread_mutex_lock(&pool->grow_lock);
+    kiln_store_relaxed(&pool->reserved_bytes, kiln_load_relaxed(&pool->reserved_bytes) - size);
+    pthread_mutex_unlock(&pool->grow_lock);
+    kiln_sub_relaxed(&pool->large_mappings, 1);
+}
+
+size_t kiln_block_pool_trim(kiln_block_pool *pool) {
+    /* acq_rel: a get that then finds the LIFO empty sees the pass running and waits. */
+    kiln_add_acq_rel(&pool->trims_running, 1);
+    kiln_lifo_node *held = NULL, *last = NULL;
+    size_t count = 0;
+    for (kiln_lifo_node *node; (node = kiln_lifo_pop(&pool->free_blocks)) != NULL; count++) {
+        /* Decommitting zeroes the link word, so the node is off the LIFO meanwhile. */
+        kiln_os_decommit(node, pool->block_size);
+        node->next = held;
+        held = node;
+        if (!last) last = node;
+    }
+    if (held) kiln_lifo_push_chain(&pool->free_blocks, held, last);
+    kiln_sub_acq_rel(&pool->trims_running, 1);
+    size_t bytes = count * pool->block_size;
+    kiln_add_relaxed(&pool->trims, 1);
+    kiln_add_relaxed(&pool->trimmed_bytes, bytes);
+    return bytes;
+}
+
+void kiln_block_pool_stats_get(kiln_block_pool *pool, kiln_block_pool_stats *out) {
+    uint64_t reserved = kiln_load_relaxed(&pool->blocks_reserved);
+    uint64_t in_use = kiln_load_relaxed(&pool->in_use);
+    *out = (kiln_block_pool_stats){
+        .block_size = pool->block_size,
+        .memory_limit = pool->memory_limit,
+        .reserved_bytes = kiln_load_relaxed(&pool->reserved_bytes),
+        .peak_reserved_bytes = kiln_load_relaxed(&pool->peak_reserved_bytes),
+        .blocks_reserved = reserved,
+        .blocks_in_use = in_use,
+        .blocks_peak = kiln_load_relaxed(&pool->peak_in_use),
+        .blocks_free = reserved > in_use ? reserved - in_use : 0,
+        .gets = kiln_load_relaxed(&pool->gets),
+        .failures = kiln_load_relaxed(&pool->failures),
+        .os_maps = kiln_load_relaxed(&pool->os_maps),
+        .large_mappings = kiln_load_relaxed(&pool->large_mappings),
+        .trims = kiln_load_relaxed(&pool->trims),
+        .trimmed_bytes = kiln_load_relaxed(&pool->trimmed_bytes),
+    };
+}

@@ -1,0 +1,93 @@
+/* alloc/block_pool.h — the global block pool: fixed-size blocks, aligned to their
+ * size, carved from large OS reservations and recycled through a lock-free LIFO.
+ * Everything else in kiln (arenas, pools, handle tables) takes its memory from here.
+ *
+ * Invariants:
+ *   blocks_reserved == blocks_in_use + blocks on the free LIFO (+ blocks in a trim pass)
+ *   reserved_bytes  == blocks_reserved * block_size + bytes of live large mappings
+ *   reserved_bytes  <= memory_limit (when a limit is set)
+ * The owner of any pointer inside a block is found by masking: block = p & ~(size-1).
+ * Reservations are never unmapped while the pool lives; kiln_block_pool_trim gives
+ * free blocks' pages back with madvise. */
+#ifndef KILN_ALLOC_BLOCK_POOL_H
+#define KILN_ALLOC_BLOCK_POOL_H
+
+#include <kiln/stats.h>
+#include <pthread.h>
+
+#include "../base/log.h"
+#include "lifo.h"
+
+typedef struct kiln_reservation kiln_reservation;
+
+typedef struct kiln_block_pool {
+    /* Hot and shared: the free LIFO, alone on its cache line. */
+    _Alignas(KILN_CACHE_LINE) kiln_lifo free_blocks;
+
+    /* Shared counters, relaxed atomics (statistics and the limit check only). */
+    _Alignas(KILN_CACHE_LINE) _Atomic uint64_t in_use;
+    _Atomic uint64_t peak_in_use;
+    _Atomic uint64_t gets;
+    _Atomic uint64_t failures;
+    _Atomic uint64_t os_maps;
+    _Atomic uint64_t large_mappings;
+    _Atomic uint64_t trims;
+    _Atomic size_t   trimmed_bytes;
+    _Atomic size_t   reserved_bytes;      /* changed only under grow_lock */
+    _Atomic size_t   peak_reserved_bytes;
+    _Atomic uint64_t blocks_reserved;     /* changed only under grow_lock */
+    _Atomic int      limit_reported;      /* 1 after a refusal was logged, 0 after a success */
+    _Atomic int      trims_running;       /* gets that find the LIFO empty wait for trims */
+
+    /* Growth: serialised by grow_lock (an OS call is slow anyway). */
+    pthread_mutex_t   grow_lock;
+    kiln_reservation *reservations;       /* chunks to unmap at destroy; under grow_lock */
+
+    /* Read-only after init. */
+    size_t        block_size;
+    size_t        block_mask;             /* block_size - 1 */
+    size_t        reserve_blocks;         /* blocks per OS reservation */
+    size_t        memory_limit;           /* 0: none */
+    kiln_log_sink log;
+} kiln_block_pool;
+
+typedef struct kiln_block_pool_config {
+    size_t        block_size;        /* power of two, >= page size */
+    size_t        reserve_bytes;     /* per reservation; rounded up to whole blocks */
+    size_t        memory_limit;      /* 0: none */
+    kiln_log_sink log;
+} kiln_block_pool_config;
+
+/* Sets the pool up; reserves nothing yet. false on a bad config (logged). */
+KILN_INTERNAL bool kiln_block_pool_init(kiln_block_pool *pool, const kiln_block_pool_config *config);
+
+/* Unmaps every reservation. No other thread may use the pool meanwhile; blocks still
+ * in use are reported (one log line with the count). */
+KILN_INTERNAL void kiln_block_pool_fini(kiln_block_pool *pool);
+
+/* A free block (contents undefined: recycled memory is not cleared), or NULL when
+ * memory_limit is reached or the OS refuses (counted; logged once until a get succeeds).
+ * Concurrency: any thread; lock-free unless the pool must grow. */
+KILN_INTERNAL void *kiln_block_get(kiln_block_pool *pool);
+
+/* Returns a block. Concurrency: any thread; lock-free. */
+KILN_INTERNAL void kiln_block_put(kiln_block_pool *pool, void *block);
+
+/* A dedicated mapping of size bytes (rounded up to pages) aligned to align, counted
+ * against memory_limit. NULL on refusal (counted, logged once). Concurrency: any thread. */
+KILN_INTERNAL void *kiln_block_pool_map_large(kiln_block_pool *pool, size_t size, size_t align);
+KILN_INTERNAL void  kiln_block_pool_unmap_large(kiln_block_pool *pool, void *ptr, size_t size);
+
+/* Gives every free block's pages back to the OS; returns the bytes. Concurrency: any
+ * thread; gets that meet an empty LIFO meanwhile wait for the pass to finish. */
+KILN_INTERNAL size_t kiln_block_pool_trim(kiln_block_pool *pool);
+
+/* Concurrency: any thread (relaxed reads; see kiln/stats.h). */
+KILN_INTERNAL void kiln_block_pool_stats_get(kiln_block_pool *pool, kiln_block_pool_stats *out);
+
+/* The block that holds p (p must point into a block of this pool). */
+static inline void *kiln_block_of(const kiln_block_pool *pool, const void *p) {
+    return (void *)((uintptr_t)p & ~(uintptr_t)pool->block_mask);
+}
+
+#endif /* KILN_ALLOC_BLOCK_POOL_H */

@@ -1,0 +1,65 @@
+/* alloc/os.c — mmap, munmap and madvise, the only OS memory calls in kiln, and the
+ * switch that makes the nth map fail for tests. */
+#define _DEFAULT_SOURCE
+#include "os.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "../base/atomics.h"
+
+/* Countdown to the injected failure: 0 means off. Any thread decrements it. */
+static _Atomic unsigned fail_countdown;
+static _Atomic unsigned long injected_failures;
+
+size_t kiln_os_page_size(void) {
+    static _Atomic size_t cached;   /* racing first readers compute the same value */
+    size_t page = kiln_load_relaxed(&cached);
+    if (page == 0) {
+        long value = sysconf(_SC_PAGESIZE);
+        page = value > 0 ? (size_t)value : 4096;
+        kiln_store_relaxed(&cached, page);
+    }
+    return page;
+}
+
+void kiln_os_fail_nth_map(unsigned nth) { kiln_store_relaxed(&fail_countdown, nth); }
+
+unsigned long kiln_os_injected_failures(void) { return kiln_load_relaxed(&injected_failures); }
+
+static bool injected_failure_fires(void) {
+    unsigned left = kiln_load_relaxed(&fail_countdown);
+    while (left != 0) {
+        if (kiln_cas_weak_relaxed(&fail_countdown, &left, left - 1)) {
+            if (left != 1) return false;
+            kiln_add_relaxed(&injected_failures, 1);
+            return true;
+        }
+    }
+    return false;
+}
+
+void *kiln_os_map_aligned(size_t size, size_t align) {
+    if (injected_failure_fires()) return NULL;
+    size_t page = kiln_os_page_size();
+    if (align < page) align = page;
+    size_t slack = align - page;            /* mmap is page-aligned already */
+    if (size > SIZE_MAX - slack) return NULL;
+    char *raw = mmap(NULL, size + slack, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (raw == MAP_FAILED) return NULL;
+    char *aligned = (char *)kiln_align_up((uintptr_t)raw, align);
+    size_t head = (size_t)(aligned - raw);
+    size_t tail = slack - head;
+    if (head) munmap(raw, head);
+    if (tail) munmap(aligned + size, tail);
+    return aligned;
+}
+
+void kiln_os_unmap(void *ptr, size_t size) {
+    if (ptr) munmap(ptr, size);
+}
+
+bool kiln_os_decommit(void *ptr, size_t size) {
+    return madvise(ptr, size, MADV_DONTNEED) == 0;
+}

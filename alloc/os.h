@@ -1,0 +1,33 @@
+/* alloc/os.h — every call kiln makes to the operating system for memory. One file,
+ * so a test can make any of them fail (fault injection) and a port touches one place. */
+#ifndef KILN_ALLOC_OS_H
+#define KILN_ALLOC_OS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "../base/common.h"
+
+/* The page size, read once. Concurrency: any thread. */
+KILN_INTERNAL size_t kiln_os_page_size(void);
+
+/* Maps size bytes of zeroed read-write memory aligned to align (a power of two; at
+ * least the page size). NULL when the OS refuses or an injected failure fires.
+ * Concurrency: any thread. */
+KILN_INTERNAL void *kiln_os_map_aligned(size_t size, size_t align);
+
+/* Unmaps what kiln_os_map_aligned returned (same size). Concurrency: any thread. */
+KILN_INTERNAL void kiln_os_unmap(void *ptr, size_t size);
+
+/* Gives the pages back to the OS; the range stays mapped and reads as zero when next
+ * touched. Page-aligned range. Concurrency: any thread. */
+KILN_INTERNAL bool kiln_os_decommit(void *ptr, size_t size);
+
+/* Fault injection for tests: the nth map call from now (1 = the next one) fails,
+ * and only that one. 0 switches injection off. Concurrency: any thread. */
+KILN_INTERNAL void kiln_os_fail_nth_map(unsigned nth);
+
+/* How many map calls failed by injection since start (tests check it fired). */
+KILN_INTERNAL unsigned long kiln_os_injected_failures(void);
+
+#endif /* KILN_ALLOC_OS_H */

@@ -1,0 +1,61 @@
+/* base/atomics.h — every atomic operation in kiln goes through here, with the memory
+ * order in the name, and so do the ThreadSanitizer annotations that Concurrency Kit's
+ * inline-assembly primitives need. No other file uses <stdatomic.h> orders or
+ * __tsan_* directly. */
+#ifndef KILN_BASE_ATOMICS_H
+#define KILN_BASE_ATOMICS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#define kiln_load_relaxed(p)        atomic_load_explicit((p), memory_order_relaxed)
+#define kiln_load_acquire(p)        atomic_load_explicit((p), memory_order_acquire)
+#define kiln_store_relaxed(p, v)    atomic_store_explicit((p), (v), memory_order_relaxed)
+#define kiln_store_release(p, v)    atomic_store_explicit((p), (v), memory_order_release)
+#define kiln_add_relaxed(p, v)      atomic_fetch_add_explicit((p), (v), memory_order_relaxed)
+#define kiln_sub_relaxed(p, v)      atomic_fetch_sub_explicit((p), (v), memory_order_relaxed)
+#define kiln_add_acq_rel(p, v)      atomic_fetch_add_explicit((p), (v), memory_order_acq_rel)
+#define kiln_sub_acq_rel(p, v)      atomic_fetch_sub_explicit((p), (v), memory_order_acq_rel)
+#define kiln_exchange_acq_rel(p, v) atomic_exchange_explicit((p), (v), memory_order_acq_rel)
+#define kiln_exchange_relaxed(p, v) atomic_exchange_explicit((p), (v), memory_order_relaxed)
+#define kiln_cas_weak_relaxed(p, expected, desired) \
+    atomic_compare_exchange_weak_explicit((p), (expected), (desired), \
+                                          memory_order_relaxed, memory_order_relaxed)
+
+/* Standalone fences, for the sequence counters that publish multi-word snapshots. */
+#define kiln_fence_release() atomic_thread_fence(memory_order_release)
+#define kiln_fence_acquire() atomic_thread_fence(memory_order_acquire)
+
+/* A counter written by one thread and read by others: a relaxed load and store, no
+ * read-modify-write (a plain mov on x86), so the owner's update costs nothing more
+ * than a plain increment and readers see a torn-free value. */
+#define kiln_owner_add(p, v) kiln_store_relaxed((p), kiln_load_relaxed(p) + (v))
+
+/* Raises *p to at least v (a relaxed high-water mark, any thread). */
+static inline void kiln_max_relaxed_u64(_Atomic uint64_t *p, uint64_t v) {
+    uint64_t seen = kiln_load_relaxed(p);
+    while (seen < v && !kiln_cas_weak_relaxed(p, &seen, v)) {
+    }
+}
+
+/* ThreadSanitizer cannot see Concurrency Kit's inline assembly. Around a ck CAS loop,
+ * release the address before each attempt and acquire it after a successful one:
+ * that gives TSan the same happens-before edges the hardware CAS provides. */
+#if defined(__SANITIZE_THREAD__)
+#  define KILN_TSAN 1
+#elif defined(__has_feature)
+#  if __has_feature(thread_sanitizer)
+#    define KILN_TSAN 1
+#  endif
+#endif
+
+#ifdef KILN_TSAN
+#  include <sanitizer/tsan_interface.h>
+#  define kiln_tsan_release(addr) __tsan_release((void *)(addr))
+#  define kiln_tsan_acquire(addr) __tsan_acquire((void *)(addr))
+#else
+#  define kiln_tsan_release(addr) ((void)(addr))
+#  define kiln_tsan_acquire(addr) ((void)(addr))
+#endif
+
+#endif /* KILN_BASE_ATOMICS_H */

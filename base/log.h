@@ -1,0 +1,30 @@
+/* base/log.h — formatting and delivering log messages. Every message is
+ * "ITEM: details" so callers and tests match a stable item name. */
+#ifndef KILN_BASE_LOG_H
+#define KILN_BASE_LOG_H
+
+#include <kiln/core.h>
+
+#include "common.h"
+
+/* Where a component's messages go. Written once at creation, then read-only. */
+typedef struct kiln_log_sink {
+    kiln_log_fn       fn;      /* NULL: the stderr default */
+    void             *user;
+    _Atomic uint64_t *misuse;  /* the runtime's api_errors counter; NULL: not counted */
+} kiln_log_sink;
+
+/* The default sink: "kiln <level>: <message>\n" on stderr, one write per message. */
+KILN_INTERNAL void kiln_log_stderr(void *user, kiln_log_level level, const char *message);
+
+/* Formats "ITEM: details" (at most 511 bytes, truncated beyond) and hands it to the
+ * sink. Concurrency: any thread; the sink is called concurrently. */
+KILN_INTERNAL KILN_COLD KILN_PRINTF(4, 5)
+void kiln_log(const kiln_log_sink *sink, kiln_log_level level, const char *item,
+              const char *fmt, ...);
+
+/* A refused call (bad argument, misuse): logged as an error and counted in *misuse. */
+KILN_INTERNAL KILN_COLD KILN_PRINTF(3, 4)
+void kiln_log_misuse(const kiln_log_sink *sink, const char *item, const char *fmt, ...);
+
+#endif /* KILN_BASE_LOG_H */

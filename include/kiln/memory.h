@@ -1,0 +1,73 @@
+/* kiln/memory.h — arenas: bump allocation, marks, reset; frame memory.
+ *
+ * An arena is a chain of blocks from the runtime's global block pool with a bump
+ * pointer. Allocation is a pointer bump; nothing is freed one by one. Marks record
+ * a position; releasing to a mark frees exactly what was allocated after it;
+ * reset frees everything. Allocations larger than a block get a dedicated
+ * mapping of their own, unmapped on release or reset.
+ *
+ * Lifetimes: a context's frame arena is reset by kiln_frame_end (frame lifetime);
+ * arenas made with kiln_arena_create live until their owner resets or destroys
+ * them (level, stage or load lifetimes).
+ *
+ * Threads: an arena has one owner thread at a time. Calls on the same arena must
+ * not overlap; hand an arena to another thread only with a happens-before edge
+ * (a mutex, a job counter, a thread join). Statistics may be read from any thread. */
+#ifndef KILN_MEMORY_H
+#define KILN_MEMORY_H
+
+#include <kiln/core.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_arena kiln_arena;             /* one owner thread at a time */
+typedef struct kiln_mark  { uint64_t opaque[2]; } kiln_mark;  /* {0}: the empty arena */
+
+/* Creates an arena that grows by blocks from the global pool. Its bookkeeping lives
+ * in its first block, so creation takes no malloc. name is copied (at most 47 bytes
+ * kept) and appears in every log message and in the stats; NULL names it "arena".
+ * NULL on failure (bad rt, memory_limit reached), with the reason logged.
+ * Concurrency: any thread, concurrently with other creates and destroys. */
+KILN_API kiln_arena *kiln_arena_create(kiln_runtime *rt, const char *name);
+
+/* Returns every block and mapping of the arena to the runtime. NULL is a no-op.
+ * A context's frame arena cannot be destroyed this way (logged, ignored). */
+KILN_API void kiln_arena_destroy(kiln_arena *arena);
+
+/* size bytes aligned to align (a power of two from 1 to the block size; 0 means
+ * alignof(max_align_t)). Any size: beyond what a block holds, a dedicated mapping.
+ * size 0 returns a valid aligned pointer that must not be dereferenced.
+ * NULL only when memory_limit is reached or the OS refuses memory (counted as a
+ * failure and logged once until an allocation succeeds again), or on bad input
+ * (NULL arena, bad alignment: logged). Owner thread only. */
+KILN_API void *kiln_arena_alloc(kiln_arena *arena, size_t size, size_t align);
+
+/* The arena's current position. Owner thread only. */
+KILN_API kiln_mark kiln_arena_mark(kiln_arena *arena);
+
+/* Frees everything allocated after mark, and nothing before it. A mark from another
+ * arena, from before the last reset, or already released past, is logged and
+ * ignored. Owner thread only. */
+KILN_API void kiln_arena_release(kiln_arena *arena, kiln_mark mark);
+
+/* Frees everything. Keeps as many blocks as recent resets needed (the most any of
+ * the last frames used, shrinking by one block per reset after a spike), so a
+ * steady-state frame takes no block from the global pool. Owner thread only. */
+KILN_API void kiln_arena_reset(kiln_arena *arena);
+
+/* This thread's frame arena: reset by kiln_frame_end for the driving context and
+ * the workers; reset by the owner itself for other attached threads. */
+KILN_API kiln_arena *kiln_frame_arena(kiln_ctx *ctx);
+
+/* Frame memory: lives until the next kiln_frame_end (or, for an attached thread
+ * outside the frame clock, until it resets its frame arena). The context's thread
+ * only. */
+KILN_API void *kiln_frame_alloc(kiln_ctx *ctx, size_t size, size_t align);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_MEMORY_H */

@@ -1,0 +1,48 @@
+/* runtime/frame.c — the frame clock: which context drives it, begin and end, and the
+ * resets that frame end performs. */
+#include "runtime_internal.h"
+
+/* Claims the clock for ctx if nobody drives it; whether ctx is the driver now. */
+static bool is_driver(kiln_runtime *rt, kiln_ctx *ctx) {
+    kiln_ctx *driver = atomic_load_explicit(&rt->driver, memory_order_relaxed);
+    if (driver == NULL &&
+        atomic_compare_exchange_strong_explicit(&rt->driver, &driver, ctx, memory_order_relaxed,
+                                                memory_order_relaxed))
+        return true;
+    return driver == ctx;
+}
+
+uint64_t kiln_frame_begin(kiln_ctx *ctx) {
+    if (!kiln_ctx_check(ctx, "kiln_frame_begin")) return 0;
+    kiln_runtime *rt = ctx->rt;
+    uint64_t frame = kiln_load_relaxed(&rt->frame);
+    if (!is_driver(rt, ctx)) {
+        kiln_log_misuse(&rt->log, "FRAME_NOT_DRIVER",
+                        "kiln_frame_begin: context %u does not drive the frame clock "
+                        "(another context does); ignored", ctx->id);
+        return frame;
+    }
+    if (rt->frame_open) {
+        kiln_log_misuse(&rt->log, "FRAME_ALREADY_OPEN",
+                        "kiln_frame_begin: frame %llu is still open (no kiln_frame_end); ignored",
+                        (unsigned long long)frame);
+        return frame;
+    }
+    rt->frame_open = true;
+    kiln_store_relaxed(&rt->frame, frame + 1);
+    return frame + 1;
+}
+
+void kiln_frame_end(kiln_ctx *ctx) {
+    if (!kiln_ctx_check(ctx, "kiln_frame_end")) return;
+    kiln_runtime *rt = ctx->rt;
+    if (!is_driver(rt, ctx) || !rt->frame_open) {
+        kiln_log_misuse(&rt->log, "FRAME_END_WITHOUT_BEGIN",
+                        "kiln_frame_end: context %u has no open frame; ignored", ctx->id);
+        return;
+    }
+    /* Workers join the frame clock with the jobs layer; until then the driver's own
+     * frame arena is the only one the clock resets. */
+    kiln_arena_reset(ctx->frame_arena);
+    rt->frame_open = false;
+}

@@ -1,0 +1,96 @@
+/* runtime/runtime.c — kiln_create and kiln_destroy: the desc and its defaults, the
+ * block pool, and the teardown report. */
+#include "runtime_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A zero field means the default: one macro, one place. */
+#define KILN_DEFAULT(value, fallback) ((value) ? (value) : (fallback))
+
+static kiln_desc desc_with_defaults(const kiln_desc *desc) {
+    kiln_desc d = desc ? *desc : (kiln_desc){ 0 };
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    uint32_t spare_cpus = cpus > 1 ? (uint32_t)(cpus - 1) : 0;
+    d.worker_count = KILN_DEFAULT(d.worker_count, spare_cpus);
+    d.block_size = KILN_DEFAULT(d.block_size, (size_t)64 << 10);
+    d.reserve_size = KILN_DEFAULT(d.reserve_size, 64 * d.block_size);
+    d.log = KILN_DEFAULT(d.log, kiln_log_stderr);
+    return d;
+}
+
+kiln_runtime *kiln_create(const kiln_desc *desc) {
+    kiln_desc d = desc_with_defaults(desc);
+    kiln_log_sink early = { d.log, d.log_user, NULL };
+    size_t size = kiln_align_up(sizeof(kiln_runtime), KILN_CACHE_LINE);
+    kiln_runtime *rt = aligned_alloc(KILN_CACHE_LINE, size);
+    if (!rt) {
+        kiln_log(&early, KILN_LOG_ERROR, "RUNTIME_OUT_OF_MEMORY",
+                 "kiln_create: no memory for the runtime (%zu bytes)", size);
+        return NULL;
+    }
+    memset(rt, 0, size);
+    rt->desc = d;
+    rt->log = (kiln_log_sink){ d.log, d.log_user, &rt->api_errors };
+    kiln_block_pool_config pool_config = {
+        .block_size = d.block_size,
+        .reserve_bytes = d.reserve_size,
+        .memory_limit = d.memory_limit,
+        .log = rt->log,
+    };
+    if (!kiln_block_pool_init(&rt->pool, &pool_config)) {
+        free(rt);
+        return NULL;
+    }
+    pthread_mutex_init(&rt->registry_lock, NULL);
+    rt->next_ctx_id = 1;
+    rt->magic = KILN_RUNTIME_MAGIC;
+    return rt;
+}
+
+void kiln_destroy(kiln_runtime *rt) {
+    if (!rt) return;
+    if (!kiln_runtime_check(rt, "kiln_destroy")) return;
+    while (rt->contexts) {
+        kiln_ctx *ctx = rt->contexts;
+        kiln_log(&rt->log, KILN_LOG_WARN, "CONTEXT_STILL_ATTACHED",
+                 "kiln_destroy: context %u is still attached; detaching it", ctx->id);
+        kiln_detach(ctx);
+    }
+    while (rt->arenas) {
+        kiln_arena *arena = rt->arenas;
+        kiln_arena_stats stats;
+        kiln_arena_stats_read(arena, &stats);
+        kiln_log(&rt->log, KILN_LOG_WARN, "ARENA_STILL_ALIVE",
+                 "kiln_destroy: arena '%s' is still alive (%zu bytes in use); destroying it",
+                 stats.name, stats.bytes_in_use);
+        kiln_runtime_arena_delete(rt, arena);
+    }
+    kiln_block_pool_fini(&rt->pool);
+    pthread_mutex_destroy(&rt->registry_lock);
+    rt->magic = 0;
+    free(rt);
+}
+
+bool kiln_runtime_check(const kiln_runtime *rt, const char *function) {
+    if (kiln_likely(rt && rt->magic == KILN_RUNTIME_MAGIC)) return true;
+    kiln_log_misuse(NULL, rt ? "RUNTIME_INVALID" : "RUNTIME_NULL",
+                    "%s: the runtime is %s", function, rt ? "not a live runtime" : "NULL");
+    return false;
+}
+
+kiln_desc kiln_runtime_desc(const kiln_runtime *rt) {
+    if (!kiln_runtime_check(rt, "kiln_runtime_desc")) return (kiln_desc){ 0 };
+    return rt->desc;
+}
+
+uint64_t kiln_frame_number(const kiln_runtime *rt) {
+    if (!kiln_runtime_check(rt, "kiln_frame_number")) return 0;
+    return kiln_load_relaxed(&((kiln_runtime *)rt)->frame);
+}
+
+size_t kiln_trim(kiln_runtime *rt) {
+    if (!kiln_runtime_check(rt, "kiln_trim")) return 0;
+    return kiln_block_pool_trim(&rt->pool);
+}

@@ -1,0 +1,60 @@
+/* runtime/runtime_internal.h — the runtime and context structs that runtime/ files
+ * share. Never installed. */
+#ifndef KILN_RUNTIME_INTERNAL_H
+#define KILN_RUNTIME_INTERNAL_H
+
+#include <kiln/kiln.h>
+#include <pthread.h>
+
+#include "../alloc/arena.h"
+#include "../alloc/block_pool.h"
+#include "../base/atomics.h"
+#include "../base/log.h"
+
+#define KILN_RUNTIME_MAGIC 0x6b696c6e52554e54ull   /* "kilnRUNT" */
+#define KILN_CTX_MAGIC     0x6b696c6e43545854ull   /* "kilnCTXT" */
+
+struct kiln_ctx {
+    uint64_t         magic;        /* KILN_CTX_MAGIC while attached */
+    kiln_runtime    *rt;
+    kiln_arena      *frame_arena;  /* owned by this context's thread */
+    uint32_t         id;           /* 1, 2, ... in attach order */
+    struct kiln_ctx *prev, *next;  /* the runtime's context list; under registry_lock */
+};
+
+struct kiln_runtime {
+    kiln_block_pool  pool;          /* first: cache-line aligned */
+    uint64_t         magic;         /* KILN_RUNTIME_MAGIC while alive */
+    kiln_desc        desc;          /* every default filled in; read-only */
+    kiln_log_sink    log;
+    _Atomic uint64_t api_errors;    /* calls refused for misuse, any thread (relaxed) */
+
+    /* The frame clock. frame is written by the driver and read by anyone (relaxed:
+     * a number for logs and stats, nothing is published through it). */
+    _Atomic uint64_t frame;
+    _Atomic(kiln_ctx *) driver;     /* the context that drives the clock; set by CAS */
+    bool             frame_open;    /* driver thread only */
+
+    /* Registry of contexts and arenas, for stats, frame end and destroy. */
+    pthread_mutex_t  registry_lock;
+    kiln_ctx        *contexts;      /* newest first */
+    uint32_t         context_count;
+    uint32_t         next_ctx_id;
+    kiln_arena      *arenas;        /* newest first, frame arenas included */
+    uint32_t         arena_count;
+};
+
+/* Makes an arena of this runtime and registers it. NULL when the pool refuses.
+ * Concurrency: any thread (takes registry_lock). */
+KILN_INTERNAL kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *name, bool is_frame);
+
+/* Unregisters and frees an arena. Concurrency: any thread (takes registry_lock). */
+KILN_INTERNAL void kiln_runtime_arena_delete(kiln_runtime *rt, kiln_arena *arena);
+
+/* Whether rt looks like a live runtime; logs ITEM_NULL / stale otherwise. */
+KILN_INTERNAL bool kiln_runtime_check(const kiln_runtime *rt, const char *function);
+
+/* Whether ctx looks like an attached context; logs otherwise. */
+KILN_INTERNAL bool kiln_ctx_check(const kiln_ctx *ctx, const char *function);
+
+#endif /* KILN_RUNTIME_INTERNAL_H */

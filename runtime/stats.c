@@ -1,0 +1,44 @@
+/* runtime/stats.c — the stats calls: runtime-wide figures and every arena's. */
+#include "runtime_internal.h"
+
+#include <string.h>
+
+bool kiln_stats_get(kiln_runtime *rt, kiln_stats *out) {
+    if (!out) {
+        kiln_log_misuse(rt ? &rt->log : NULL, "STATS_NULL_OUT", "kiln_stats_get: out is NULL");
+        return false;
+    }
+    memset(out, 0, sizeof *out);
+    if (!kiln_runtime_check(rt, "kiln_stats_get")) return false;
+    out->frame = kiln_load_relaxed(&rt->frame);
+    out->worker_count = rt->desc.worker_count;
+    out->api_errors = kiln_load_relaxed(&rt->api_errors);
+    pthread_mutex_lock(&rt->registry_lock);
+    out->contexts = rt->context_count;
+    out->arenas = rt->arena_count;
+    pthread_mutex_unlock(&rt->registry_lock);
+    kiln_block_pool_stats_get(&rt->pool, &out->blocks);
+    return true;
+}
+
+size_t kiln_stats_arenas(kiln_runtime *rt, kiln_arena_stats *out, size_t cap) {
+    if (!kiln_runtime_check(rt, "kiln_stats_arenas")) return 0;
+    if (!out) cap = 0;
+    pthread_mutex_lock(&rt->registry_lock);
+    size_t count = 0;
+    for (kiln_arena *a = rt->arenas; a; a = a->registry_next, count++)
+        if (count < cap) kiln_arena_stats_read(a, &out[count]);
+    pthread_mutex_unlock(&rt->registry_lock);
+    return count;
+}
+
+bool kiln_arena_stats_get(const kiln_arena *arena, kiln_arena_stats *out) {
+    if (!out || !arena) {
+        if (out) memset(out, 0, sizeof *out);
+        kiln_log_misuse(NULL, arena ? "STATS_NULL_OUT" : "ARENA_NULL",
+                        "kiln_arena_stats_get: %s is NULL", arena ? "out" : "the arena");
+        return false;
+    }
+    kiln_arena_stats_read(arena, out);
+    return true;
+}
