@@ -183,6 +183,7 @@ static void unmap_kept_large(kiln_arena *arena) {
 void *kiln_arena_alloc_slow(kiln_arena *arena, size_t size, size_t align) {
     if (align == 0) return kiln_arena_bump(arena, size, KILN_DEFAULT_ALIGN);
     if (!kiln_is_pow2(align) || align > arena->max_align) {
+        kiln_owner_add(&arena->failures, 1);
         kiln_log_misuse(&arena->log, "ARENA_BAD_ALIGN",
                         "arena '%s': alignment %zu is not a power of two from 1 to %zu",
                         arena->name, align, arena->max_align);
@@ -259,16 +260,26 @@ void *kiln_arena_alloc(kiln_arena *arena, size_t size, size_t align) {
 }
 
 kiln_mark kiln_arena_mark(kiln_arena *arena) {
-    if (!arena) return (kiln_mark){ { 0, 0 } };
+    if (!arena) {
+        kiln_log_misuse(NULL, "ARENA_NULL", "kiln_arena_mark: arena is NULL");
+        return (kiln_mark){ { 0, 0 } };
+    }
     uint64_t tags = ((uint64_t)arena->epoch << 32) | arena->large_count;
     return (kiln_mark){ { (uint64_t)kiln_load_relaxed(&arena->cursor), tags } };
 }
 
-/* Owner: whether block is on the chain. */
-static bool on_chain(const kiln_arena *arena, const kiln_arena_block *block) {
-    for (const kiln_arena_block *b = arena->current; b; b = b->prev)
-        if (b == block) return true;
-    return false;
+/* Owner: where the bytes in use end in block if it is on the chain (the cursor for the
+ * current block; for a lower one, the point where the block above took over, recovered
+ * from the used counts as pop_block does), or 0 when it is not on the chain. A mark
+ * beyond that point was released past, even if the block is in use again. */
+static uintptr_t chain_in_use_end(const kiln_arena *arena, const kiln_arena_block *block) {
+    const kiln_arena_block *above = NULL;
+    for (const kiln_arena_block *b = arena->current; b; above = b, b = b->prev) {
+        if (b != block) continue;
+        if (!above) return kiln_load_relaxed(&arena->cursor);
+        return data_start(arena, block) + (above->used_before - block->used_before);
+    }
+    return 0;
 }
 
 void kiln_arena_release(kiln_arena *arena, kiln_mark mark) {
@@ -287,13 +298,13 @@ void kiln_arena_release(kiln_arena *arena, kiln_mark mark) {
         block = kiln_block_of(arena->pool, (void *)(cursor - 1));
     }
     const char *problem = NULL;
+    uintptr_t in_use_end = epoch == arena->epoch ? chain_in_use_end(arena, block) : 0;
     if (epoch != arena->epoch)
         problem = "comes from before the last reset";
-    else if (!on_chain(arena, block) || cursor < data_start(arena, block) ||
+    else if (in_use_end == 0 || cursor < data_start(arena, block) ||
              cursor > block_end(arena, block))
         problem = "does not belong to this arena's current blocks";
-    else if ((block == arena->current && cursor > kiln_load_relaxed(&arena->cursor)) ||
-             large_count > arena->large_count)
+    else if (cursor > in_use_end || large_count > arena->large_count)
         problem = "lies past the current position (already released)";
     if (problem) {
         kiln_log_misuse(&arena->log, "ARENA_BAD_MARK", "arena '%s': the mark %s; ignored",

@@ -41,7 +41,7 @@ bool kiln_block_pool_init(kiln_block_pool *pool, const kiln_block_pool_config *c
 }
 
 void kiln_block_pool_fini(kiln_block_pool *pool) {
-    uint64_t in_use = kiln_load_relaxed(&pool->in_use);
+    uint64_t in_use = kiln_load_relaxed(&pool->blocks_reserved) - kiln_lifo_depth(&pool->free_blocks);
     if (in_use != 0)
         kiln_log(&pool->log, KILN_LOG_WARN, "BLOCK_POOL_BLOCKS_LIVE",
                  "block pool: %llu blocks still in use at destroy; unmapping them",
@@ -93,9 +93,9 @@ static void add_reserved(kiln_block_pool *pool, size_t size) {
     kiln_add_relaxed(&pool->os_maps, 1);
 }
 
-/* Under grow_lock: maps a new reservation, pushes all its blocks but the first and
- * returns the first. NULL when the limit or the OS refuses. */
-static void *grow_locked(kiln_block_pool *pool, const char **refusal, size_t *asked) {
+/* Under grow_lock: maps a new reservation and pushes all its blocks. false when the
+ * limit or the OS refuses (*refusal and *asked say why). */
+static bool grow_locked(kiln_block_pool *pool, const char **refusal, size_t *asked) {
     size_t bs = pool->block_size;
     size_t blocks = pool->reserve_blocks;
     if (pool->memory_limit != 0) {
@@ -106,63 +106,80 @@ static void *grow_locked(kiln_block_pool *pool, const char **refusal, size_t *as
     *asked = (blocks ? blocks : 1) * bs;
     if (blocks == 0) {
         *refusal = "MEMORY_LIMIT_REACHED";
-        return NULL;
+        return false;
+    }
+    uint64_t reserved_blocks = kiln_load_relaxed(&pool->blocks_reserved);
+    if (reserved_blocks + blocks > KILN_LIFO_MAX_DEPTH) {   /* the LIFO's depth field */
+        *refusal = "BLOCK_COUNT_LIMIT";
+        return false;
     }
     kiln_reservation *record = malloc(sizeof *record);
     char *base = record ? kiln_os_map_aligned(blocks * bs, bs) : NULL;
     if (!base) {
         free(record);
         *refusal = "OS_MAP_FAILED";
-        return NULL;
+        return false;
     }
     *record = (kiln_reservation){ pool->reservations, base, blocks * bs };
     pool->reservations = record;
     add_reserved(pool, blocks * bs);
-    if (blocks > 1) {
-        for (size_t i = 1; i + 1 < blocks; i++)
-            ((kiln_lifo_node *)(base + i * bs))->next = (kiln_lifo_node *)(base + (i + 1) * bs);
-        kiln_lifo_push_chain(&pool->free_blocks, (kiln_lifo_node *)(base + bs),
-                             (kiln_lifo_node *)(base + (blocks - 1) * bs));
-    }
-    /* Published after the blocks are on the LIFO: readers may see reserved briefly low. */
-    kiln_store_relaxed(&pool->blocks_reserved, kiln_load_relaxed(&pool->blocks_reserved) + blocks);
-    return base;
+    /* Counted before the blocks are free, so blocks_in_use never reads negative. */
+    kiln_store_relaxed(&pool->blocks_reserved, reserved_blocks + blocks);
+    for (size_t i = 0; i + 1 < blocks; i++)
+        ((kiln_lifo_node *)(base + i * bs))->next = (kiln_lifo_node *)(base + (i + 1) * bs);
+    kiln_lifo_push_chain(&pool->free_blocks, (kiln_lifo_node *)base,
+                         (kiln_lifo_node *)(base + (blocks - 1) * bs), blocks);
+    return true;
 }
 
-static KILN_COLD void *get_slow(kiln_block_pool *pool) {
+/* The LIFO was empty: grow (or wait for a trim pass) and pop again. NULL on refusal. */
+static KILN_COLD void *get_slow(kiln_block_pool *pool, uint64_t *depth) {
     for (;;) {
         pthread_mutex_lock(&pool->grow_lock);
-        void *block = kiln_lifo_pop(&pool->free_blocks);   /* another thread may have grown */
+        /* Read before the pop: a pass that ends between the pop and the check still held
+         * the blocks the pop missed (otherwise: growth, or a refusal at memory_limit). */
+        uint64_t passes = kiln_load_acquire(&pool->trims);
+        void *block = kiln_lifo_pop_depth(&pool->free_blocks, depth);   /* another thread may have grown */
         const char *refusal = NULL;
         size_t asked = 0;
-        bool trimming = !block && kiln_load_acquire(&pool->trims_running) != 0;
-        if (!block && !trimming) block = grow_locked(pool, &refusal, &asked);
+        bool trimming = !block && (kiln_load_acquire(&pool->trims_running) != 0 ||
+                                   kiln_load_acquire(&pool->trims) != passes);
+        bool grown = !block && !trimming && grow_locked(pool, &refusal, &asked);
         pthread_mutex_unlock(&pool->grow_lock);
-        if (block || !trimming) {
-            if (!block) report_refusal(pool, refusal, asked);
-            return block;
+        if (block) return block;
+        if (!grown && !trimming) {
+            report_refusal(pool, refusal, asked);
+            return NULL;
         }
-        sched_yield();   /* a trim holds the free blocks for a moment: wait, don't grow */
-        block = kiln_lifo_pop(&pool->free_blocks);
+        /* Grown: pop what was pushed (others may take some; then go round again).
+         * Trimming: the pass holds the free blocks for a moment; wait, don't grow. */
+        if (trimming) sched_yield();
+        block = kiln_lifo_pop_depth(&pool->free_blocks, depth);
         if (block) return block;
     }
 }
 
 void *kiln_block_get(kiln_block_pool *pool) {
-    void *block = kiln_lifo_pop(&pool->free_blocks);
+    uint64_t depth;
+    void *block = kiln_lifo_pop_depth(&pool->free_blocks, &depth);
     if (kiln_unlikely(!block)) {
-        block = get_slow(pool);
+        block = get_slow(pool, &depth);
         if (!block) return NULL;
     }
     note_success(pool);
-    kiln_add_relaxed(&pool->gets, 1);
-    uint64_t in_use = kiln_add_relaxed(&pool->in_use, 1) + 1;
-    kiln_max_relaxed_u64(&pool->peak_in_use, in_use);
+    /* The peak from the depth this pop left: loads of rarely written lines, no write
+     * unless this is a new peak. reserved is stored before blocks are pushed, and this
+     * pop acquired that push, so reserved >= depth + trim_held. */
+    uint64_t free_blocks = depth + kiln_load_relaxed(&pool->trim_held);
+    uint64_t reserved = kiln_load_relaxed(&pool->blocks_reserved);
+    uint64_t in_use = reserved > free_blocks ? reserved - free_blocks : 0;
+    if (kiln_unlikely(in_use > kiln_load_relaxed(&pool->peak_in_use)))
+        kiln_max_relaxed_u64(&pool->peak_in_use, in_use);
     return block;
 }
 
 void kiln_block_put(kiln_block_pool *pool, void *block) {
-    kiln_sub_relaxed(&pool->in_use, 1);
+    note_success(pool);   /* memory came back: the next refusal is a new episode, logged */
     kiln_lifo_push(&pool->free_blocks, (kiln_lifo_node *)block);
 }
 
@@ -201,23 +218,31 @@ size_t kiln_block_pool_trim(kiln_block_pool *pool) {
     kiln_lifo_node *held = NULL, *last = NULL;
     size_t count = 0;
     for (kiln_lifo_node *node; (node = kiln_lifo_pop(&pool->free_blocks)) != NULL; count++) {
+        kiln_add_relaxed(&pool->trim_held, 1);   /* still free, not in use: stats say so */
         /* Decommitting zeroes the link word, so the node is off the LIFO meanwhile. */
         kiln_os_decommit(node, pool->block_size);
         node->next = held;
         held = node;
         if (!last) last = node;
     }
-    if (held) kiln_lifo_push_chain(&pool->free_blocks, held, last);
+    kiln_add_relaxed(&pool->trim_pops, count);
+    if (held) kiln_lifo_push_chain(&pool->free_blocks, held, last, count);
+    kiln_sub_relaxed(&pool->trim_held, count);
+    /* Counted before the pass ends: a get that saw the LIFO empty and no pass running
+     * tells by this count that one ended in between (get_slow). */
+    kiln_add_acq_rel(&pool->trims, 1);
     kiln_sub_acq_rel(&pool->trims_running, 1);
     size_t bytes = count * pool->block_size;
-    kiln_add_relaxed(&pool->trims, 1);
     kiln_add_relaxed(&pool->trimmed_bytes, bytes);
     return bytes;
 }
 
 void kiln_block_pool_stats_get(kiln_block_pool *pool, kiln_block_pool_stats *out) {
     uint64_t reserved = kiln_load_relaxed(&pool->blocks_reserved);
-    uint64_t in_use = kiln_load_relaxed(&pool->in_use);
+    uint64_t free_blocks = kiln_lifo_depth(&pool->free_blocks) + kiln_load_relaxed(&pool->trim_held);
+    uint64_t in_use = reserved > free_blocks ? reserved - free_blocks : 0;
+    uint64_t gets = (kiln_lifo_pops(&pool->free_blocks) - kiln_load_relaxed(&pool->trim_pops)) &
+                    KILN_LIFO_POPS_MASK;
     *out = (kiln_block_pool_stats){
         .block_size = pool->block_size,
         .memory_limit = pool->memory_limit,
@@ -227,7 +252,7 @@ void kiln_block_pool_stats_get(kiln_block_pool *pool, kiln_block_pool_stats *out
         .blocks_in_use = in_use,
         .blocks_peak = kiln_load_relaxed(&pool->peak_in_use),
         .blocks_free = reserved > in_use ? reserved - in_use : 0,
-        .gets = kiln_load_relaxed(&pool->gets),
+        .gets = gets,
         .failures = kiln_load_relaxed(&pool->failures),
         .os_maps = kiln_load_relaxed(&pool->os_maps),
         .large_mappings = kiln_load_relaxed(&pool->large_mappings),

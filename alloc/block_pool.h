@@ -3,7 +3,9 @@
  * Everything else in kiln (arenas, pools, handle tables) takes its memory from here.
  *
  * Invariants:
- *   blocks_reserved == blocks_in_use + blocks on the free LIFO (+ blocks in a trim pass)
+ *   blocks_reserved == blocks_in_use + depth of the free LIFO + blocks held by a trim pass
+ * The free count is the LIFO's depth, kept in its tag word by the same CAS that moves a
+ * block, so a get or put touches one shared cache line (the LIFO's) and no counter.
  *   reserved_bytes  == blocks_reserved * block_size + bytes of live large mappings
  *   reserved_bytes  <= memory_limit (when a limit is set)
  * The owner of any pointer inside a block is found by masking: block = p & ~(size-1).
@@ -25,9 +27,9 @@ typedef struct kiln_block_pool {
     _Alignas(KILN_CACHE_LINE) kiln_lifo free_blocks;
 
     /* Shared counters, relaxed atomics (statistics and the limit check only). */
-    _Alignas(KILN_CACHE_LINE) _Atomic uint64_t in_use;
-    _Atomic uint64_t peak_in_use;
-    _Atomic uint64_t gets;
+    _Alignas(KILN_CACHE_LINE) _Atomic uint64_t peak_in_use;  /* written only on a new peak */
+    _Atomic uint64_t trim_held;           /* blocks off the LIFO inside trim passes */
+    _Atomic uint64_t trim_pops;           /* pops by trim passes: gets = LIFO pops - these */
     _Atomic uint64_t failures;
     _Atomic uint64_t os_maps;
     _Atomic uint64_t large_mappings;

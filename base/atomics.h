@@ -16,6 +16,8 @@
 #define kiln_sub_relaxed(p, v)      atomic_fetch_sub_explicit((p), (v), memory_order_relaxed)
 #define kiln_add_acq_rel(p, v)      atomic_fetch_add_explicit((p), (v), memory_order_acq_rel)
 #define kiln_sub_acq_rel(p, v)      atomic_fetch_sub_explicit((p), (v), memory_order_acq_rel)
+#define kiln_or_relaxed(p, v)       atomic_fetch_or_explicit((p), (v), memory_order_relaxed)
+#define kiln_and_relaxed(p, v)      atomic_fetch_and_explicit((p), (v), memory_order_relaxed)
 #define kiln_exchange_acq_rel(p, v) atomic_exchange_explicit((p), (v), memory_order_acq_rel)
 #define kiln_exchange_relaxed(p, v) atomic_exchange_explicit((p), (v), memory_order_relaxed)
 #define kiln_cas_weak_relaxed(p, expected, desired) \

@@ -46,11 +46,14 @@ void kiln_detach(kiln_ctx *ctx) {
     if (!ctx) return;
     if (!kiln_ctx_check(ctx, "kiln_detach")) return;
     kiln_runtime *rt = ctx->rt;
-    kiln_ctx *self = ctx;
-    /* A detaching driver hands the frame clock back; relaxed: only this thread and
-     * later drivers (which synchronise through attach's mutex) look at it. */
-    atomic_compare_exchange_strong_explicit(&rt->driver, &self, NULL, memory_order_relaxed,
-                                            memory_order_relaxed);
+    /* A detaching driver closes the frame it may have left open, then hands the clock
+     * back. Only this thread ever stores ctx into driver, so the relaxed load is exact;
+     * the release store pairs with the acquire of the next driver's claim (is_driver),
+     * which therefore sees frame_open false. */
+    if (atomic_load_explicit(&rt->driver, memory_order_relaxed) == ctx) {
+        rt->frame_open = false;
+        atomic_store_explicit(&rt->driver, NULL, memory_order_release);
+    }
     pthread_mutex_lock(&rt->registry_lock);
     if (ctx->prev) ctx->prev->next = ctx->next;
     else rt->contexts = ctx->next;

@@ -2,11 +2,12 @@
  * resets that frame end performs. */
 #include "runtime_internal.h"
 
-/* Claims the clock for ctx if nobody drives it; whether ctx is the driver now. */
+/* Claims the clock for ctx if nobody drives it; whether ctx is the driver now. A claim
+ * acquires what the previous driver released when it detached (frame_open). */
 static bool is_driver(kiln_runtime *rt, kiln_ctx *ctx) {
     kiln_ctx *driver = atomic_load_explicit(&rt->driver, memory_order_relaxed);
     if (driver == NULL &&
-        atomic_compare_exchange_strong_explicit(&rt->driver, &driver, ctx, memory_order_relaxed,
+        atomic_compare_exchange_strong_explicit(&rt->driver, &driver, ctx, memory_order_acquire,
                                                 memory_order_relaxed))
         return true;
     return driver == ctx;
@@ -36,7 +37,15 @@ uint64_t kiln_frame_begin(kiln_ctx *ctx) {
 void kiln_frame_end(kiln_ctx *ctx) {
     if (!kiln_ctx_check(ctx, "kiln_frame_end")) return;
     kiln_runtime *rt = ctx->rt;
-    if (!is_driver(rt, ctx) || !rt->frame_open) {
+    /* No claim here: only kiln_frame_begin makes a context the driver. */
+    kiln_ctx *driver = atomic_load_explicit(&rt->driver, memory_order_relaxed);
+    if (driver != NULL && driver != ctx) {
+        kiln_log_misuse(&rt->log, "FRAME_NOT_DRIVER",
+                        "kiln_frame_end: context %u does not drive the frame clock "
+                        "(another context does); ignored", ctx->id);
+        return;
+    }
+    if (driver == NULL || !rt->frame_open) {
         kiln_log_misuse(&rt->log, "FRAME_END_WITHOUT_BEGIN",
                         "kiln_frame_end: context %u has no open frame; ignored", ctx->id);
         return;

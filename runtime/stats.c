@@ -35,7 +35,7 @@ size_t kiln_stats_arenas(kiln_runtime *rt, kiln_arena_stats *out, size_t cap) {
 bool kiln_arena_stats_get(const kiln_arena *arena, kiln_arena_stats *out) {
     if (!out || !arena) {
         if (out) memset(out, 0, sizeof *out);
-        kiln_log_misuse(NULL, arena ? "STATS_NULL_OUT" : "ARENA_NULL",
+        kiln_log_misuse(arena ? &arena->log : NULL, arena ? "STATS_NULL_OUT" : "ARENA_NULL",
                         "kiln_arena_stats_get: %s is NULL", arena ? "out" : "the arena");
         return false;
     }

@@ -23,7 +23,8 @@ typedef struct kiln_block_pool_stats {
     uint64_t blocks_in_use;    /* handed out and not yet put back */
     uint64_t blocks_peak;      /* most blocks in use at once */
     uint64_t blocks_free;      /* blocks_reserved - blocks_in_use */
-    uint64_t gets;             /* successful block gets */
+    uint64_t gets;             /* successful block gets (counted by the free LIFO's pop tag,
+                                  so it wraps at 2^40) */
     uint64_t failures;         /* gets and large maps refused (memory_limit or OS) */
     uint64_t os_maps;          /* successful OS reservations (chunks and large mappings) */
     uint64_t large_mappings;   /* dedicated mappings alive now */

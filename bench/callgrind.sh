@@ -1,0 +1,30 @@
+#!/bin/sh
+# bench/callgrind.sh — the exact cost of kiln_frame_alloc: valgrind --tool=callgrind counts
+# the instructions executed inside kiln_frame_alloc (and what it calls: the slow path when a
+# block fills) over N calls with A1's sizes, after one warm-up frame; prints Ir per call.
+# Usage: callgrind.sh [N]   (default 1 000 000; needs valgrind). The program is looked up
+# in $KILN_BENCH_DIR, else next to this script (the copy in BUILD_DIR/bench).
+set -eu
+
+dir=${KILN_BENCH_DIR:-$(dirname "$0")}
+n=${1:-1000000}
+out=$(mktemp "${TMPDIR:-/tmp}/kiln-callgrind.XXXXXX")
+trap 'rm -f "$out"' EXIT
+
+valgrind --tool=callgrind --toggle-collect=kiln_frame_alloc --callgrind-out-file="$out" \
+    "$dir/alloc_bench" --callgrind-frame-alloc "$n" >/dev/null 2>&1
+ir=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$out")
+[ -n "$ir" ] || ir=$(sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$out")
+
+echo
+echo "== callgrind: kiln_frame_alloc =="
+echo "A1 sizes (16-256 B, align 8), $n calls after a warm-up frame; instructions counted"
+echo "inside kiln_frame_alloc and its callees (the block-switch slow path included)"
+awk -v ir="$ir" -v n="$n" 'BEGIN { printf "Ir total %d, Ir per call %.2f\n", ir, ir / n }'
+if command -v callgrind_annotate >/dev/null 2>&1; then
+    echo "self cost by function (Ir, and Ir per kiln_frame_alloc call):"
+    callgrind_annotate --threshold=100 "$out" 2>/dev/null |
+        awk -v n="$n" '/\?\?\?:kiln_|:kiln_|switch_block|push_block|set_limit/ {
+            gsub(",", "", $1); sub(/ \[.*/, "", $0); name = $NF; sub(/.*:/, "", name)
+            printf "  %-28s %12d %8.2f\n", name, $1, $1 / n }'
+fi

@@ -1,0 +1,405 @@
+/* bench/harness.c — the clock, series and their statistics, the alternating-round
+ * driver, the tables, and the child-process protocol for LD_PRELOAD peers. */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+uint64_t bench_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void bench_die(const char *fmt, ...) {
+    va_list args;
+    va_start(args, fmt);
+    fputs("bench: ", stderr);
+    vfprintf(stderr, fmt, args);
+    fputc('\n', stderr);
+    va_end(args);
+    exit(1);
+}
+
+/* ---- Series ------------------------------------------------------------------- */
+
+static void push_pair(double **a, double **b, size_t *count, size_t *cap, double x, double y) {
+    if (*count == *cap) {
+        size_t cap2 = *cap ? *cap * 2 : 64;
+        double *a2 = realloc(*a, cap2 * sizeof **a);
+        if (a2) *a = a2;
+        double *b2 = a2 ? realloc(*b, cap2 * sizeof **b) : NULL;
+        if (!a2 || !b2) bench_die("out of memory for figures");
+        *b = b2;
+        *cap = cap2;
+    }
+    (*a)[*count] = x;
+    (*b)[*count] = y;
+    (*count)++;
+}
+
+void bench_add_sample(bench_series *s, double ns, double ops) {
+    push_pair(&s->sample_ns, &s->sample_ops, &s->samples, &s->sample_cap, ns, ops);
+}
+
+void bench_add_round(bench_series *s, double ns, double ops) {
+    push_pair(&s->round_ns, &s->round_ops, &s->rounds, &s->round_cap, ns, ops);
+}
+
+void bench_series_clear(bench_series *s) {
+    s->rounds = 0;
+    s->samples = 0;
+}
+
+void bench_series_free(bench_series *s) {
+    free(s->round_ns);
+    free(s->round_ops);
+    free(s->sample_ns);
+    free(s->sample_ops);
+    memset(s, 0, sizeof *s);
+}
+
+static int compare_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+typedef struct summary {
+    double median;        /* of the round figures, ns/op */
+    double p99, max;      /* of the sample figures, ns/op */
+    double max_sample_us; /* the longest sample, in microseconds */
+} summary;
+
+/* Median of n values (sorted in place): the middle one, or the mean of the two. */
+static double median_sorted(const double *v, size_t n) {
+    if (n == 0) return 0;
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static summary summarize(const bench_series *s) {
+    summary out = { 0, 0, 0, 0 };
+    double *v = malloc((s->rounds > s->samples ? s->rounds : s->samples) * sizeof *v + 1);
+    if (!v) bench_die("out of memory for statistics");
+    for (size_t i = 0; i < s->rounds; i++) v[i] = s->round_ns[i] / s->round_ops[i];
+    qsort(v, s->rounds, sizeof *v, compare_double);
+    out.median = median_sorted(v, s->rounds);
+    for (size_t i = 0; i < s->samples; i++) {
+        v[i] = s->sample_ns[i] / s->sample_ops[i];
+        if (s->sample_ns[i] / 1e3 > out.max_sample_us) out.max_sample_us = s->sample_ns[i] / 1e3;
+    }
+    qsort(v, s->samples, sizeof *v, compare_double);
+    if (s->samples) {
+        size_t rank = (size_t)((99 * s->samples + 99) / 100);   /* nearest rank, ceil */
+        out.p99 = v[(rank ? rank : 1) - 1];
+        out.max = v[s->samples - 1];
+    }
+    free(v);
+    return out;
+}
+
+/* ---- Workloads ---------------------------------------------------------------- */
+
+static bench_entry *new_entry(bench_workload *w, const char *name) {
+    if (w->count == BENCH_MAX_ENTRIES) bench_die("workload '%s': too many entries", w->title);
+    bench_entry *e = &w->entries[w->count++];
+    memset(e, 0, sizeof *e);
+    e->name = name;
+    return e;
+}
+
+bench_entry *bench_add_entry(bench_workload *w, const char *name, bench_round_fn round,
+                             void *state) {
+    bench_entry *e = new_entry(w, name);
+    e->round = round;
+    e->state = state;
+    return e;
+}
+
+bench_entry *bench_add_child(bench_workload *w, const char *name, bench_child *child) {
+    bench_entry *e = new_entry(w, name);
+    e->child = child;
+    return e;
+}
+
+bench_entry *bench_add_skipped(bench_workload *w, const char *name, const char *fmt, ...) {
+    bench_entry *e = new_entry(w, name);
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(e->skip, sizeof e->skip, fmt, args);
+    va_end(args);
+    return e;
+}
+
+static void run_entry_round(bench_entry *e) {
+    if (e->skip[0]) return;
+    bench_series *s = &e->series;
+    size_t rounds = s->rounds, first_sample = s->samples;
+    if (e->child) {
+        char err[sizeof e->skip - 16];
+        if (!bench_child_round(e->child, s, err, sizeof err)) {
+            snprintf(e->skip, sizeof e->skip, "dropped: %s", err);
+            return;
+        }
+    } else {
+        e->round(e->state, s);
+    }
+    if (s->rounds == rounds) {   /* derive the round figure from its samples */
+        double ns = 0, ops = 0;
+        for (size_t i = first_sample; i < s->samples; i++) {
+            ns += s->sample_ns[i];
+            ops += s->sample_ops[i];
+        }
+        if (ops > 0) bench_add_round(s, ns, ops);
+    }
+}
+
+void bench_run(bench_workload *w) {
+    for (int round = 0; round <= w->rounds; round++) {
+        for (int i = 0; i < w->count; i++) run_entry_round(&w->entries[i]);
+        if (round == 0)   /* the warm-up round is not counted */
+            for (int i = 0; i < w->count; i++) bench_series_clear(&w->entries[i].series);
+    }
+}
+
+void bench_print(const bench_workload *w) {
+    printf("\n== %s ==\n", w->title);
+    if (w->detail) printf("%s\n", w->detail);
+    printf("%d rounds after 1 warm-up round, implementations alternating in table order; "
+           "median over rounds, p99/max over %ss\n", w->rounds, w->sample);
+    char h_med[32], h_p99[32], h_max[32], h_us[32];
+    snprintf(h_med, sizeof h_med, "median ns/%s", w->op);
+    snprintf(h_p99, sizeof h_p99, "p99 ns/%s", w->op);
+    snprintf(h_max, sizeof h_max, "max ns/%s", w->op);
+    snprintf(h_us, sizeof h_us, "max %s us", w->sample);
+    printf("%-30s %16s %14s %14s %15s %16s\n", "implementation", h_med, h_p99, h_max, h_us,
+           "ratio peer/kiln");
+    summary base = { 0, 0, 0, 0 };
+    bool have_base = w->count > 0 && !w->entries[0].skip[0] && w->entries[0].series.rounds > 0;
+    if (have_base) base = summarize(&w->entries[0].series);
+    for (int i = 0; i < w->count; i++) {
+        const bench_entry *e = &w->entries[i];
+        if (e->skip[0] || e->series.rounds == 0) continue;
+        summary s = summarize(&e->series);
+        char ratio[32];
+        if (i == 0) snprintf(ratio, sizeof ratio, "base");
+        else if (have_base && base.median > 0) snprintf(ratio, sizeof ratio, "%.2fx", s.median / base.median);
+        else snprintf(ratio, sizeof ratio, "n/a");
+        printf("%-30s %16.2f %14.2f %14.2f %15.1f %16s\n", e->name, s.median, s.p99, s.max,
+               s.max_sample_us, ratio);
+    }
+    for (int i = 0; i < w->count; i++) {
+        const bench_entry *e = &w->entries[i];
+        if (e->skip[0]) printf("note: %s skipped: %s\n", e->name, e->skip);
+    }
+    fflush(stdout);
+}
+
+void bench_workload_free(bench_workload *w) {
+    for (int i = 0; i < w->count; i++) bench_series_free(&w->entries[i].series);
+    w->count = 0;
+}
+
+/* ---- Children ----------------------------------------------------------------- */
+
+struct bench_child {
+    pid_t  pid;
+    FILE  *to;     /* the child's stdin */
+    FILE  *from;   /* the child's stdout */
+    char  *line;
+    size_t line_cap;
+};
+
+const char *bench_malloc_provider(void) {
+    void *sym = dlsym(RTLD_DEFAULT, "malloc");
+    Dl_info info;
+    if (sym && dladdr(sym, &info) && info.dli_fname) return info.dli_fname;
+    return "?";
+}
+
+/* The cpu line of /proc/stat: total and idle (idle + iowait) jiffies. */
+static bool read_cpu_times(unsigned long long *total, unsigned long long *idle) {
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f) return false;
+    unsigned long long v[8] = { 0 };
+    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                   &v[3], &v[4], &v[5], &v[6], &v[7]);
+    fclose(f);
+    if (n < 5) return false;
+    *total = 0;
+    for (int i = 0; i < 8; i++) *total += v[i];
+    *idle = v[3] + v[4];
+    return true;
+}
+
+void bench_print_load(void) {
+    unsigned long long t0, i0, t1, i1;
+    if (!read_cpu_times(&t0, &i0)) return;
+    struct timespec pause = { 0, 300 * 1000000 };
+    nanosleep(&pause, NULL);
+    if (!read_cpu_times(&t1, &i1) || t1 <= t0) return;
+    double busy = 100.0 * (double)((t1 - t0) - (i1 - i0)) / (double)(t1 - t0);
+    printf("other work on the machine before the start: %.0f%% of %ld cores busy\n", busy,
+           sysconf(_SC_NPROCESSORS_ONLN));
+    if (busy > 10)
+        printf("note: the machine is busy; every figure (kiln's and the peers') is noisier\n");
+    fflush(stdout);
+}
+
+/* environ with LD_PRELOAD replaced by preload; the strings are environ's, but one. */
+static char **env_with_preload(const char *preload, char **preload_var) {
+    size_t n = 0;
+    while (environ[n]) n++;
+    char **env = calloc(n + 2, sizeof *env);
+    size_t len = strlen("LD_PRELOAD=") + strlen(preload) + 1;
+    *preload_var = malloc(len);
+    if (!env || !*preload_var) bench_die("out of memory for a child's environment");
+    snprintf(*preload_var, len, "LD_PRELOAD=%s", preload);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0) env[k++] = environ[i];
+    env[k++] = *preload_var;
+    env[k] = NULL;
+    return env;
+}
+
+bench_child *bench_child_start(const char *preload, char *const argv[], char *err,
+                               size_t err_size) {
+    signal(SIGPIPE, SIG_IGN);   /* a dead child shows as a failed write, not a dead parent */
+    int in[2], out[2];          /* in: parent -> child stdin; out: child stdout -> parent */
+    if (pipe2(in, O_CLOEXEC) != 0) {
+        snprintf(err, err_size, "pipe: %s", strerror(errno));
+        return NULL;
+    }
+    if (pipe2(out, O_CLOEXEC) != 0) {
+        snprintf(err, err_size, "pipe: %s", strerror(errno));
+        close(in[0]);
+        close(in[1]);
+        return NULL;
+    }
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, in[0], 0);
+    posix_spawn_file_actions_adddup2(&actions, out[1], 1);
+    char *preload_var;
+    char **env = env_with_preload(preload, &preload_var);
+    fflush(stdout);
+    pid_t pid;
+    int rc = posix_spawn(&pid, "/proc/self/exe", &actions, NULL, argv, env);
+    posix_spawn_file_actions_destroy(&actions);
+    free(env);
+    free(preload_var);
+    close(in[0]);
+    close(out[1]);
+    if (rc != 0) {
+        snprintf(err, err_size, "posix_spawn: %s", strerror(rc));
+        close(in[1]);
+        close(out[0]);
+        return NULL;
+    }
+    bench_child *c = calloc(1, sizeof *c);
+    if (!c) bench_die("out of memory for a child");
+    c->pid = pid;
+    c->to = fdopen(in[1], "w");
+    c->from = fdopen(out[0], "r");
+    if (!c->to || !c->from) bench_die("fdopen failed");
+    /* The handshake: "ready <object that defines malloc>" or "error <why>". */
+    ssize_t len = getline(&c->line, &c->line_cap, c->from);
+    if (len <= 0 || strncmp(c->line, "ready ", 6) != 0) {
+        snprintf(err, err_size, "%s",
+                 len <= 0 ? "the child exited before it was ready" : c->line);
+        err[strcspn(err, "\n")] = '\0';
+        bench_child_stop(c);
+        return NULL;
+    }
+    return c;
+}
+
+bool bench_child_round(bench_child *c, bench_series *s, char *err, size_t err_size) {
+    if (fputs("round\n", c->to) == EOF || fflush(c->to) == EOF) {
+        snprintf(err, err_size, "the child is gone (write failed)");
+        return false;
+    }
+    ssize_t len = getline(&c->line, &c->line_cap, c->from);
+    if (len <= 0 || c->line[0] != 'R') {
+        snprintf(err, err_size, "%s", len <= 0 ? "the child exited mid-run" : c->line);
+        err[strcspn(err, "\n")] = '\0';
+        return false;
+    }
+    char *p = c->line + 1, *end;
+    double round_ns = strtod(p, &end);
+    double round_ops = strtod(end, &p);
+    unsigned long k = strtoul(p, &end, 10);
+    p = end;
+    for (unsigned long i = 0; i < k; i++) {
+        double ns = strtod(p, &end);
+        double ops = strtod(end, &p);
+        if (p == end) {
+            snprintf(err, err_size, "a malformed round line from the child");
+            return false;
+        }
+        bench_add_sample(s, ns, ops);
+    }
+    bench_add_round(s, round_ns, round_ops);
+    return true;
+}
+
+void bench_child_stop(bench_child *c) {
+    if (!c) return;
+    fputs("quit\n", c->to);
+    fclose(c->to);
+    fclose(c->from);
+    int status;
+    while (waitpid(c->pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    free(c->line);
+    free(c);
+}
+
+int bench_child_serve(const char *expect, bench_round_fn round, void *state) {
+    const char *provider = bench_malloc_provider();
+    if (expect && !strstr(provider, expect)) {
+        printf("error malloc comes from %s, not from %s (LD_PRELOAD did not take)\n", provider,
+               expect);
+        fflush(stdout);
+        return 1;
+    }
+    printf("ready %s\n", provider);
+    fflush(stdout);
+    bench_series s = { 0 };
+    char *line = NULL;
+    size_t cap = 0;
+    while (getline(&line, &cap, stdin) > 0) {
+        if (strcmp(line, "round\n") != 0) break;
+        bench_series_clear(&s);
+        round(state, &s);
+        double ns = 0, ops = 0;
+        for (size_t i = 0; i < s.samples; i++) {
+            ns += s.sample_ns[i];
+            ops += s.sample_ops[i];
+        }
+        if (s.rounds) {
+            ns = s.round_ns[0];
+            ops = s.round_ops[0];
+        }
+        printf("R %.17g %.17g %zu", ns, ops, s.samples);
+        for (size_t i = 0; i < s.samples; i++) printf(" %.17g %.17g", s.sample_ns[i], s.sample_ops[i]);
+        printf("\n");
+        fflush(stdout);
+    }
+    free(line);
+    bench_series_free(&s);
+    return 0;
+}

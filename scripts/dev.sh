@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# kiln's developer entry point: the README's two commands.
+#
+#   scripts/dev.sh demo   install what is missing, build, run the main example
+#   scripts/dev.sh test   install what is missing, build every configuration and run the
+#                         whole suite: unit tests (default and ASan+UBSan builds), stress
+#                         programs (ThreadSanitizer build), the benchmarks' quick pass,
+#                         the install/pkg-config and subproject consumer checks.
+#                         Ends with "N passed, N failed"; exits non-zero if anything failed.
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+
+# Debian packages kiln needs to build and test; peers are for the benchmarks only.
+build_packages=(gcc g++ pkg-config meson ninja-build libck-dev)
+test_packages=(libcriterion-dev clang libclang-rt-14-dev valgrind
+               libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev libtbb-dev)
+
+install_missing() {
+    local missing=()
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    echo "== installing: ${missing[*]}"
+    local sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+}
+
+# setup DIR [meson options...]: configure once, reconfigure when options change.
+setup() {
+    local dir=$1; shift
+    if [ -f "$dir/build.ninja" ]; then
+        meson setup --reconfigure "$dir" "$@" >/dev/null
+    else
+        meson setup "$dir" "$@" >/dev/null
+    fi
+    ninja -C "$dir" >/dev/null
+}
+
+demo() {
+    install_missing "${build_packages[@]}"
+    setup build -Dtests=false -Dstress=false -Dbench=false
+    build/examples/frame-loop "$@"
+}
+
+case "${1:-}" in
+    demo) shift; demo "$@" ;;
+    test) shift
+          install_missing "${build_packages[@]}" "${test_packages[@]}"
+          exec "$root/scripts/test-all.sh" "$@" ;;
+    *) echo "usage: scripts/dev.sh demo [frames] [entities] | scripts/dev.sh test" >&2; exit 2 ;;
+esac

@@ -1,0 +1,95 @@
+/* tests/recording_log.h — what the unit tests share: a kiln_log_fn that records every
+ * message (level and text) so a test can assert the exact log item and the object's
+ * name, a capture of stderr for the messages that cannot reach a runtime's logger
+ * (misuse with a NULL object goes to the default sink), and a few memory helpers.
+ *
+ * Every kiln message is "ITEM: details"; count_items matches the item exactly (the
+ * text up to the first ": "), never a prefix of a longer item. */
+#ifndef KILN_TESTS_RECORDING_LOG_H
+#define KILN_TESTS_RECORDING_LOG_H
+
+#include <kiln/kiln.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define RECORDING_LOG_MAX  1024   /* messages kept; later ones are only counted */
+#define RECORDING_LOG_TEXT 600    /* kiln formats at most 511 bytes */
+
+typedef struct recorded_message {
+    kiln_log_level level;
+    char           text[RECORDING_LOG_TEXT];
+} recorded_message;
+
+/* Written by any thread through recording_log_fn (under lock). */
+typedef struct recording_log {
+    pthread_mutex_t  lock;
+    size_t           count;     /* messages kept in messages[] */
+    size_t           dropped;   /* messages beyond RECORDING_LOG_MAX */
+    recorded_message messages[RECORDING_LOG_MAX];
+} recording_log;
+
+recording_log *recording_log_new(void);
+void           recording_log_free(recording_log *rec);
+void           recording_log_clear(recording_log *rec);
+
+/* The kiln_log_fn; user is the recording_log. Thread-safe. */
+void recording_log_fn(void *user, kiln_log_level level, const char *message);
+
+/* A desc whose log goes to rec; every other field zero (the defaults). */
+kiln_desc recording_desc(recording_log *rec);
+
+/* Messages kept so far (all items). */
+size_t recorded_count(recording_log *rec);
+
+/* Messages whose item is exactly item. */
+size_t count_items(recording_log *rec, const char *item);
+
+/* Messages whose item is exactly item and whose level is level. */
+size_t count_items_at(recording_log *rec, const char *item, kiln_log_level level);
+
+/* Messages whose item is exactly item and whose text contains fragment. */
+size_t count_items_with(recording_log *rec, const char *item, const char *fragment);
+
+/* The text of the last message with this item (a copy in a per-call static buffer:
+ * use it before the next call), or "" when there is none. */
+const char *last_item_text(recording_log *rec, const char *item);
+
+/* Every kept message, one per line, for assertion messages (static buffer). */
+const char *recorded_summary(recording_log *rec);
+
+/* Captures what is written to file descriptor 2 (kiln's default sink writes there
+ * with write(2)) between begin and end. end returns the text (malloc'd; free it). */
+typedef struct stderr_capture {
+    int   saved_fd;
+    FILE *file;
+} stderr_capture;
+
+void  stderr_capture_begin(stderr_capture *cap);
+char *stderr_capture_end(stderr_capture *cap);
+
+/* Occurrences of needle in text. */
+size_t count_substrings(const char *text, const char *needle);
+
+/* Whether [p, p + size) is mapped in this process (mincore says ENOMEM when not). */
+bool range_is_mapped(const void *p, size_t size);
+
+/* Resident pages in [p, p + size) (page-aligned p), per mincore. */
+size_t resident_pages(const void *p, size_t size);
+
+/* Bytes the heap (malloc) has handed out and not taken back. In an ASan build this is
+ * ASan's own exact count: equal before and after a piece of work means the work freed
+ * everything it malloc'd (the recorder itself never mallocs). Otherwise it is glibc's
+ * mallinfo2, which counts chunks parked in the thread cache as in use, so it is not
+ * exact and heap_accounting_exact() says false: the leak assertions then hold only in
+ * the ASan build (LeakSanitizer's own exit report does not fail a Criterion test). */
+bool   heap_accounting_exact(void);
+size_t heap_bytes_in_use(void);
+
+/* Fills [p, p + size) with a pattern derived from seed; checks it back. */
+void fill_pattern(void *p, size_t size, uint32_t seed);
+bool check_pattern(const void *p, size_t size, uint32_t seed);
+
+#endif /* KILN_TESTS_RECORDING_LOG_H */

@@ -1,0 +1,766 @@
+/* tests/test_arena.c — arenas: bump allocation, alignment, sizes from zero to many
+ * blocks, marks and release, reset and its keep policy, large mappings, statistics,
+ * and the logged refusals (bad alignment, bad marks, NULL arena). */
+#define _DEFAULT_SOURCE   /* pthread barriers, sysconf */
+#include <criterion/criterion.h>
+#include <stdalign.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc/arena.h"
+#include "recording_log.h"
+
+#define BS ((size_t)64 << 10)   /* the default block size */
+
+static recording_log *rec;
+static kiln_runtime  *rt;
+
+static void setup(void) {
+    rec = recording_log_new();
+    kiln_desc desc = recording_desc(rec);
+    rt = kiln_create(&desc);
+    cr_assert_not_null(rt, "kiln_create failed:%s", recorded_summary(rec));
+}
+
+static void teardown(void) {
+    kiln_destroy(rt);
+    rt = NULL;
+    recording_log_free(rec);
+    rec = NULL;
+}
+
+TestSuite(arena, .init = setup, .fini = teardown);
+
+static kiln_arena_stats arena_stats(const kiln_arena *arena) {
+    kiln_arena_stats s;
+    cr_assert(kiln_arena_stats_get(arena, &s), "kiln_arena_stats_get failed");
+    return s;
+}
+
+static kiln_stats runtime_stats(kiln_runtime *r) {
+    kiln_stats s;
+    cr_assert(kiln_stats_get(r, &s), "kiln_stats_get failed");
+    return s;
+}
+
+static bool marks_equal(kiln_mark a, kiln_mark b) {
+    return a.opaque[0] == b.opaque[0] && a.opaque[1] == b.opaque[1];
+}
+
+static bool is_aligned(const void *p, size_t align) { return ((uintptr_t)p & (align - 1)) == 0; }
+
+Test(arena, create_names_and_initial_stats) {
+    kiln_arena *level = kiln_arena_create(rt, "level");
+    kiln_arena *unnamed = kiln_arena_create(rt, NULL);
+    char long_name[100];
+    memset(long_name, 'x', sizeof long_name - 1);
+    long_name[sizeof long_name - 1] = '\0';
+    kiln_arena *longer = kiln_arena_create(rt, long_name);
+    cr_assert(level && unnamed && longer);
+
+    kiln_arena_stats s = arena_stats(level);
+    cr_assert_str_eq(s.name, "level");
+    cr_assert_eq(s.bytes_in_use, 0);
+    cr_assert_eq(s.allocs, 0);
+    cr_assert_eq(s.failures, 0);
+    cr_assert_eq(s.blocks_held, 1, "the arena lives in its first block");
+    cr_assert_eq(s.blocks_taken, 1);
+    cr_assert_eq(s.budget, 0, "only frame arenas have a budget");
+    cr_assert_str_eq(arena_stats(unnamed).name, "arena");
+    s = arena_stats(longer);
+    cr_assert_eq(strlen(s.name), 47, "at most 47 bytes of the name are kept");
+    cr_assert_eq(strncmp(s.name, long_name, 47), 0);
+
+    kiln_stats rs = runtime_stats(rt);
+    cr_assert_eq(rs.arenas, 3);
+    cr_assert_eq(rs.blocks.blocks_in_use, 3);
+    kiln_arena_destroy(level);
+    kiln_arena_destroy(unnamed);
+    kiln_arena_destroy(longer);
+    rs = runtime_stats(rt);
+    cr_assert_eq(rs.arenas, 0);
+    cr_assert_eq(rs.blocks.blocks_in_use, 0);
+    cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));
+}
+
+Test(arena, allocations_are_disjoint_and_counted) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    enum { N = 2000 };
+    static unsigned char *ptrs[N];
+    static size_t sizes[N];
+    size_t total = 0;
+    srand(7);
+    for (int i = 0; i < N; i++) {
+        sizes[i] = 1 + (size_t)rand() % 700;
+        ptrs[i] = kiln_arena_alloc(a, sizes[i], 1);
+        cr_assert_not_null(ptrs[i]);
+        fill_pattern(ptrs[i], sizes[i], (uint32_t)i);
+        total += sizes[i];
+    }
+    for (int i = 0; i < N; i++)
+        cr_assert(check_pattern(ptrs[i], sizes[i], (uint32_t)i), "allocation %d overwritten", i);
+    kiln_arena_stats s = arena_stats(a);
+    cr_assert_eq(s.allocs, N);
+    /* Alignment 1: no padding, so only what a block could not hold at its end is lost. */
+    cr_assert_eq(s.bytes_in_use, total, "bytes_in_use %zu, asked %zu", s.bytes_in_use, total);
+    cr_assert_eq(s.peak_frame, total);
+    cr_assert_geq(s.blocks_held, (uint32_t)(total / BS + 1));
+    cr_assert_eq(s.blocks_taken, s.blocks_held);
+    cr_assert_eq(runtime_stats(rt).blocks.blocks_in_use, s.blocks_held);
+    kiln_arena_destroy(a);
+}
+
+/* The case: everything after the mark goes, nothing before it moves. */
+Test(arena, release_restores_mark) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    enum { BEFORE = 50 };
+    unsigned char *before[BEFORE];
+    for (int i = 0; i < BEFORE; i++) {
+        before[i] = kiln_arena_alloc(a, 40 + (size_t)i * 13, 8);
+        cr_assert_not_null(before[i]);
+        fill_pattern(before[i], 40 + (size_t)i * 13, (uint32_t)i);
+    }
+    unsigned char *large_before = kiln_arena_alloc(a, 2 * BS, 64);
+    cr_assert_not_null(large_before);
+    fill_pattern(large_before, 2 * BS, 1000);
+
+    kiln_mark mark = kiln_arena_mark(a);
+    kiln_arena_stats at_mark = arena_stats(a);
+    kiln_stats rs_mark = runtime_stats(rt);
+
+    unsigned char *first_after = kiln_arena_alloc(a, 100, 16);
+    cr_assert_not_null(first_after);
+    memset(first_after, 0xAA, 100);
+    for (int i = 0; i < 300; i++) {          /* about five blocks */
+        unsigned char *p = kiln_arena_alloc(a, 1000, 8);
+        cr_assert_not_null(p);
+        memset(p, 0xBB, 1000);
+    }
+    unsigned char *large_after = kiln_arena_alloc(a, 3 * BS, 16);
+    cr_assert_not_null(large_after);
+    memset(large_after, 0xCC, 3 * BS);
+    for (int i = 0; i < 50; i++) {
+        unsigned char *p = kiln_arena_alloc(a, 500, 64);
+        cr_assert_not_null(p);
+        memset(p, 0xDD, 500);
+    }
+    kiln_arena_stats grown = arena_stats(a);
+    cr_assert_gt(grown.bytes_in_use, at_mark.bytes_in_use + 300 * 1000 + 3 * BS);
+    cr_assert_geq(grown.blocks_held, at_mark.blocks_held + 4);
+    cr_assert_eq(grown.large_allocs, 2);
+    cr_assert_eq(runtime_stats(rt).blocks.large_mappings, rs_mark.blocks.large_mappings + 1);
+
+    kiln_arena_release(a, mark);
+
+    kiln_arena_stats released = arena_stats(a);
+    cr_assert_eq(released.bytes_in_use, at_mark.bytes_in_use, "bytes_in_use %zu after release, %zu at mark",
+                 released.bytes_in_use, at_mark.bytes_in_use);
+    cr_assert_eq(released.releases, 1);
+    cr_assert_eq(released.peak_frame, grown.bytes_in_use, "the peak survives the release");
+    cr_assert_eq(released.blocks_held, grown.blocks_held, "released blocks are kept for reuse");
+    cr_assert(marks_equal(kiln_arena_mark(a), mark), "the position is the mark again");
+    for (int i = 0; i < BEFORE; i++)
+        cr_assert(check_pattern(before[i], 40 + (size_t)i * 13, (uint32_t)i),
+                  "allocation %d before the mark changed", i);
+    cr_assert(check_pattern(large_before, 2 * BS, 1000), "large allocation before the mark changed");
+
+    /* The next allocation takes the first post-mark address again. */
+    unsigned char *again = kiln_arena_alloc(a, 100, 16);
+    cr_assert_eq(again, first_after, "next allocation %p, first after the mark was %p",
+                 (void *)again, (void *)first_after);
+
+    /* Doing it all again takes no block from the pool and maps nothing new. */
+    kiln_stats rs_before_redo = runtime_stats(rt);
+    for (int i = 0; i < 300; i++) cr_assert_not_null(kiln_arena_alloc(a, 1000, 8));
+    cr_assert_not_null(kiln_arena_alloc(a, 3 * BS, 16));
+    kiln_stats rs_redo = runtime_stats(rt);
+    cr_assert_eq(rs_redo.blocks.gets, rs_before_redo.blocks.gets);
+    cr_assert_eq(rs_redo.blocks.os_maps, rs_before_redo.blocks.os_maps, "the kept mapping is reused");
+    cr_assert_eq(arena_stats(a).blocks_taken, grown.blocks_taken);
+    cr_assert_eq(count_items(rec, "ARENA_BAD_MARK"), 0);
+    cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));
+    kiln_arena_destroy(a);
+}
+
+Test(arena, release_nested_marks) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    kiln_mark m0 = kiln_arena_mark(a);
+    unsigned char *p1 = kiln_arena_alloc(a, 30000, 16);
+    fill_pattern(p1, 30000, 1);
+    kiln_mark m1 = kiln_arena_mark(a);
+    size_t used1 = arena_stats(a).bytes_in_use;
+    unsigned char *p2 = kiln_arena_alloc(a, 50000, 16);   /* a second block */
+    fill_pattern(p2, 50000, 2);
+    kiln_mark m2 = kiln_arena_mark(a);
+    size_t used2 = arena_stats(a).bytes_in_use;
+    unsigned char *p3 = kiln_arena_alloc(a, 50000, 16);   /* a third */
+    cr_assert(p1 && p2 && p3);
+
+    kiln_arena_release(a, m2);
+    cr_assert_eq(arena_stats(a).bytes_in_use, used2);
+    cr_assert(check_pattern(p1, 30000, 1) && check_pattern(p2, 50000, 2));
+    kiln_arena_release(a, m1);
+    cr_assert_eq(arena_stats(a).bytes_in_use, used1);
+    cr_assert(check_pattern(p1, 30000, 1));
+    kiln_arena_release(a, m1);   /* the same mark twice: a no-op, not an error */
+    cr_assert_eq(arena_stats(a).bytes_in_use, used1);
+    kiln_arena_release(a, m0);
+    cr_assert_eq(arena_stats(a).bytes_in_use, 0);
+    cr_assert_eq(arena_stats(a).releases, 4);
+    cr_assert_eq(kiln_arena_alloc(a, 30000, 16), p1);
+    cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));
+    kiln_arena_destroy(a);
+}
+
+Test(arena, release_zero_mark_frees_everything) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    void *first = kiln_arena_alloc(a, 64, 16);
+    for (int i = 0; i < 200; i++) cr_assert_not_null(kiln_arena_alloc(a, 1000, 8));
+    cr_assert_not_null(kiln_arena_alloc(a, 5 * BS, 16));
+    kiln_arena_release(a, (kiln_mark){ { 0, 0 } });
+    kiln_arena_stats s = arena_stats(a);
+    cr_assert_eq(s.bytes_in_use, 0);
+    cr_assert_eq(s.releases, 1);
+    cr_assert_eq(kiln_arena_alloc(a, 64, 16), first);
+
+    /* {0} is the empty arena after a reset too (it carries no reset count). */
+    kiln_arena_reset(a);
+    cr_assert_not_null(kiln_arena_alloc(a, 5000, 16));
+    kiln_arena_release(a, (kiln_mark){ { 0, 0 } });
+    cr_assert_eq(arena_stats(a).bytes_in_use, 0);
+    cr_assert_eq(arena_stats(a).releases, 2);
+    cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));
+    kiln_arena_destroy(a);
+}
+
+/* A refused release must leave the arena exactly as it was. */
+static void assert_release_ignored(kiln_arena *a, kiln_mark bad, const char *problem) {
+    kiln_mark before = kiln_arena_mark(a);
+    kiln_arena_stats s0 = arena_stats(a);
+    uint64_t errors0 = runtime_stats(rt).api_errors;
+    size_t logged0 = count_items(rec, "ARENA_BAD_MARK");
+
+    kiln_arena_release(a, bad);
+
+    cr_assert_eq(count_items(rec, "ARENA_BAD_MARK"), logged0 + 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_at(rec, "ARENA_BAD_MARK", KILN_LOG_ERROR), logged0 + 1);
+    const char *text = last_item_text(rec, "ARENA_BAD_MARK");
+    cr_assert_not_null(strstr(text, "arena 'level'"), "message does not name the arena: %s", text);
+    cr_assert_not_null(strstr(text, problem), "message '%s' does not say '%s'", text, problem);
+    cr_assert_eq(runtime_stats(rt).api_errors, errors0 + 1);
+    kiln_arena_stats s1 = arena_stats(a);
+    cr_assert_eq(s1.bytes_in_use, s0.bytes_in_use);
+    cr_assert_eq(s1.releases, s0.releases);
+    cr_assert_eq(s1.blocks_held, s0.blocks_held);
+    cr_assert(marks_equal(kiln_arena_mark(a), before), "a refused release moved the position");
+}
+
+Test(arena, release_mark_from_another_arena_is_ignored) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    kiln_arena *other = kiln_arena_create(rt, "other");
+    unsigned char *p = kiln_arena_alloc(a, 3000, 16);
+    fill_pattern(p, 3000, 3);
+    cr_assert_not_null(kiln_arena_alloc(other, 5000, 16));
+    kiln_mark foreign = kiln_arena_mark(other);
+    cr_assert_not_null(kiln_arena_alloc(other, 100, 16));
+    assert_release_ignored(a, foreign, "does not belong");
+    void *next = kiln_arena_alloc(a, 16, 16);
+    cr_assert_eq((uintptr_t)next, (uintptr_t)p + 3008, "allocation went on where it was");
+    cr_assert(check_pattern(p, 3000, 3));
+    cr_assert_eq(count_items_with(rec, "ARENA_BAD_MARK", "'other'"), 0, "names the wrong arena");
+    /* Made-up marks: nothing is dereferenced, all refused. */
+    assert_release_ignored(a, (kiln_mark){ { 12345, 0 } }, "does not belong");
+    assert_release_ignored(a, (kiln_mark){ { UINT64_MAX, UINT64_MAX } }, "the mark");
+    assert_release_ignored(a, (kiln_mark){ { 0, 1 } }, "the mark");
+    kiln_arena_destroy(other);
+    kiln_arena_destroy(a);
+}
+
+Test(arena, release_mark_from_before_reset_is_ignored) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    cr_assert_not_null(kiln_arena_alloc(a, 3000, 16));
+    kiln_mark old = kiln_arena_mark(a);
+    kiln_arena_reset(a);
+    cr_assert_not_null(kiln_arena_alloc(a, 6000, 16));   /* the old position is in use again */
+    assert_release_ignored(a, old, "before the last reset");
+    kiln_arena_destroy(a);
+}
+
+Test(arena, release_mark_past_position_is_ignored) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    kiln_mark m0 = kiln_arena_mark(a);
+    cr_assert_not_null(kiln_arena_alloc(a, 3000, 16));
+    kiln_mark ahead = kiln_arena_mark(a);
+    kiln_arena_release(a, m0);
+    cr_assert_not_null(kiln_arena_alloc(a, 1000, 16));
+    assert_release_ignored(a, ahead, "past the current position");
+    kiln_arena_destroy(a);
+}
+
+/* A mark into a block that a release gave back (it sits on the spare list). */
+Test(arena, release_mark_into_released_block_is_ignored) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    cr_assert_not_null(kiln_arena_alloc(a, 40000, 16));
+    kiln_mark m1 = kiln_arena_mark(a);
+    cr_assert_not_null(kiln_arena_alloc(a, 40000, 16));   /* a second block */
+    kiln_mark m2 = kiln_arena_mark(a);
+    kiln_arena_release(a, m1);
+    assert_release_ignored(a, m2, "the mark");
+    kiln_arena_destroy(a);
+}
+
+/* A mark into a block below the current one that lies past the point where the block
+ * above took over: that memory was released and is not in use again. */
+Test(arena, release_mark_past_position_in_lower_block_is_ignored) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    kiln_mark m0 = kiln_arena_mark(a);
+    cr_assert_not_null(kiln_arena_alloc(a, 40000, 16));
+    kiln_mark ahead = kiln_arena_mark(a);
+    kiln_arena_release(a, m0);
+    cr_assert_not_null(kiln_arena_alloc(a, 30000, 16));
+    size_t in_first = arena_stats(a).bytes_in_use;
+    cr_assert_not_null(kiln_arena_alloc(a, 40000, 16));    /* does not fit: a second block */
+    cr_assert_eq(arena_stats(a).blocks_held, 2);
+    assert_release_ignored(a, ahead, "past the current position");
+    cr_assert_eq(arena_stats(a).bytes_in_use, in_first + 40000);
+    kiln_arena_destroy(a);
+}
+
+Test(arena, release_mark_with_large_allocations_past_position_is_ignored) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    kiln_mark m0 = kiln_arena_mark(a);
+    cr_assert_not_null(kiln_arena_alloc(a, 2 * BS, 16));
+    kiln_mark ahead = kiln_arena_mark(a);                   /* one large allocation */
+    kiln_arena_release(a, m0);
+    assert_release_ignored(a, ahead, "past the current position");
+    kiln_arena_destroy(a);
+}
+
+Test(arena, release_frees_large_allocations_after_mark) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    uint64_t maps0 = runtime_stats(rt).blocks.large_mappings;
+    unsigned char *keep = kiln_arena_alloc(a, 2 * BS, 16);
+    fill_pattern(keep, 2 * BS, 11);
+    kiln_mark m = kiln_arena_mark(a);
+    unsigned char *gone1 = kiln_arena_alloc(a, 3 * BS, 16);
+    unsigned char *gone2 = kiln_arena_alloc(a, 4 * BS, 16);
+    cr_assert(gone1 && gone2);
+    memset(gone1, 1, 3 * BS);
+    memset(gone2, 2, 4 * BS);
+    cr_assert_eq(runtime_stats(rt).blocks.large_mappings, maps0 + 3);
+    kiln_arena_release(a, m);
+    kiln_arena_stats s = arena_stats(a);
+    cr_assert_eq(s.bytes_in_use, 2 * BS);
+    cr_assert(check_pattern(keep, 2 * BS, 11));
+    /* Freed mappings are kept until the next reset, which unmaps those not reused. */
+    cr_assert_eq(runtime_stats(rt).blocks.large_mappings, maps0 + 3);
+    kiln_arena_reset(a);
+    cr_assert_eq(runtime_stats(rt).blocks.large_mappings, maps0 + 1, "the live one is kept");
+    cr_assert(!range_is_mapped(gone1, 3 * BS), "released mapping still mapped after reset");
+    cr_assert(!range_is_mapped(gone2, 4 * BS), "released mapping still mapped after reset");
+    kiln_arena_reset(a);
+    cr_assert_eq(runtime_stats(rt).blocks.large_mappings, maps0);
+    cr_assert(!range_is_mapped(keep, 2 * BS));
+    kiln_arena_destroy(a);
+}
+
+Test(arena, every_power_of_two_alignment) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    for (int round = 0; round < 3; round++) {
+        for (size_t align = 1; align <= 4096; align *= 2) {
+            cr_assert_not_null(kiln_arena_alloc(a, 1, 1));     /* leave the cursor odd */
+            unsigned char *p = kiln_arena_alloc(a, 24, align);
+            cr_assert_not_null(p, "alignment %zu refused", align);
+            cr_assert(is_aligned(p, align), "%p is not aligned to %zu", (void *)p, align);
+            memset(p, 0x5A, 24);
+        }
+    }
+    /* The same in a fresh block, where the block header comes first. */
+    for (size_t align = 1; align <= 4096; align *= 2) {
+        unsigned char *p = kiln_arena_alloc(a, BS - 4096 - 64, align);
+        cr_assert_not_null(p);
+        cr_assert(is_aligned(p, align), "%p is not aligned to %zu", (void *)p, align);
+        p[0] = 1;
+        p[BS - 4096 - 65] = 2;
+    }
+    cr_assert_eq(arena_stats(a).large_allocs, 0);
+    cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));
+    kiln_arena_destroy(a);
+}
+
+Test(arena, block_size_alignment) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    for (int i = 0; i < 4; i++) {
+        cr_assert_not_null(kiln_arena_alloc(a, 100, 1));
+        unsigned char *p = kiln_arena_alloc(a, 1000, BS);
+        cr_assert_not_null(p, "alignment of a whole block refused:%s", recorded_summary(rec));
+        cr_assert(is_aligned(p, BS), "%p is not aligned to %zu", (void *)p, BS);
+        memset(p, 0x77, 1000);
+    }
+    unsigned char *big = kiln_arena_alloc(a, 3 * BS, BS);
+    cr_assert_not_null(big);
+    cr_assert(is_aligned(big, BS));
+    memset(big, 0x78, 3 * BS);
+    cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));
+    kiln_arena_destroy(a);
+}
+
+Test(arena, alignment_zero_means_max_align) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    for (int i = 0; i < 100; i++) {
+        cr_assert_not_null(kiln_arena_alloc(a, 1 + (size_t)i % 7, 1));
+        void *p = kiln_arena_alloc(a, 1 + (size_t)i * 37, 0);
+        cr_assert_not_null(p);
+        cr_assert(is_aligned(p, alignof(max_align_t)), "%p not aligned to max_align_t", p);
+    }
+    void *big = kiln_arena_alloc(a, 2 * BS, 0);
+    cr_assert(big && is_aligned(big, alignof(max_align_t)));
+    cr_assert_eq(arena_stats(a).allocs, 201);
+    cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));
+    kiln_arena_destroy(a);
+}
+
+Test(arena, bad_alignment_is_refused) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    cr_assert_not_null(kiln_arena_alloc(a, 100, 16));
+    kiln_mark m = kiln_arena_mark(a);
+    kiln_arena_stats s0 = arena_stats(a);
+    const size_t bad[] = { 3, 24, 2 * BS, 1000, (size_t)1 << 63, SIZE_MAX };
+    size_t n = sizeof bad / sizeof bad[0];
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_null(kiln_arena_alloc(a, 16, bad[i]), "alignment %zu accepted", bad[i]);
+        cr_assert_null(kiln_arena_alloc(a, 4 * BS, bad[i]), "alignment %zu accepted (large)", bad[i]);
+    }
+    cr_assert_eq(count_items(rec, "ARENA_BAD_ALIGN"), 2 * n, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_at(rec, "ARENA_BAD_ALIGN", KILN_LOG_ERROR), 2 * n);
+    cr_assert_eq(count_items_with(rec, "ARENA_BAD_ALIGN", "arena 'level'"), 2 * n);
+    cr_assert_eq(count_items_with(rec, "ARENA_BAD_ALIGN",
+                                  "ARENA_BAD_ALIGN: arena 'level': alignment 24 is not a power of two "
+                                  "from 1 to 65536"), 2);
+    cr_assert_eq(count_items_with(rec, "ARENA_BAD_ALIGN", "alignment 131072 "), 2);
+    cr_assert_eq(count_items_with(rec, "ARENA_BAD_ALIGN", "alignment 3 "), 2);
+    cr_assert_eq(runtime_stats(rt).api_errors, 2 * n);
+    kiln_arena_stats s1 = arena_stats(a);
+    cr_assert_eq(s1.bytes_in_use, s0.bytes_in_use);
+    cr_assert_eq(s1.allocs, s0.allocs);
+    cr_assert_eq(s1.failures, s0.failures + 2 * n, "every NULL counts as a failure");
+    cr_assert_eq(s1.large_allocs, 0);
+    cr_assert(marks_equal(kiln_arena_mark(a), m));
+    cr_assert_not_null(kiln_arena_alloc(a, 16, 16), "the arena works after refusals");
+    kiln_arena_destroy(a);
+}
+
+Test(arena, large_allocation_alignment) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    for (size_t align = 1; align <= BS; align *= 2) {
+        unsigned char *p = kiln_arena_alloc(a, 2 * BS + 3, align);
+        cr_assert_not_null(p, "large allocation at alignment %zu refused", align);
+        cr_assert(is_aligned(p, align), "%p is not aligned to %zu", (void *)p, align);
+        p[0] = 1;
+        p[2 * BS + 2] = 2;
+    }
+    cr_assert_eq(arena_stats(a).large_allocs, 17);
+    cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));
+    kiln_arena_destroy(a);
+}
+
+Test(arena, zero_size_allocation) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    const size_t aligns[] = { 0, 1, 8, 16, 64, 4096, BS };
+    for (size_t i = 0; i < sizeof aligns / sizeof aligns[0]; i++) {
+        void *p = kiln_arena_alloc(a, 0, aligns[i]);
+        size_t align = aligns[i] ? aligns[i] : alignof(max_align_t);
+        cr_assert_not_null(p, "size 0 at alignment %zu gave NULL", aligns[i]);
+        cr_assert(is_aligned(p, align), "%p is not aligned to %zu", p, align);
+    }
+    /* Allocation goes on normally after them. */
+    unsigned char *q = kiln_arena_alloc(a, 100, 16);
+    cr_assert_not_null(q);
+    memset(q, 1, 100);
+    cr_assert_eq(arena_stats(a).allocs, 8);
+    cr_assert_eq(arena_stats(a).large_allocs, 0, "size 0 needs no mapping");
+    cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));
+    kiln_arena_destroy(a);
+}
+
+Test(arena, allocation_of_exactly_a_block) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    uint64_t maps0 = runtime_stats(rt).blocks.large_mappings;
+    size_t reserved0 = runtime_stats(rt).blocks.reserved_bytes;
+    unsigned char *p = kiln_arena_alloc(a, BS, 16);
+    cr_assert_not_null(p);
+    fill_pattern(p, BS, 5);
+    cr_assert(check_pattern(p, BS, 5));
+    kiln_arena_stats s = arena_stats(a);
+    cr_assert_eq(s.large_allocs, 1, "a whole block cannot fit after a header: dedicated mapping");
+    cr_assert_eq(s.bytes_in_use, BS);
+    cr_assert_eq(s.blocks_held, 1);
+    kiln_stats rs = runtime_stats(rt);
+    cr_assert_eq(rs.blocks.large_mappings, maps0 + 1);
+    cr_assert_geq(rs.blocks.reserved_bytes, reserved0 + BS);
+
+    kiln_arena_reset(a);   /* freed, its mapping kept for the next frame */
+    cr_assert_eq(arena_stats(a).bytes_in_use, 0);
+    cr_assert_eq(runtime_stats(rt).blocks.large_mappings, maps0 + 1);
+    kiln_arena_reset(a);   /* not reused: unmapped */
+    rs = runtime_stats(rt);
+    cr_assert_eq(rs.blocks.large_mappings, maps0);
+    cr_assert_eq(rs.blocks.reserved_bytes, reserved0);
+    cr_assert(!range_is_mapped(p, BS));
+    kiln_arena_destroy(a);
+}
+
+Test(arena, kept_large_mapping_is_reused) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    uint64_t maps0 = runtime_stats(rt).blocks.large_mappings;
+    unsigned char *p = kiln_arena_alloc(a, BS, 16);
+    uint64_t os_maps = runtime_stats(rt).blocks.os_maps;
+    for (int frame = 0; frame < 10; frame++) {
+        kiln_arena_reset(a);
+        unsigned char *q = kiln_arena_alloc(a, BS, 16);
+        cr_assert_eq(q, p, "frame %d: the kept mapping was not reused", frame);
+        memset(q, frame, BS);
+        cr_assert_eq(runtime_stats(rt).blocks.large_mappings, maps0 + 1);
+    }
+    cr_assert_eq(runtime_stats(rt).blocks.os_maps, os_maps, "a steady large allocation maps nothing");
+    kiln_arena_reset(a);
+    kiln_arena_reset(a);
+    cr_assert_eq(runtime_stats(rt).blocks.large_mappings, maps0);
+    kiln_arena_destroy(a);
+}
+
+Test(arena, allocation_of_ten_blocks) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    unsigned char *small = kiln_arena_alloc(a, 100, 16);
+    fill_pattern(small, 100, 9);
+    size_t used0 = arena_stats(a).bytes_in_use;
+    unsigned char *p = kiln_arena_alloc(a, 10 * BS, 16);
+    cr_assert_not_null(p);
+    fill_pattern(p, 10 * BS, 10);
+    cr_assert(check_pattern(p, 10 * BS, 10));
+    cr_assert(check_pattern(small, 100, 9));
+    kiln_arena_stats s = arena_stats(a);
+    cr_assert_eq(s.bytes_in_use, used0 + 10 * BS);
+    cr_assert_eq(s.large_allocs, 1);
+    /* The arena goes on in its block after the large allocation. */
+    unsigned char *after = kiln_arena_alloc(a, 16, 16);
+    cr_assert_eq((uintptr_t)after, (uintptr_t)small + 112);
+    kiln_arena_destroy(a);
+    cr_assert(!range_is_mapped(p, 10 * BS), "destroy left the large mapping");
+}
+
+Test(arena, largest_allocation_that_fits_a_block) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    size_t fits = BS - sizeof(kiln_arena_block);
+    unsigned char *p = kiln_arena_alloc(a, fits, 16);
+    cr_assert_not_null(p);
+    memset(p, 3, fits);
+    kiln_arena_stats s = arena_stats(a);
+    cr_assert_eq(s.large_allocs, 0, "%zu bytes fit a fresh block", fits);
+    cr_assert_eq(s.blocks_held, 2);
+    cr_assert_eq(kiln_block_of(a->pool, p), (void *)(p - sizeof(kiln_arena_block)),
+                 "served right after the header of a fresh block");
+    unsigned char *q = kiln_arena_alloc(a, fits + 1, 16);
+    cr_assert_not_null(q);
+    memset(q, 4, fits + 1);
+    cr_assert_eq(arena_stats(a).large_allocs, 1, "%zu bytes do not fit a block", fits + 1);
+    kiln_arena_destroy(a);
+}
+
+Test(arena, huge_size_is_refused) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    cr_assert_not_null(kiln_arena_alloc(a, 10, 16));
+    size_t used0 = arena_stats(a).bytes_in_use;
+    cr_assert_null(kiln_arena_alloc(a, SIZE_MAX, 16));
+    cr_assert_null(kiln_arena_alloc(a, SIZE_MAX / 2, 16));
+    cr_assert_eq(count_items(rec, "ARENA_SIZE_OVERFLOW"), 2, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, "ARENA_SIZE_OVERFLOW", "arena 'level'"), 2);
+    kiln_arena_stats s = arena_stats(a);
+    cr_assert_eq(s.failures, 2);
+    cr_assert_eq(s.bytes_in_use, used0);
+    cr_assert_not_null(kiln_arena_alloc(a, 10, 16));
+    kiln_arena_destroy(a);
+}
+
+Test(arena, reset_frees_everything_and_keeps_blocks) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    void *first = kiln_arena_alloc(a, 64, 16);
+    for (int i = 0; i < 250; i++) cr_assert_not_null(kiln_arena_alloc(a, 1000, 8));
+    kiln_arena_stats s = arena_stats(a);
+    uint32_t held = s.blocks_held;
+    size_t used = s.bytes_in_use;
+    cr_assert_geq(held, 4);
+    cr_assert_geq(used, 64 + 250 * 1000);
+    kiln_arena_reset(a);
+    s = arena_stats(a);
+    cr_assert_eq(s.bytes_in_use, 0);
+    cr_assert_eq(s.resets, 1);
+    cr_assert_eq(s.blocks_held, held, "a reset keeps what the frame used");
+    cr_assert_eq(s.peak_frame, 0);
+    cr_assert_eq(s.peak_last_frame, used);
+    cr_assert_eq(kiln_arena_alloc(a, 64, 16), first, "reset starts over in the first block");
+    uint64_t gets = runtime_stats(rt).blocks.gets;
+    for (int i = 0; i < 250; i++) cr_assert_not_null(kiln_arena_alloc(a, 1000, 8));
+    cr_assert_eq(runtime_stats(rt).blocks.gets, gets, "the same work again takes no block");
+    cr_assert_eq(arena_stats(a).blocks_taken, held);
+    kiln_arena_destroy(a);
+}
+
+Test(arena, reset_after_spike_gives_back_one_block_per_reset) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    for (int i = 0; i < 600; i++) cr_assert_not_null(kiln_arena_alloc(a, 1000, 8));   /* ~10 blocks */
+    uint32_t spike = arena_stats(a).blocks_held;
+    cr_assert_geq(spike, 10);
+    kiln_arena_reset(a);
+    cr_assert_eq(arena_stats(a).blocks_held, spike);
+    uint64_t in_use = runtime_stats(rt).blocks.blocks_in_use;
+    for (uint32_t k = 1; k < spike; k++) {
+        cr_assert_not_null(kiln_arena_alloc(a, 100, 8));   /* a small frame: one block */
+        kiln_arena_reset(a);
+        cr_assert_eq(arena_stats(a).blocks_held, spike - k, "reset %u after the spike", k);
+        cr_assert_eq(runtime_stats(rt).blocks.blocks_in_use, in_use - k);
+    }
+    kiln_arena_reset(a);
+    cr_assert_eq(arena_stats(a).blocks_held, 1, "never below the first block");
+    kiln_arena_destroy(a);
+}
+
+Test(arena, peaks_are_recorded) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    kiln_mark m = kiln_arena_mark(a);
+    cr_assert_not_null(kiln_arena_alloc(a, 5000, 8));
+    kiln_arena_release(a, m);
+    cr_assert_not_null(kiln_arena_alloc(a, 1000, 8));
+    kiln_arena_stats s = arena_stats(a);
+    cr_assert_eq(s.bytes_in_use, 1000);
+    cr_assert_eq(s.peak_frame, 5000);
+    cr_assert_eq(s.peak_total, 5000);
+    kiln_arena_reset(a);
+    cr_assert_not_null(kiln_arena_alloc(a, 2000, 8));
+    s = arena_stats(a);
+    cr_assert_eq(s.peak_last_frame, 5000);
+    cr_assert_eq(s.peak_frame, 2000);
+    cr_assert_eq(s.peak_total, 5000);
+    cr_assert_not_null(kiln_arena_alloc(a, 2 * BS, 8));
+    s = arena_stats(a);
+    cr_assert_eq(s.peak_frame, 2000 + 2 * BS);
+    cr_assert_eq(s.peak_total, 2000 + 2 * BS);
+    kiln_arena_destroy(a);
+}
+
+Test(arena, destroy_returns_every_block) {
+    kiln_stats before = runtime_stats(rt);
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    for (int i = 0; i < 400; i++) cr_assert_not_null(kiln_arena_alloc(a, 1000, 8));
+    void *large = kiln_arena_alloc(a, 3 * BS, 16);
+    kiln_mark m = kiln_arena_mark(a);
+    cr_assert_not_null(kiln_arena_alloc(a, 2 * BS, 16));
+    kiln_arena_release(a, m);   /* one kept mapping too */
+    kiln_arena_destroy(a);
+    kiln_stats after = runtime_stats(rt);
+    cr_assert_eq(after.arenas, before.arenas);
+    cr_assert_eq(after.blocks.blocks_in_use, before.blocks.blocks_in_use);
+    cr_assert_eq(after.blocks.large_mappings, before.blocks.large_mappings);
+    cr_assert_eq(after.blocks.reserved_bytes, after.blocks.blocks_reserved * BS,
+                 "only reservations remain");
+    cr_assert(!range_is_mapped(large, 3 * BS));
+    cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));
+}
+
+Test(arena, null_arena_calls_are_safe) {
+    stderr_capture cap;
+    stderr_capture_begin(&cap);
+    void *p = kiln_arena_alloc(NULL, 16, 16);
+    kiln_mark m = kiln_arena_mark(NULL);
+    kiln_arena_release(NULL, m);
+    kiln_arena_reset(NULL);
+    kiln_arena_destroy(NULL);
+    kiln_arena_stats s;
+    memset(&s, 0xFF, sizeof s);
+    bool got = kiln_arena_stats_get(NULL, &s);
+    char *text = stderr_capture_end(&cap);
+
+    cr_assert_null(p);
+    cr_assert_eq(m.opaque[0], 0);
+    cr_assert_eq(m.opaque[1], 0);
+    cr_assert(!got);
+    kiln_arena_stats zero;
+    memset(&zero, 0, sizeof zero);
+    cr_assert_eq(memcmp(&s, &zero, sizeof s), 0, "stats not zeroed for a NULL arena");
+    cr_assert_eq(count_substrings(text, "ARENA_NULL: "), 5, "stderr: %s", text);
+    cr_assert_eq(count_substrings(text, "ARENA_NULL: kiln_arena_mark"), 1, "stderr: %s", text);
+    cr_assert_eq(count_substrings(text, "kiln error: ARENA_NULL: kiln_arena_alloc"), 1, "stderr: %s", text);
+    free(text);
+
+    cr_assert_eq(runtime_stats(rt).api_errors, 0, "a NULL arena cannot reach the runtime");
+    /* With a live arena the refusal reaches the runtime: its log and its counter. */
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    cr_assert(!kiln_arena_stats_get(a, NULL));
+    cr_assert_eq(count_items(rec, "STATS_NULL_OUT"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(runtime_stats(rt).api_errors, 1);
+    kiln_arena_destroy(a);
+}
+
+Test(arena, small_blocks) {
+    recording_log *r = recording_log_new();
+    kiln_desc desc = recording_desc(r);
+    desc.block_size = 4096;
+    kiln_runtime *small = kiln_create(&desc);
+    cr_assert_not_null(small, "log:%s", recorded_summary(r));
+    kiln_arena *a = kiln_arena_create(small, "tiny");
+    cr_assert_not_null(a);
+    enum { N = 500 };
+    static unsigned char *ptrs[N];
+    for (int i = 0; i < N; i++) {
+        ptrs[i] = kiln_arena_alloc(a, 100 + (size_t)i % 900, (size_t)1 << (i % 8));
+        cr_assert_not_null(ptrs[i]);
+        fill_pattern(ptrs[i], 100 + (size_t)i % 900, (uint32_t)i);
+    }
+    for (int i = 0; i < N; i++)
+        cr_assert(check_pattern(ptrs[i], 100 + (size_t)i % 900, (uint32_t)i), "allocation %d", i);
+    void *page = kiln_arena_alloc(a, 10, 4096);
+    cr_assert(page && is_aligned(page, 4096));
+    cr_assert_null(kiln_arena_alloc(a, 10, 8192));
+    cr_assert_eq(count_items_with(r, "ARENA_BAD_ALIGN", "from 1 to 4096"), 1, "log:%s", recorded_summary(r));
+    kiln_stats s = runtime_stats(small);
+    cr_assert_eq(s.blocks.block_size, 4096);
+    cr_assert_eq(s.blocks.blocks_in_use, arena_stats(a).blocks_held);
+    kiln_arena_destroy(a);
+    kiln_destroy(small);
+    recording_log_free(r);
+}
+
+Test(arena, arenas_are_independent) {
+    enum { ARENAS = 8, ROUNDS = 300 };
+    kiln_arena *arenas[ARENAS];
+    static unsigned char *ptrs[ARENAS][ROUNDS];
+    for (int k = 0; k < ARENAS; k++) {
+        char name[16];
+        snprintf(name, sizeof name, "a%d", k);
+        arenas[k] = kiln_arena_create(rt, name);
+        cr_assert_not_null(arenas[k]);
+    }
+    for (int i = 0; i < ROUNDS; i++)
+        for (int k = 0; k < ARENAS; k++) {
+            ptrs[k][i] = kiln_arena_alloc(arenas[k], 336, 8);
+            cr_assert_not_null(ptrs[k][i]);
+            fill_pattern(ptrs[k][i], 336, (uint32_t)(k * ROUNDS + i));
+        }
+    kiln_arena_reset(arenas[3]);
+    kiln_arena_destroy(arenas[5]);
+    for (int k = 0; k < ARENAS; k++) {
+        if (k == 3 || k == 5) continue;
+        for (int i = 0; i < ROUNDS; i++)
+            cr_assert(check_pattern(ptrs[k][i], 336, (uint32_t)(k * ROUNDS + i)),
+                      "arena %d allocation %d overwritten", k, i);
+        cr_assert_eq(arena_stats(arenas[k]).bytes_in_use, ROUNDS * 336);
+    }
+    uint64_t held = 0;
+    for (int k = 0; k < ARENAS; k++)
+        if (k != 5) held += arena_stats(arenas[k]).blocks_held;
+    kiln_stats s = runtime_stats(rt);
+    cr_assert_eq(s.blocks.blocks_in_use, held, "blocks in use == blocks the arenas hold");
+    cr_assert_eq(s.arenas, ARENAS - 1);
+    for (int k = 0; k < ARENAS; k++)
+        if (k != 5) kiln_arena_destroy(arenas[k]);
+}

@@ -1,0 +1,649 @@
+/* tests/test_runtime.c — the runtime: kiln_create and its desc defaults, refused
+ * descs, NULL arguments to every call that takes a runtime, the api_errors count,
+ * kiln_destroy with live objects, contexts, trim, and statistics that add up. */
+#define _DEFAULT_SOURCE   /* pthread barriers, sysconf */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "recording_log.h"
+
+#define BS ((size_t)64 << 10)
+
+static recording_log *rec;
+
+static void setup(void) { rec = recording_log_new(); }
+static void teardown(void) { recording_log_free(rec); rec = NULL; }
+TestSuite(runtime, .init = setup, .fini = teardown);
+
+static kiln_stats runtime_stats(kiln_runtime *r) {
+    kiln_stats s;
+    cr_assert(kiln_stats_get(r, &s));
+    return s;
+}
+
+static kiln_arena_stats arena_stats(const kiln_arena *arena) {
+    kiln_arena_stats s;
+    cr_assert(kiln_arena_stats_get(arena, &s));
+    return s;
+}
+
+static uint32_t expected_workers(void) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return cpus > 1 ? (uint32_t)(cpus - 1) : 0;
+}
+
+static void assert_default_desc(kiln_desc d) {
+    cr_assert_eq(d.block_size, BS);
+    cr_assert_eq(d.worker_count, expected_workers(), "worker_count %u, want online CPUs - 1 = %u",
+                 d.worker_count, expected_workers());
+    cr_assert_eq(d.memory_limit, 0);
+    cr_assert_eq(d.frame_budget, 0);
+    cr_assert_eq(d.debug, 0);
+    cr_assert_eq(d.reserve_size, 64 * BS);
+    cr_assert_not_null(d.log, "the default log is filled in");
+}
+
+Test(runtime, create_with_null_desc) {
+    stderr_capture cap;
+    stderr_capture_begin(&cap);
+    kiln_runtime *rt = kiln_create(NULL);
+    cr_assert_not_null(rt);
+    assert_default_desc(kiln_runtime_desc(rt));
+    kiln_stats s = runtime_stats(rt);
+    cr_assert_eq(s.worker_count, expected_workers());
+    cr_assert_eq(s.blocks.block_size, BS);
+    cr_assert_eq(s.blocks.memory_limit, 0);
+    cr_assert_eq(s.frame, 0);
+    cr_assert_eq(s.contexts, 0);
+    cr_assert_eq(s.arenas, 0);
+    cr_assert_eq(s.blocks.reserved_bytes, 0, "creation reserves nothing");
+    kiln_ctx *ctx = kiln_attach(rt);
+    cr_assert_not_null(ctx);
+    kiln_detach(ctx);
+    kiln_destroy(rt);
+    char *text = stderr_capture_end(&cap);
+    cr_assert_str_eq(text, "", "a clean run logs nothing: %s", text);
+    free(text);
+}
+
+Test(runtime, create_with_zero_desc) {
+    stderr_capture cap;
+    stderr_capture_begin(&cap);
+    kiln_runtime *rt = kiln_create(&(kiln_desc){ 0 });
+    cr_assert_not_null(rt);
+    assert_default_desc(kiln_runtime_desc(rt));
+    kiln_destroy(rt);
+    char *text = stderr_capture_end(&cap);
+    cr_assert_str_eq(text, "", "a clean run logs nothing: %s", text);
+    free(text);
+}
+
+Test(runtime, desc_fields_are_kept) {
+    kiln_desc desc = recording_desc(rec);
+    desc.worker_count = 3;
+    desc.block_size = (size_t)1 << 20;
+    desc.memory_limit = (size_t)64 << 20;
+    desc.frame_budget = 12345;
+    desc.reserve_size = (size_t)3 << 20;
+    kiln_runtime *rt = kiln_create(&desc);
+    cr_assert_not_null(rt, "log:%s", recorded_summary(rec));
+    kiln_desc d = kiln_runtime_desc(rt);
+    cr_assert_eq(d.worker_count, 3);
+    cr_assert_eq(d.block_size, (size_t)1 << 20);
+    cr_assert_eq(d.memory_limit, (size_t)64 << 20);
+    cr_assert_eq(d.frame_budget, 12345);
+    cr_assert_eq(d.reserve_size, (size_t)3 << 20);
+    cr_assert_eq(d.log, recording_log_fn);
+    cr_assert_eq(d.log_user, rec);
+    kiln_stats s = runtime_stats(rt);
+    cr_assert_eq(s.worker_count, 3);
+    cr_assert_eq(s.blocks.block_size, (size_t)1 << 20);
+    cr_assert_eq(s.blocks.memory_limit, (size_t)64 << 20);
+    kiln_ctx *ctx = kiln_attach(rt);
+    cr_assert_eq(arena_stats(kiln_frame_arena(ctx)).budget, 12345);
+    s = runtime_stats(rt);
+    cr_assert_eq(s.blocks.reserved_bytes, (size_t)3 << 20, "one reservation of reserve_size");
+    cr_assert_eq(s.blocks.blocks_reserved, 3);
+    kiln_detach(ctx);
+    kiln_destroy(rt);
+    cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));
+}
+
+Test(runtime, bad_block_size_is_refused) {
+    const size_t bad[] = { 3000, 2048, 1024, BS + 1, 3 * BS, (size_t)1 << 31, (size_t)1 << 40 };
+    size_t n = sizeof bad / sizeof bad[0];
+    for (size_t i = 0; i < n; i++) {
+        kiln_desc desc = recording_desc(rec);
+        desc.block_size = bad[i];
+        cr_assert_null(kiln_create(&desc), "block_size %zu accepted", bad[i]);
+        char figure[64];
+        snprintf(figure, sizeof figure, "block_size %zu is not a power of two", bad[i]);
+        cr_assert_eq(count_items_with(rec, "BLOCK_SIZE_INVALID", figure), 1, "block_size %zu:%s", bad[i],
+                     recorded_summary(rec));
+    }
+    cr_assert_eq(count_items(rec, "BLOCK_SIZE_INVALID"), n);
+    cr_assert_eq(count_items_at(rec, "BLOCK_SIZE_INVALID", KILN_LOG_ERROR), n);
+    cr_assert_eq(recorded_count(rec), n, "log:%s", recorded_summary(rec));
+    /* The edges that are fine: the page size and 1 GiB. */
+    const size_t good[] = { 4096, (size_t)1 << 30 };
+    for (size_t i = 0; i < 2; i++) {
+        kiln_desc desc = recording_desc(rec);
+        desc.block_size = good[i];
+        kiln_runtime *rt = kiln_create(&desc);
+        cr_assert_not_null(rt, "block_size %zu refused:%s", good[i], recorded_summary(rec));
+        cr_assert_eq(kiln_runtime_desc(rt).block_size, good[i]);
+        kiln_destroy(rt);
+    }
+    cr_assert_eq(recorded_count(rec), n);
+}
+
+Test(runtime, memory_limit_below_a_block_is_refused) {
+    kiln_desc desc = recording_desc(rec);
+    desc.memory_limit = 1000;
+    cr_assert_null(kiln_create(&desc));
+    cr_assert_eq(count_items(rec, "MEMORY_LIMIT_INVALID"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_str_eq(last_item_text(rec, "MEMORY_LIMIT_INVALID"),
+                     "MEMORY_LIMIT_INVALID: block pool: memory_limit 1000 is smaller than one block "
+                     "(65536 bytes)");
+    desc.memory_limit = BS - 1;
+    cr_assert_null(kiln_create(&desc));
+    desc.block_size = (size_t)1 << 20;
+    desc.memory_limit = BS;   /* fine for 64 KiB blocks, not for 1 MiB ones */
+    cr_assert_null(kiln_create(&desc));
+    cr_assert_eq(count_items(rec, "MEMORY_LIMIT_INVALID"), 3, "log:%s", recorded_summary(rec));
+    desc.block_size = 0;
+    desc.memory_limit = BS;   /* exactly one block: allowed */
+    kiln_runtime *rt = kiln_create(&desc);
+    cr_assert_not_null(rt, "log:%s", recorded_summary(rec));
+    kiln_ctx *ctx = kiln_attach(rt);
+    cr_assert_not_null(ctx, "one block is enough for one context:%s", recorded_summary(rec));
+    kiln_detach(ctx);
+    kiln_destroy(rt);
+    cr_assert_eq(recorded_count(rec), 3, "log:%s", recorded_summary(rec));
+}
+
+Test(runtime, null_runtime_calls_are_safe) {
+    stderr_capture cap;
+    stderr_capture_begin(&cap);
+    kiln_destroy(NULL);
+    kiln_ctx *ctx = kiln_attach(NULL);
+    uint64_t frame = kiln_frame_number(NULL);
+    kiln_desc d = kiln_runtime_desc(NULL);
+    size_t trimmed = kiln_trim(NULL);
+    kiln_arena *arena = kiln_arena_create(NULL, "level");
+    kiln_stats s;
+    memset(&s, 0xFF, sizeof s);
+    bool got = kiln_stats_get(NULL, &s);
+    kiln_arena_stats as[2];
+    size_t count = kiln_stats_arenas(NULL, as, 2);
+    bool got_null = kiln_stats_get(NULL, NULL);
+    char *text = stderr_capture_end(&cap);
+
+    cr_assert_null(ctx);
+    cr_assert_eq(frame, 0);
+    kiln_desc zero_desc;
+    memset(&zero_desc, 0, sizeof zero_desc);
+    cr_assert_eq(memcmp(&d, &zero_desc, sizeof d), 0, "a NULL runtime's desc is all zero");
+    cr_assert_eq(trimmed, 0);
+    cr_assert_null(arena);
+    cr_assert(!got);
+    kiln_stats zero;
+    memset(&zero, 0, sizeof zero);
+    cr_assert_eq(memcmp(&s, &zero, sizeof s), 0, "stats not zeroed for a NULL runtime");
+    cr_assert_eq(count, 0);
+    cr_assert(!got_null);
+    cr_assert_eq(count_substrings(text, "kiln error: RUNTIME_NULL: "), 7, "stderr: %s", text);
+    const char *callers[] = { "kiln_attach", "kiln_frame_number", "kiln_runtime_desc", "kiln_trim",
+                              "kiln_arena_create", "kiln_stats_get", "kiln_stats_arenas" };
+    for (size_t i = 0; i < sizeof callers / sizeof callers[0]; i++) {
+        char line[96];
+        snprintf(line, sizeof line, "RUNTIME_NULL: %s: the runtime is NULL", callers[i]);
+        cr_assert_eq(count_substrings(text, line), 1, "no '%s' in: %s", line, text);
+    }
+    cr_assert_eq(count_substrings(text, "STATS_NULL_OUT: "), 1, "stderr: %s", text);
+    free(text);
+}
+
+/* Misuse that reaches a runtime is counted in api_errors, and logged as an error with
+ * its item; NULL objects cannot reach one; warnings and refusals of memory are not
+ * misuse. */
+Test(runtime, api_errors_count_misuse) {
+    kiln_desc desc = recording_desc(rec);
+    desc.frame_budget = 100;
+    kiln_runtime *rt = kiln_create(&desc);
+    kiln_ctx *ctx = kiln_attach(rt);
+    kiln_ctx *other = kiln_attach(rt);
+    kiln_arena *level = kiln_arena_create(rt, "level");
+    kiln_arena *other_arena = kiln_arena_create(rt, "other");
+    cr_assert(rt && ctx && other && level && other_arena);
+
+    cr_assert_null(kiln_arena_alloc(level, 8, 24));                    /* ARENA_BAD_ALIGN */
+    cr_assert_not_null(kiln_arena_alloc(other_arena, 8, 8));
+    kiln_arena_release(level, kiln_arena_mark(other_arena));           /* ARENA_BAD_MARK */
+    kiln_frame_end(ctx);                                               /* FRAME_END_WITHOUT_BEGIN */
+    kiln_frame_begin(ctx);
+    kiln_frame_begin(ctx);                                             /* FRAME_ALREADY_OPEN */
+    kiln_frame_begin(other);                                           /* FRAME_NOT_DRIVER */
+    kiln_arena_destroy(kiln_frame_arena(ctx));                         /* ARENA_IS_FRAME_ARENA */
+    cr_assert(!kiln_stats_get(rt, NULL));                              /* STATS_NULL_OUT */
+    cr_assert_not_null(kiln_frame_alloc(ctx, 1000, 8));                /* a warning, not misuse */
+    kiln_frame_end(ctx);
+
+    const char *items[] = { "ARENA_BAD_ALIGN", "ARENA_BAD_MARK", "FRAME_END_WITHOUT_BEGIN",
+                            "FRAME_ALREADY_OPEN", "FRAME_NOT_DRIVER", "ARENA_IS_FRAME_ARENA",
+                            "STATS_NULL_OUT" };
+    size_t n = sizeof items / sizeof items[0];
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(count_items(rec, items[i]), 1, "%s:%s", items[i], recorded_summary(rec));
+        cr_assert_eq(count_items_at(rec, items[i], KILN_LOG_ERROR), 1, "%s is an error", items[i]);
+    }
+    cr_assert_eq(count_items_at(rec, "FRAME_BUDGET_EXCEEDED", KILN_LOG_WARN), 1);
+    cr_assert_eq(runtime_stats(rt).api_errors, n);
+
+    stderr_capture cap;
+    stderr_capture_begin(&cap);
+    kiln_arena_alloc(NULL, 8, 8);
+    kiln_frame_alloc(NULL, 8, 8);
+    kiln_attach(NULL);
+    char *text = stderr_capture_end(&cap);
+    free(text);
+    cr_assert_eq(runtime_stats(rt).api_errors, n, "NULL objects cannot reach the runtime");
+    cr_assert_eq(recorded_count(rec), n + 1, "log:%s", recorded_summary(rec));
+
+    kiln_arena_destroy(level);
+    kiln_arena_destroy(other_arena);
+    kiln_detach(other);
+    kiln_detach(ctx);
+    kiln_destroy(rt);
+}
+
+Test(runtime, destroy_reports_and_frees_live_objects) {
+    kiln_desc desc = recording_desc(rec);
+    kiln_runtime *rt = kiln_create(&desc);
+    kiln_ctx *ctx = kiln_attach(rt);
+    kiln_arena *level = kiln_arena_create(rt, "level");
+    cr_assert(ctx && level);
+    unsigned char *p = kiln_arena_alloc(level, 5000, 8);
+    unsigned char *many = NULL;
+    for (int i = 0; i < 200; i++) many = kiln_arena_alloc(level, 1000, 8);
+    unsigned char *large = kiln_arena_alloc(level, 3 * BS, 16);
+    unsigned char *scratch = kiln_frame_alloc(ctx, 2 * BS, 16);
+    cr_assert(p && many && large && scratch);
+    memset(large, 1, 3 * BS);
+    memset(scratch, 2, 2 * BS);
+    size_t used = arena_stats(level).bytes_in_use;
+
+    kiln_destroy(rt);
+
+    cr_assert_eq(count_items(rec, "CONTEXT_STILL_ATTACHED"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, "CONTEXT_STILL_ATTACHED", "context 1 "), 1);
+    cr_assert_eq(count_items(rec, "ARENA_STILL_ALIVE"), 1, "the frame arena goes with its context:%s",
+                 recorded_summary(rec));
+    char figures[128];
+    snprintf(figures, sizeof figures, "arena 'level' is still alive (%zu bytes in use)", used);
+    cr_assert_eq(count_items_with(rec, "ARENA_STILL_ALIVE", figures), 1, "want '%s':%s", figures,
+                 recorded_summary(rec));
+    cr_assert_eq(count_items_at(rec, "ARENA_STILL_ALIVE", KILN_LOG_WARN), 1);
+    cr_assert_eq(count_items(rec, "BLOCK_POOL_BLOCKS_LIVE"), 0, "everything was handed back first");
+    cr_assert_eq(recorded_count(rec), 2, "log:%s", recorded_summary(rec));
+    cr_assert(!range_is_mapped(p, 5000), "arena memory still mapped after destroy");
+    cr_assert(!range_is_mapped(many, 1000), "arena memory still mapped after destroy");
+    cr_assert(!range_is_mapped(large, 3 * BS), "large mapping still mapped after destroy");
+    cr_assert(!range_is_mapped(scratch, 2 * BS), "frame memory still mapped after destroy");
+}
+
+Test(runtime, destroy_with_nothing_live_logs_nothing) {
+    kiln_desc desc = recording_desc(rec);
+    kiln_runtime *rt = kiln_create(&desc);
+    kiln_ctx *ctx = kiln_attach(rt);
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    cr_assert_not_null(kiln_arena_alloc(a, 100000, 8));
+    kiln_arena_destroy(a);
+    kiln_detach(ctx);
+    kiln_destroy(rt);
+    cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));
+}
+
+Test(runtime, stats_arenas_lists_newest_first) {
+    kiln_desc desc = recording_desc(rec);
+    kiln_runtime *rt = kiln_create(&desc);
+    kiln_ctx *ctx = kiln_attach(rt);
+    kiln_arena *a = kiln_arena_create(rt, "a");
+    kiln_arena *b = kiln_arena_create(rt, "b");
+    kiln_arena *c = kiln_arena_create(rt, "c");
+    cr_assert_not_null(kiln_arena_alloc(b, 777, 1));
+
+    cr_assert_eq(kiln_stats_arenas(rt, NULL, 0), 4);
+    cr_assert_eq(kiln_stats_arenas(rt, NULL, 5), 4, "out may be NULL");
+    kiln_arena_stats out[6];
+    memset(out, 0xAB, sizeof out);
+    cr_assert_eq(kiln_stats_arenas(rt, out, 6), 4);
+    cr_assert_str_eq(out[0].name, "c");
+    cr_assert_str_eq(out[1].name, "b");
+    cr_assert_str_eq(out[2].name, "a");
+    cr_assert_str_eq(out[3].name, "frame ctx 1");
+    cr_assert_eq(out[1].bytes_in_use, 777);
+    unsigned char untouched[sizeof out[4]];
+    memset(untouched, 0xAB, sizeof untouched);
+    cr_assert_eq(memcmp(&out[4], untouched, sizeof untouched), 0, "wrote past the live arenas");
+
+    memset(out, 0xAB, sizeof out);
+    cr_assert_eq(kiln_stats_arenas(rt, out, 2), 4, "the count may exceed cap");
+    cr_assert_str_eq(out[1].name, "b");
+    cr_assert_eq(memcmp(&out[2], untouched, sizeof untouched), 0, "wrote past cap");
+
+    kiln_arena_destroy(b);
+    cr_assert_eq(kiln_stats_arenas(rt, out, 6), 3);
+    cr_assert_str_eq(out[0].name, "c");
+    cr_assert_str_eq(out[1].name, "a");
+    cr_assert_eq(runtime_stats(rt).arenas, 3);
+    kiln_arena_destroy(a);
+    kiln_arena_destroy(c);
+    kiln_detach(ctx);
+    cr_assert_eq(kiln_stats_arenas(rt, out, 6), 0);
+    kiln_destroy(rt);
+}
+
+Test(runtime, stats_add_up) {
+    kiln_desc desc = recording_desc(rec);
+    kiln_runtime *rt = kiln_create(&desc);
+    kiln_ctx *ctx = kiln_attach(rt);
+    kiln_arena *a = kiln_arena_create(rt, "a");
+    kiln_arena *b = kiln_arena_create(rt, "b");
+    for (int i = 0; i < 300; i++) cr_assert_not_null(kiln_arena_alloc(a, 1000, 8));
+    for (int i = 0; i < 100; i++) cr_assert_not_null(kiln_arena_alloc(b, 1000, 8));
+    cr_assert_not_null(kiln_arena_alloc(b, 100000, 16));   /* maps 100000 + header, in pages */
+    kiln_frame_begin(ctx);
+    for (int i = 0; i < 150; i++) cr_assert_not_null(kiln_frame_alloc(ctx, 1000, 8));
+
+    kiln_stats s = runtime_stats(rt);
+    kiln_arena_stats fa = arena_stats(kiln_frame_arena(ctx));
+    kiln_arena_stats as = arena_stats(a), bs = arena_stats(b);
+    cr_assert_eq(s.blocks.blocks_in_use + s.blocks.blocks_free, s.blocks.blocks_reserved);
+    cr_assert_eq(s.blocks.blocks_in_use, (uint64_t)fa.blocks_held + as.blocks_held + bs.blocks_held);
+    cr_assert_eq(s.blocks.gets, fa.blocks_taken + as.blocks_taken + bs.blocks_taken);
+    cr_assert_eq(s.blocks.blocks_reserved, 64, "one reservation of 64 blocks so far");
+    cr_assert_eq(s.blocks.large_mappings, 1);
+    cr_assert_eq(s.blocks.os_maps, 2);
+    cr_assert_eq(s.blocks.reserved_bytes, 64 * BS + 102400, "reserved %zu", s.blocks.reserved_bytes);
+    cr_assert_eq(s.blocks.peak_reserved_bytes, s.blocks.reserved_bytes);
+    cr_assert_eq(s.blocks.blocks_peak, s.blocks.blocks_in_use);
+    cr_assert_eq(s.blocks.failures, 0);
+    cr_assert_eq(s.contexts, 1);
+    cr_assert_eq(s.arenas, 3);
+    cr_assert_eq(s.frame, 1);
+    cr_assert_eq(as.allocs, 300);
+    cr_assert_eq(bs.allocs, 101);
+    cr_assert_eq(bs.large_allocs, 1);
+    cr_assert_eq(bs.bytes_in_use, 100 * 1000 + 100000);
+    cr_assert_eq(fa.bytes_in_use, 150 * 1000);
+
+    kiln_frame_end(ctx);
+    uint64_t peak = s.blocks.blocks_peak;
+    kiln_arena_destroy(a);
+    s = runtime_stats(rt);
+    fa = arena_stats(kiln_frame_arena(ctx));
+    bs = arena_stats(b);
+    cr_assert_eq(s.blocks.blocks_in_use + s.blocks.blocks_free, s.blocks.blocks_reserved);
+    cr_assert_eq(s.blocks.blocks_in_use, (uint64_t)fa.blocks_held + bs.blocks_held);
+    cr_assert_eq(s.blocks.blocks_peak, peak, "the peak stays");
+    kiln_arena_destroy(b);
+    s = runtime_stats(rt);
+    cr_assert_eq(s.blocks.reserved_bytes, 64 * BS, "the large mapping went with its arena");
+    cr_assert_eq(s.blocks.peak_reserved_bytes, 64 * BS + 102400);
+    cr_assert_eq(s.blocks.large_mappings, 0);
+    kiln_detach(ctx);
+    s = runtime_stats(rt);
+    cr_assert_eq(s.blocks.blocks_in_use, 0);
+    cr_assert_eq(s.blocks.blocks_free, s.blocks.blocks_reserved);
+    kiln_destroy(rt);
+    cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));
+}
+
+Test(runtime, contexts_attach_and_detach) {
+    kiln_desc desc = recording_desc(rec);
+    kiln_runtime *rt = kiln_create(&desc);
+    enum { N = 40 };
+    kiln_ctx *ctxs[N];
+    for (int i = 0; i < N; i++) {
+        ctxs[i] = kiln_attach(rt);
+        cr_assert_not_null(ctxs[i]);
+        cr_assert_eq(kiln_ctx_runtime(ctxs[i]), rt);
+        char name[32];
+        snprintf(name, sizeof name, "frame ctx %d", i + 1);
+        cr_assert_str_eq(arena_stats(kiln_frame_arena(ctxs[i])).name, name);
+        cr_assert_not_null(kiln_frame_alloc(ctxs[i], 100, 8));
+    }
+    cr_assert_eq(runtime_stats(rt).contexts, N);
+    cr_assert_eq(runtime_stats(rt).arenas, N);
+    for (int i = 0; i < N; i += 2) kiln_detach(ctxs[i]);
+    kiln_stats s = runtime_stats(rt);
+    cr_assert_eq(s.contexts, N / 2);
+    cr_assert_eq(s.arenas, N / 2);
+    cr_assert_eq(s.blocks.blocks_in_use, N / 2);
+    kiln_ctx *again = kiln_attach(rt);
+    cr_assert_str_eq(arena_stats(kiln_frame_arena(again)).name, "frame ctx 41", "ids are not reused");
+    kiln_detach(again);
+    for (int i = 1; i < N; i += 2) kiln_detach(ctxs[i]);
+    s = runtime_stats(rt);
+    cr_assert_eq(s.contexts, 0);
+    cr_assert_eq(s.arenas, 0);
+    cr_assert_eq(s.blocks.blocks_in_use, 0);
+    kiln_destroy(rt);
+    cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));
+}
+
+Test(runtime, runtimes_are_independent) {
+    kiln_desc desc = recording_desc(rec);
+    kiln_runtime *one = kiln_create(&desc);
+    desc.block_size = (size_t)128 << 10;
+    kiln_runtime *two = kiln_create(&desc);
+    kiln_arena *a = kiln_arena_create(one, "one");
+    kiln_arena *b = kiln_arena_create(two, "two");
+    cr_assert_not_null(kiln_arena_alloc(a, 40000, 8));
+    cr_assert_not_null(kiln_arena_alloc(a, 40000, 8));   /* a second block */
+    kiln_stats s1 = runtime_stats(one), s2 = runtime_stats(two);
+    cr_assert_eq(s1.arenas, 1);
+    cr_assert_eq(s2.arenas, 1);
+    cr_assert_eq(s1.blocks.blocks_in_use, 2);
+    cr_assert_eq(s2.blocks.blocks_in_use, 1);
+    cr_assert_eq(s2.blocks.block_size, (size_t)128 << 10);
+    kiln_destroy(one);   /* reports 'one' only */
+    cr_assert_eq(count_items_with(rec, "ARENA_STILL_ALIVE", "'one'"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_not_null(kiln_arena_alloc(b, 100000, 8), "the other runtime is untouched");
+    kiln_arena_destroy(b);
+    kiln_destroy(two);
+    cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
+}
+
+Test(runtime, trim_gives_free_blocks_back) {
+    kiln_desc desc = recording_desc(rec);
+    kiln_runtime *rt = kiln_create(&desc);
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    enum { N = 600 };
+    for (int i = 0; i < N; i++) {
+        unsigned char *p = kiln_arena_alloc(a, 1000, 8);
+        cr_assert_not_null(p);
+        memset(p, 0x6B, 1000);
+    }
+    kiln_arena_destroy(a);   /* its ten blocks go back to the pool */
+    kiln_stats s = runtime_stats(rt);
+    cr_assert_eq(s.blocks.blocks_in_use, 0);
+    cr_assert_eq(s.blocks.blocks_free, 64);
+
+    size_t trimmed = kiln_trim(rt);
+    cr_assert_gt(trimmed, 0);
+    cr_assert_eq(trimmed, 64 * BS, "every free block is given back");
+    s = runtime_stats(rt);
+    cr_assert_eq(s.blocks.trims, 1);
+    cr_assert_eq(s.blocks.trimmed_bytes, 64 * BS);
+    cr_assert_eq(s.blocks.reserved_bytes, 64 * BS, "trim keeps the address space");
+    cr_assert_eq(s.blocks.blocks_free, 64);
+
+    /* The blocks stay usable: the same work again, written and read back. */
+    kiln_arena *b = kiln_arena_create(rt, "again");
+    static unsigned char *ptrs[N];
+    for (int i = 0; i < N; i++) {
+        ptrs[i] = kiln_arena_alloc(b, 1000, 8);
+        cr_assert_not_null(ptrs[i]);
+        fill_pattern(ptrs[i], 1000, (uint32_t)i);
+    }
+    for (int i = 0; i < N; i++) cr_assert(check_pattern(ptrs[i], 1000, (uint32_t)i), "allocation %d", i);
+    s = runtime_stats(rt);
+    cr_assert_eq(s.blocks.blocks_reserved, 64, "trimmed blocks were reused, nothing new reserved");
+    cr_assert_eq(s.blocks.os_maps, 1);
+    size_t second = kiln_trim(rt);
+    cr_assert_eq(second, s.blocks.blocks_free * BS);
+    cr_assert_eq(runtime_stats(rt).blocks.trims, 2);
+    for (int i = 0; i < N; i++)
+        cr_assert(check_pattern(ptrs[i], 1000, (uint32_t)i), "trim touched a block in use (%d)", i);
+    kiln_arena_destroy(b);
+    kiln_destroy(rt);
+    cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));
+}
+
+Test(runtime, trim_with_nothing_free_returns_zero) {
+    kiln_desc desc = recording_desc(rec);
+    desc.reserve_size = BS;   /* one block per reservation: nothing spare */
+    kiln_runtime *rt = kiln_create(&desc);
+    cr_assert_eq(kiln_trim(rt), 0, "nothing reserved yet");
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    cr_assert_eq(runtime_stats(rt).blocks.blocks_free, 0);
+    cr_assert_eq(kiln_trim(rt), 0);
+    cr_assert_eq(runtime_stats(rt).blocks.trims, 2);
+    kiln_arena_destroy(a);
+    cr_assert_eq(kiln_trim(rt), BS);
+    kiln_destroy(rt);
+}
+
+/* Contexts come and go on several threads at once; each thread checks its own frame
+ * memory; the registry and the block counts add up afterwards. */
+typedef struct churn_thread {
+    kiln_runtime *rt;
+    int           index;
+    int           errors;
+} churn_thread;
+
+static void *churn_main(void *arg) {
+    churn_thread *t = arg;
+    for (int round = 0; round < 60; round++) {
+        kiln_ctx *c = kiln_attach(t->rt);
+        if (!c) {
+            t->errors++;
+            continue;
+        }
+        unsigned char *ptrs[40];
+        for (int i = 0; i < 40; i++) {
+            ptrs[i] = kiln_frame_alloc(c, 1500, 16);
+            if (!ptrs[i]) {
+                t->errors++;
+                continue;
+            }
+            fill_pattern(ptrs[i], 1500, (uint32_t)(t->index * 1000 + i));
+        }
+        for (int i = 0; i < 40; i++)
+            if (ptrs[i] && !check_pattern(ptrs[i], 1500, (uint32_t)(t->index * 1000 + i))) t->errors++;
+        kiln_arena_reset(kiln_frame_arena(c));
+        kiln_detach(c);
+    }
+    return NULL;
+}
+
+Test(runtime, contexts_churn_on_threads) {
+    kiln_desc desc = recording_desc(rec);
+    kiln_runtime *rt = kiln_create(&desc);
+    enum { THREADS = 6 };
+    churn_thread threads[THREADS];
+    pthread_t ids[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        threads[i] = (churn_thread){ .rt = rt, .index = i };
+        cr_assert_eq(pthread_create(&ids[i], NULL, churn_main, &threads[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(ids[i], NULL);
+        cr_assert_eq(threads[i].errors, 0, "thread %d: %d errors", i, threads[i].errors);
+    }
+    kiln_stats s = runtime_stats(rt);
+    cr_assert_eq(s.contexts, 0);
+    cr_assert_eq(s.arenas, 0);
+    cr_assert_eq(s.blocks.blocks_in_use, 0);
+    cr_assert_eq(s.blocks.blocks_free, s.blocks.blocks_reserved);
+    cr_assert_leq(s.blocks.blocks_peak, THREADS * 2, "at most two blocks per live context");
+    kiln_ctx *last = kiln_attach(rt);
+    cr_assert_str_eq(arena_stats(kiln_frame_arena(last)).name, "frame ctx 361", "ids are unique");
+    kiln_detach(last);
+    kiln_destroy(rt);
+    cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));
+}
+
+/* The log callback gets log_user unchanged, from whichever thread logs. */
+typedef struct user_check {
+    _Atomic int calls;
+    _Atomic int wrong_user;
+} user_check;
+
+static user_check the_user;
+
+static void checking_log(void *user, kiln_log_level level, const char *message) {
+    (void)level;
+    (void)message;
+    atomic_fetch_add(&the_user.calls, 1);
+    if (user != &the_user) atomic_fetch_add(&the_user.wrong_user, 1);
+}
+
+Test(runtime, log_user_is_passed_unchanged) {
+    kiln_desc desc = { .log = checking_log, .log_user = &the_user };
+    kiln_runtime *rt = kiln_create(&desc);
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    kiln_arena_alloc(a, 8, 3);
+    kiln_arena_destroy(kiln_arena_create(rt, "x"));
+    kiln_destroy(rt);   /* 'level' still alive: one more message */
+    cr_assert_eq(atomic_load(&the_user.calls), 2);
+    cr_assert_eq(atomic_load(&the_user.wrong_user), 0);
+}
+
+/* kiln_destroy frees every byte kiln malloc'd, with contexts and arenas still live
+ * (the runtime, the contexts, the reservation records), and a refused kiln_create
+ * frees what it took. Measured on the heap itself: exact in the ASan build only
+ * (see heap_accounting_exact); the default build checks the rest. */
+Test(runtime, destroy_frees_all_heap_memory) {
+    size_t heap0 = heap_bytes_in_use();
+    for (int round = 0; round < 3; round++) {
+        kiln_desc desc = recording_desc(rec);
+        kiln_runtime *rt = kiln_create(&desc);
+        kiln_ctx *a = kiln_attach(rt), *b = kiln_attach(rt);
+        kiln_arena *level = kiln_arena_create(rt, "level");
+        kiln_arena_alloc(level, 10 * BS, 16);
+        for (int i = 0; i < 70 * 65; i++) kiln_arena_alloc(level, 1000, 8);   /* two reservations */
+        kiln_frame_begin(a);
+        kiln_frame_alloc(a, 3 * BS, 16);
+        kiln_detach(b);
+        kiln_destroy(rt);   /* a and level are still live */
+    }
+    size_t heap1 = heap_bytes_in_use();
+    if (heap_accounting_exact())
+        cr_assert_eq(heap1, heap0, "kiln_destroy left %zd heap bytes behind", (ssize_t)(heap1 - heap0));
+    cr_assert_eq(count_items(rec, "CONTEXT_STILL_ATTACHED"), 3, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, "ARENA_STILL_ALIVE"), 3);
+    cr_assert_eq(recorded_count(rec), 6, "log:%s", recorded_summary(rec));
+}
+
+Test(runtime, refused_create_frees_what_it_took) {
+    size_t heap0 = heap_bytes_in_use();
+    kiln_desc desc = recording_desc(rec);
+    desc.block_size = 3000;
+    kiln_runtime *r1 = kiln_create(&desc);
+    desc.block_size = 0;
+    desc.memory_limit = 10;
+    kiln_runtime *r2 = kiln_create(&desc);
+    size_t heap1 = heap_bytes_in_use();
+    cr_assert_null(r1);
+    cr_assert_null(r2);
+    if (heap_accounting_exact())
+        cr_assert_eq(heap1, heap0, "a refused kiln_create left %zd heap bytes", (ssize_t)(heap1 - heap0));
+    cr_assert_eq(recorded_count(rec), 2, "log:%s", recorded_summary(rec));
+}
