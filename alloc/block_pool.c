@@ -36,6 +36,11 @@ bool kiln_block_pool_init(kiln_block_pool *pool, const kiln_block_pool_config *c
     size_t reserve = config->reserve_bytes ? config->reserve_bytes : 64 * bs;
     pool->reserve_blocks = reserve / bs + (reserve % bs != 0);
     pool->memory_limit = config->memory_limit;
+    if (!kiln_address_map_init(&pool->map, (unsigned)__builtin_ctzll(bs))) {
+        kiln_log(&pool->log, KILN_LOG_ERROR, "RUNTIME_OUT_OF_MEMORY",
+                 "block pool: no memory for the address map");
+        return false;
+    }
     pthread_mutex_init(&pool->grow_lock, NULL);
     return true;
 }
@@ -54,6 +59,7 @@ void kiln_block_pool_fini(kiln_block_pool *pool) {
         r = next;
     }
     pool->reservations = NULL;
+    kiln_address_map_fini(&pool->map);
     pthread_mutex_destroy(&pool->grow_lock);
 }
 
@@ -115,6 +121,10 @@ static bool grow_locked(kiln_block_pool *pool, const char **refusal, size_t *ask
     }
     kiln_reservation *record = malloc(sizeof *record);
     char *base = record ? kiln_os_map_aligned(blocks * bs, bs) : NULL;
+    if (base && !kiln_address_map_add(&pool->map, base, blocks * bs)) {
+        kiln_os_unmap(base, blocks * bs);   /* a failed add sets no bit */
+        base = NULL;
+    }
     if (!base) {
         free(record);
         *refusal = "OS_MAP_FAILED";

@@ -18,6 +18,7 @@
 #include <pthread.h>
 
 #include "../base/log.h"
+#include "address_map.h"
 #include "lifo.h"
 
 typedef struct kiln_reservation kiln_reservation;
@@ -44,6 +45,7 @@ typedef struct kiln_block_pool {
     /* Growth: serialised by grow_lock (an OS call is slow anyway). */
     pthread_mutex_t   grow_lock;
     kiln_reservation *reservations;       /* chunks to unmap at destroy; under grow_lock */
+    kiln_address_map  map;                /* which addresses are blocks; written under grow_lock */
 
     /* Read-only after init. */
     size_t        block_size;
@@ -86,6 +88,12 @@ KILN_INTERNAL size_t kiln_block_pool_trim(kiln_block_pool *pool);
 
 /* Concurrency: any thread (relaxed reads; see kiln/stats.h). */
 KILN_INTERNAL void kiln_block_pool_stats_get(kiln_block_pool *pool, kiln_block_pool_stats *out);
+
+/* Whether p lies in a block of this pool (its reservations), without reading *p.
+ * Any thread, wait-free. */
+static inline bool kiln_block_pool_owns(const kiln_block_pool *pool, const void *p) {
+    return kiln_address_map_has(&pool->map, p);
+}
 
 /* The block that holds p (p must point into a block of this pool). */
 static inline void *kiln_block_of(const kiln_block_pool *pool, const void *p) {

@@ -20,6 +20,7 @@ kiln_ctx *kiln_attach(kiln_runtime *rt) {
                  "kiln_attach: no memory for a context");
         return NULL;
     }
+    for (int i = 0; i < KILN_MAX_POOLS; i++) kiln_pool_cache_unbind(&ctx->pool_caches[i]);
     pthread_mutex_lock(&rt->registry_lock);
     ctx->id = rt->next_ctx_id++;
     pthread_mutex_unlock(&rt->registry_lock);
@@ -54,6 +55,7 @@ void kiln_detach(kiln_ctx *ctx) {
         rt->frame_open = false;
         atomic_store_explicit(&rt->driver, NULL, memory_order_release);
     }
+    kiln_ctx_flush_pools(ctx);   /* cached objects go back to the depots, not lost */
     pthread_mutex_lock(&rt->registry_lock);
     if (ctx->prev) ctx->prev->next = ctx->next;
     else rt->contexts = ctx->next;

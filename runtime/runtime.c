@@ -58,6 +58,7 @@ void kiln_destroy(kiln_runtime *rt) {
                  "kiln_destroy: context %u is still attached; detaching it", ctx->id);
         kiln_detach(ctx);
     }
+    kiln_runtime_pools_fini(rt);
     while (rt->arenas) {
         kiln_arena *arena = rt->arenas;
         kiln_arena_stats stats;

@@ -8,11 +8,17 @@
 
 #include "../alloc/arena.h"
 #include "../alloc/block_pool.h"
+#include "../alloc/pool.h"
 #include "../base/atomics.h"
 #include "../base/log.h"
 
 #define KILN_RUNTIME_MAGIC 0x6b696c6e52554e54ull   /* "kilnRUNT" */
 #define KILN_CTX_MAGIC     0x6b696c6e43545854ull   /* "kilnCTXT" */
+
+/* Pools live in a fixed table of slots, and every context has one cache per slot, so
+ * the fast path finds its cache by the pool's index with no lookup. 256 slots cost a
+ * context 12 KiB of caches. */
+#define KILN_MAX_POOLS 256
 
 struct kiln_ctx {
     uint64_t         magic;        /* KILN_CTX_MAGIC while attached */
@@ -20,6 +26,7 @@ struct kiln_ctx {
     kiln_arena      *frame_arena;  /* owned by this context's thread */
     uint32_t         id;           /* 1, 2, ... in attach order */
     struct kiln_ctx *prev, *next;  /* the runtime's context list; under registry_lock */
+    kiln_pool_cache  pool_caches[KILN_MAX_POOLS];   /* by pool index; this thread's */
 };
 
 struct kiln_runtime {
@@ -42,7 +49,16 @@ struct kiln_runtime {
     uint32_t         next_ctx_id;
     kiln_arena      *arenas;        /* newest first, frame arenas included */
     uint32_t         arena_count;
+    kiln_pool       *pools[KILN_MAX_POOLS];  /* slots; a destroyed pool's bookkeeping stays */
+    uint32_t         pool_count;    /* live pools */
+    uint64_t         pool_serial;   /* last serial handed out; never reused */
 };
+
+/* Gives every pool cache of ctx back to its pool's depot. Takes registry_lock. */
+KILN_INTERNAL void kiln_ctx_flush_pools(kiln_ctx *ctx);
+
+/* kiln_destroy: destroys the pools still alive (logged) and frees every slot. */
+KILN_INTERNAL void kiln_runtime_pools_fini(kiln_runtime *rt);
 
 /* Makes an arena of this runtime and registers it. NULL when the pool refuses.
  * Concurrency: any thread (takes registry_lock). */

@@ -16,6 +16,7 @@ bool kiln_stats_get(kiln_runtime *rt, kiln_stats *out) {
     pthread_mutex_lock(&rt->registry_lock);
     out->contexts = rt->context_count;
     out->arenas = rt->arena_count;
+    out->pools = rt->pool_count;
     pthread_mutex_unlock(&rt->registry_lock);
     kiln_block_pool_stats_get(&rt->pool, &out->blocks);
     return true;

@@ -47,7 +47,9 @@ typedef void (*kiln_log_fn)(void *user, kiln_log_level level, const char *messag
 
 /* Debug bits for kiln_desc.debug. Each costs one well-predicted branch when off. */
 enum {
-    KILN_DEBUG_NONE = 0
+    KILN_DEBUG_NONE   = 0,
+    KILN_DEBUG_CHECKS = 1u << 0   /* every pool checks frees for double frees and interior
+                                     pointers (as KILN_POOL_CHECKED does for one pool) */
 };
 
 typedef struct kiln_desc {

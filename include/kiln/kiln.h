@@ -9,6 +9,7 @@
 
 #include <kiln/core.h>
 #include <kiln/memory.h>
+#include <kiln/pool.h>
 #include <kiln/stats.h>
 
 #endif /* KILN_KILN_H */

@@ -9,6 +9,7 @@
 
 #include <kiln/core.h>
 #include <kiln/memory.h>
+#include <kiln/pool.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -49,6 +50,31 @@ typedef struct kiln_arena_stats {
     uint64_t blocks_taken;     /* blocks fetched from the global pool over the arena's life */
 } kiln_arena_stats;
 
+typedef struct kiln_pool_stats {
+    char     name[48];
+    size_t   object_size;      /* bytes asked per object */
+    size_t   slot_size;        /* bytes per object in the block: size rounded up to align */
+    size_t   align;
+    size_t   capacity;         /* 0: none */
+    uint32_t magazine_size;    /* objects per magazine */
+    uint32_t blocks_held;      /* blocks carved into objects and magazines */
+    bool     alive;            /* false after kiln_pool_destroy */
+    uint64_t live;             /* allocs - frees */
+    uint64_t peak_live;        /* most objects outside the depot at a magazine exchange: live
+                                  plus cached, so at most two magazines per context above the
+                                  true peak (an exact peak would need a shared counter per op) */
+    uint64_t allocs;
+    uint64_t frees;
+    uint64_t failures;         /* allocs that returned NULL (capacity or memory) */
+    uint64_t depot_exchanges;  /* magazines taken from or given to the depot, carving included */
+    uint64_t carved;           /* objects cut from blocks: live + cached + in_depot */
+    uint64_t in_depot;         /* free objects in full magazines on the depot */
+    uint64_t cached;           /* free objects idle in contexts' caches */
+    size_t   cached_bytes;     /* cached * slot_size */
+    uint64_t bad_frees;        /* foreign or interior pointers, frees into a destroyed pool */
+    uint64_t double_frees;     /* detected with KILN_POOL_CHECKED */
+} kiln_pool_stats;
+
 typedef struct kiln_stats {
     uint64_t              frame;          /* current frame number */
     uint32_t              worker_count;
@@ -56,6 +82,7 @@ typedef struct kiln_stats {
     uint32_t              arenas;         /* live arenas, frame arenas included */
     uint64_t              api_errors;     /* calls refused for bad arguments or misuse */
     kiln_block_pool_stats blocks;
+    uint32_t              pools;          /* live pools */
 } kiln_stats;
 
 /* Fills *out with the runtime-wide figures. false (and *out zeroed) for bad input. */
@@ -65,6 +92,13 @@ KILN_API bool kiln_stats_get(kiln_runtime *rt, kiln_stats *out);
  * first) into out, and returns how many arenas are live, which may exceed cap. out may
  * be NULL when cap is 0. */
 KILN_API size_t kiln_stats_arenas(kiln_runtime *rt, kiln_arena_stats *out, size_t cap);
+
+/* Copies the figures of up to cap live pools into out (in creation slot order) and
+ * returns how many pools are live, which may exceed cap. */
+KILN_API size_t kiln_stats_pools(kiln_runtime *rt, kiln_pool_stats *out, size_t cap);
+
+/* The figures of one pool (a destroyed one too, until kiln_destroy). false for bad input. */
+KILN_API bool kiln_pool_stats_get(kiln_pool *pool, kiln_pool_stats *out);
 
 /* The figures of one arena. false (and *out zeroed) for bad input. */
 KILN_API bool kiln_arena_stats_get(const kiln_arena *arena, kiln_arena_stats *out);

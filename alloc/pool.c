@@ -1,0 +1,366 @@
+/* alloc/pool.c — pools: desc validation, carving objects and magazines from blocks, the
+ * magazine exchange with the depot, the checks of bad frees, flushing and statistics. */
+#include "pool.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define KILN_POOL_MAGAZINE_MAGIC 0x6b696c6e4d41475aull   /* "kilnMAGZ" */
+#define KILN_POOL_MAX_ALIGN      4096
+#define KILN_POOL_MAX_MAGAZINE   256
+
+kiln_magazine kiln_pool_unbound = { .count = 0, .capacity = 0 };
+
+static size_t magazine_bytes(uint32_t capacity) {
+    return kiln_align_up(sizeof(kiln_magazine) + capacity * sizeof(void *), 16);
+}
+
+/* Default magazine: about 8 KiB of objects, 4 to 64 of them. Small objects get 64: an
+ * exchange with the depot (a CAS pair) is then amortised over 64 allocations, while a
+ * context's two magazines hold at most 16 KiB of idle objects per pool. */
+static uint32_t default_magazine_size(size_t slot) {
+    size_t n = 8192 / slot;
+    return n > 64 ? 64 : n < 4 ? 4 : (uint32_t)n;
+}
+
+bool kiln_pool_init(kiln_pool *pool, const kiln_pool_config *config) {
+    const kiln_pool_desc *d = &config->desc;
+    memset(pool, 0, sizeof *pool);
+    pool->log = config->log;
+    snprintf(pool->name, sizeof pool->name, "%s", d->name ? d->name : "pool");
+    size_t block_size = config->blocks->block_size;
+    size_t align = d->align ? d->align : _Alignof(max_align_t);
+    if (d->size == 0 || d->size > block_size / 4) {
+        kiln_log_misuse(&pool->log, "POOL_BAD_SIZE",
+                        "pool '%s': object size %zu is not from 1 to a quarter block (%zu)",
+                        pool->name, d->size, block_size / 4);
+        return false;
+    }
+    if (!kiln_is_pow2(align) || align > KILN_POOL_MAX_ALIGN) {
+        kiln_log_misuse(&pool->log, "POOL_BAD_ALIGN",
+                        "pool '%s': alignment %zu is not a power of two up to %d",
+                        pool->name, align, KILN_POOL_MAX_ALIGN);
+        return false;
+    }
+    if (d->magazine_size != 0 && (d->magazine_size < 2 || d->magazine_size > KILN_POOL_MAX_MAGAZINE)) {
+        kiln_log_misuse(&pool->log, "POOL_BAD_MAGAZINE_SIZE",
+                        "pool '%s': magazine_size %u is not from 2 to %d",
+                        pool->name, d->magazine_size, KILN_POOL_MAX_MAGAZINE);
+        return false;
+    }
+    pool->size = d->size;
+    pool->align = align;
+    pool->slot = kiln_align_up(d->size, align);
+    pool->capacity = d->capacity;
+    pool->flags = d->flags | (config->checked ? KILN_POOL_CHECKED : 0);
+    pool->magazine_size = d->magazine_size ? d->magazine_size : default_magazine_size(pool->slot);
+    pool->blocks = config->blocks;
+    pool->map = config->blocks->map;
+    pool->block_mask = config->blocks->block_mask;
+    pool->index = config->index;
+    /* The header, then (checked) a bit per slot, then the slots at their alignment. */
+    size_t bitmap = (pool->flags & KILN_POOL_CHECKED)
+                        ? ((block_size / pool->slot + 63) / 64) * sizeof(uint64_t) : 0;
+    size_t first = kiln_align_up(sizeof(kiln_pool_block) + bitmap, align);
+    pool->slots_per_block = (uint32_t)((block_size - first) / pool->slot);
+    pthread_mutex_init(&pool->carve_lock, NULL);
+    kiln_store_release(&pool->serial, config->serial);
+    return true;
+}
+
+void kiln_pool_fini(kiln_pool *pool) {
+    kiln_store_relaxed(&pool->serial, 0);
+    for (kiln_pool_block *b = pool->block_list, *next; b; b = next) {
+        next = b->next;
+        b->magic = 0;   /* a stale pointer into a recycled block is no longer ours */
+        kiln_block_put(pool->blocks, b);
+    }
+    pool->block_list = NULL;
+    pool->full = (kiln_lifo){ 0 };
+    pool->empty = (kiln_lifo){ 0 };
+    pthread_mutex_destroy(&pool->carve_lock);
+}
+
+/* Under carve_lock: a fresh block on the pool's list with its header written. */
+static kiln_pool_block *new_block(kiln_pool *pool, uint64_t magic) {
+    kiln_pool_block *block = kiln_block_get(pool->blocks);
+    if (!block) return NULL;
+    size_t bitmap_words = (pool->flags & KILN_POOL_CHECKED) && magic == KILN_POOL_BLOCK_MAGIC
+                              ? (pool->slots_per_block + 63) / 64 : 0;
+    *block = (kiln_pool_block){
+        .magic = magic,
+        .pool = pool,
+        .serial = kiln_load_relaxed(&pool->serial),
+        .next = pool->block_list,
+        .in_use = bitmap_words ? (_Atomic uint64_t *)(block + 1) : NULL,
+    };
+    for (size_t i = 0; i < bitmap_words; i++) kiln_store_relaxed(&block->in_use[i], 0);
+    size_t bitmap = (pool->flags & KILN_POOL_CHECKED)
+                        ? ((pool->blocks->block_size / pool->slot + 63) / 64) * sizeof(uint64_t) : 0;
+    block->first = kiln_align_up((uintptr_t)(block + 1) + bitmap, pool->align);
+    pool->block_list = block;
+    kiln_store_relaxed(&pool->blocks_held, kiln_load_relaxed(&pool->blocks_held) + 1);
+    return block;
+}
+
+/* Under carve_lock: storage for one more magazine. */
+static kiln_magazine *new_magazine(kiln_pool *pool) {
+    size_t bytes = magazine_bytes(pool->magazine_size);
+    if (!pool->magazine_next || (size_t)(pool->magazine_end - pool->magazine_next) < bytes) {
+        kiln_pool_block *block = new_block(pool, KILN_POOL_MAGAZINE_MAGIC);
+        if (!block) return NULL;
+        pool->magazine_next = (char *)kiln_align_up((uintptr_t)(block + 1), 16);
+        pool->magazine_end = (char *)block + pool->blocks->block_size;
+    }
+    kiln_magazine *mag = (kiln_magazine *)pool->magazine_next;
+    pool->magazine_next += bytes;
+    mag->count = 0;
+    mag->capacity = pool->magazine_size;
+    return mag;
+}
+
+static kiln_magazine *take_empty_magazine(kiln_pool *pool) {
+    kiln_magazine *mag = (kiln_magazine *)kiln_lifo_pop(&pool->empty);
+    if (mag) return mag;
+    pthread_mutex_lock(&pool->carve_lock);
+    mag = new_magazine(pool);
+    pthread_mutex_unlock(&pool->carve_lock);
+    return mag;
+}
+
+/* Under carve_lock: fills mag with new slots, up to capacity; how many it carved. */
+static uint32_t carve_into(kiln_pool *pool, kiln_magazine *mag) {
+    uint32_t n = 0;
+    uint64_t carved = kiln_load_relaxed(&pool->carved);
+    while (n < mag->capacity && (pool->capacity == 0 || carved < pool->capacity)) {
+        if (pool->carve_next == 0 || pool->carve_end - pool->carve_next < pool->slot) {
+            kiln_pool_block *block = new_block(pool, KILN_POOL_BLOCK_MAGIC);
+            if (!block) break;   /* the block pool logged why */
+            pool->carve_next = block->first;
+            pool->carve_end = block->first + (uintptr_t)pool->slots_per_block * pool->slot;
+        }
+        mag->objects[n++] = (void *)pool->carve_next;
+        pool->carve_next += pool->slot;
+        carved++;
+    }
+    mag->count = n;
+    kiln_store_relaxed(&pool->carved, carved);
+    return n;
+}
+
+static void note_exchange(kiln_pool *pool) {
+    kiln_add_relaxed(&pool->exchanges, 1);
+    uint64_t outside = kiln_load_relaxed(&pool->carved) - kiln_load_relaxed(&pool->in_depot);
+    kiln_max_relaxed_u64(&pool->peak_outside, outside);
+}
+
+static void give_to_depot(kiln_pool *pool, kiln_pool_cache *cache, kiln_magazine *mag) {
+    if (mag->count == 0) {
+        kiln_lifo_push(&pool->empty, &mag->link);
+        return;
+    }
+    kiln_add_relaxed(&pool->in_depot, mag->count);
+    if (cache) kiln_owner_add(&cache->given, mag->count);
+    kiln_lifo_push(&pool->full, &mag->link);
+}
+
+/* Binds cache to the pool's current life: two empty magazines, counters at zero. */
+static bool bind(kiln_pool *pool, kiln_pool_cache *cache) {
+    kiln_magazine *loaded = take_empty_magazine(pool);
+    kiln_magazine *spare = loaded ? take_empty_magazine(pool) : NULL;
+    if (!spare) {
+        if (loaded) kiln_lifo_push(&pool->empty, &loaded->link);
+        return false;
+    }
+    cache->loaded = loaded;
+    cache->spare = spare;
+    kiln_store_relaxed(&cache->allocs, 0);
+    kiln_store_relaxed(&cache->frees, 0);
+    kiln_store_relaxed(&cache->received, 0);
+    kiln_store_relaxed(&cache->given, 0);
+    /* Release: a stats reader that sees the serial sees the zeroed counters. */
+    kiln_store_release(&cache->serial, kiln_load_relaxed(&pool->serial));
+    return true;
+}
+
+static KILN_COLD void report_capacity(kiln_pool *pool) {
+    if (kiln_exchange_relaxed(&pool->capacity_reported, 1) != 0) return;
+    kiln_log(&pool->log, KILN_LOG_WARN, "POOL_CAPACITY_REACHED",
+             "pool '%s': all %zu objects of its capacity are live or cached; alloc returns NULL",
+             pool->name, pool->capacity);
+}
+
+static KILN_COLD void *refuse_destroyed(kiln_pool *pool, const char *function) {
+    kiln_log_misuse(&pool->log, "POOL_DESTROYED", "%s: pool '%s' has been destroyed; refused",
+                    function, pool->name);
+    return NULL;
+}
+
+/* Refills cache->loaded: the spare, a full magazine from the depot, or fresh slots. */
+static bool refill(kiln_pool *pool, kiln_pool_cache *cache) {
+    if (cache->spare->count > 0) {
+        kiln_magazine *t = cache->loaded;
+        cache->loaded = cache->spare;
+        cache->spare = t;
+        return true;
+    }
+    kiln_magazine *full = (kiln_magazine *)kiln_lifo_pop(&pool->full);
+    if (full) {
+        kiln_sub_relaxed(&pool->in_depot, full->count);
+        kiln_owner_add(&cache->received, full->count);
+        kiln_lifo_push(&pool->empty, &cache->loaded->link);
+        cache->loaded = full;
+        note_exchange(pool);
+        return true;
+    }
+    pthread_mutex_lock(&pool->carve_lock);
+    uint32_t n = carve_into(pool, cache->loaded);
+    pthread_mutex_unlock(&pool->carve_lock);
+    kiln_owner_add(&cache->received, n);
+    note_exchange(pool);
+    return n > 0;
+}
+
+void *kiln_pool_alloc_slow(kiln_pool *pool, kiln_pool_cache *cache) {
+    if (kiln_load_relaxed(&pool->serial) == 0) return refuse_destroyed(pool, "kiln_pool_alloc");
+    bool ready = cache->loaded != &kiln_pool_unbound || bind(pool, cache);
+    if (!ready || !refill(pool, cache)) {
+        kiln_add_relaxed(&pool->failures, 1);
+        if (pool->capacity != 0 && kiln_load_relaxed(&pool->carved) >= pool->capacity)
+            report_capacity(pool);
+        return NULL;
+    }
+    if (kiln_unlikely(kiln_load_relaxed(&pool->capacity_reported)))
+        kiln_store_relaxed(&pool->capacity_reported, 0);
+    return kiln_pool_cache_alloc(pool, cache);
+}
+
+void kiln_pool_free_slow(kiln_pool *pool, kiln_pool_cache *cache, void *obj) {
+    if (cache->loaded == &kiln_pool_unbound && !bind(pool, cache)) {
+        kiln_add_relaxed(&pool->failures, 1);
+        kiln_log(&pool->log, KILN_LOG_ERROR, "POOL_FREE_NO_MAGAZINE",
+                 "pool '%s': no memory for a cache magazine; object %p stays unusable",
+                 pool->name, obj);
+        return;
+    }
+    if (cache->loaded->count == cache->loaded->capacity) {
+        if (cache->spare->count == 0) {
+            kiln_magazine *t = cache->loaded;
+            cache->loaded = cache->spare;
+            cache->spare = t;
+        } else {
+            kiln_magazine *empty = take_empty_magazine(pool);
+            if (!empty) {
+                kiln_add_relaxed(&pool->failures, 1);
+                kiln_log(&pool->log, KILN_LOG_ERROR, "POOL_FREE_NO_MAGAZINE",
+                         "pool '%s': no memory for a magazine; object %p stays unusable",
+                         pool->name, obj);
+                return;
+            }
+            give_to_depot(pool, cache, cache->spare);
+            cache->spare = cache->loaded;
+            cache->loaded = empty;
+            note_exchange(pool);
+        }
+    }
+    kiln_pool_cache_free(pool, cache, obj);
+}
+
+void kiln_pool_on_alloc(kiln_pool *pool, void *obj) {
+    if (pool->flags & KILN_POOL_ZERO) memset(obj, 0, pool->size);
+    if (pool->flags & KILN_POOL_CHECKED) {
+        kiln_pool_block *block = kiln_block_of(pool->blocks, obj);
+        size_t slot = ((uintptr_t)obj - block->first) / pool->slot;
+        kiln_or_relaxed(&block->in_use[slot / 64], (uint64_t)1 << (slot % 64));
+    }
+}
+
+void kiln_pool_reject_free(kiln_pool *pool, void *obj) {
+    kiln_add_relaxed(&pool->bad_frees, 1);
+    const char *owner = "no pool";
+    if (kiln_address_map_has(&pool->blocks->map, obj)) {
+        const kiln_pool_block *block = kiln_block_of(pool->blocks, obj);
+        owner = block->magic == KILN_POOL_BLOCK_MAGIC && block->pool != pool
+                    ? block->pool->name : "kiln memory that is no object of this pool";
+    }
+    kiln_log_misuse(&pool->log, "POOL_FOREIGN_POINTER",
+                    "pool '%s': %p is not an object of this pool (it belongs to %s); ignored",
+                    pool->name, obj, owner);
+}
+
+bool kiln_pool_check_free(kiln_pool *pool, void *obj) {
+    kiln_pool_block *block = kiln_block_of(pool->blocks, obj);
+    size_t offset = (uintptr_t)obj - block->first;
+    size_t slot = offset / pool->slot;
+    if (offset % pool->slot != 0 || slot >= pool->slots_per_block) {
+        kiln_add_relaxed(&pool->bad_frees, 1);
+        kiln_log_misuse(&pool->log, "POOL_INTERIOR_POINTER",
+                        "pool '%s': %p points %zu bytes into an object, not at its start; ignored",
+                        pool->name, obj, offset % pool->slot);
+        return false;
+    }
+    uint64_t bit = (uint64_t)1 << (slot % 64);
+    uint64_t before = kiln_and_relaxed(&block->in_use[slot / 64], ~bit);
+    if (!(before & bit)) {
+        kiln_add_relaxed(&pool->double_frees, 1);
+        kiln_log_misuse(&pool->log, "POOL_DOUBLE_FREE",
+                        "pool '%s': object %p is not live (freed twice?); ignored", pool->name, obj);
+        return false;
+    }
+    return true;
+}
+
+void kiln_pool_cache_flush(kiln_pool *pool, kiln_pool_cache *cache) {
+    if (kiln_load_relaxed(&cache->serial) != kiln_load_relaxed(&pool->serial) ||
+        kiln_load_relaxed(&pool->serial) == 0)
+        return;
+    give_to_depot(pool, cache, cache->loaded);
+    give_to_depot(pool, cache, cache->spare);
+    kiln_add_relaxed(&pool->retired_allocs, kiln_load_relaxed(&cache->allocs));
+    kiln_add_relaxed(&pool->retired_frees, kiln_load_relaxed(&cache->frees));
+    kiln_add_relaxed(&pool->retired_received, kiln_load_relaxed(&cache->received));
+    kiln_add_relaxed(&pool->retired_given, kiln_load_relaxed(&cache->given));
+    kiln_pool_cache_unbind(cache);
+}
+
+void kiln_pool_tally_cache(kiln_pool *pool, const kiln_pool_cache *cache, kiln_pool_tally *tally) {
+    kiln_pool_cache *c = (kiln_pool_cache *)cache;   /* atomics are read, never written */
+    if (kiln_load_acquire(&c->serial) != kiln_load_relaxed(&pool->serial)) return;
+    tally->allocs += kiln_load_relaxed(&c->allocs);
+    tally->frees += kiln_load_relaxed(&c->frees);
+    tally->received += kiln_load_relaxed(&c->received);
+    tally->given += kiln_load_relaxed(&c->given);
+}
+
+void kiln_pool_stats_read(kiln_pool *pool, const kiln_pool_tally *caches, kiln_pool_stats *out) {
+    kiln_pool_tally t = {
+        caches->allocs + kiln_load_relaxed(&pool->retired_allocs),
+        caches->frees + kiln_load_relaxed(&pool->retired_frees),
+        caches->received + kiln_load_relaxed(&pool->retired_received),
+        caches->given + kiln_load_relaxed(&pool->retired_given),
+    };
+    uint64_t in = t.received + t.frees, gone = t.allocs + t.given;
+    *out = (kiln_pool_stats){
+        .object_size = pool->size,
+        .slot_size = pool->slot,
+        .align = pool->align,
+        .capacity = pool->capacity,
+        .magazine_size = pool->magazine_size,
+        .alive = kiln_load_relaxed(&pool->serial) != 0,
+        .blocks_held = kiln_load_relaxed(&pool->blocks_held),
+        .live = t.allocs > t.frees ? t.allocs - t.frees : 0,
+        .peak_live = kiln_load_relaxed(&pool->peak_outside),
+        .allocs = t.allocs,
+        .frees = t.frees,
+        .failures = kiln_load_relaxed(&pool->failures),
+        .depot_exchanges = kiln_load_relaxed(&pool->exchanges),
+        .carved = kiln_load_relaxed(&pool->carved),
+        .in_depot = kiln_load_relaxed(&pool->in_depot),
+        .cached = in > gone ? in - gone : 0,
+        .bad_frees = kiln_load_relaxed(&pool->bad_frees),
+        .double_frees = kiln_load_relaxed(&pool->double_frees),
+    };
+    out->cached_bytes = out->cached * pool->slot;
+    if (out->live > out->peak_live) out->peak_live = out->live;
+    memcpy(out->name, pool->name, sizeof out->name);
+}

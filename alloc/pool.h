@@ -1,0 +1,181 @@
+/* alloc/pool.h — fixed-size object pools: blocks carved into slots, a lock-free depot
+ * of magazines, and the per-context cache whose fast path is a few inline lines.
+ *
+ * Who owns what:
+ *   kiln_pool_cache   one context's cache of one pool: written by that context's thread
+ *                     only; its counters are atomics so stats readers may sum them.
+ *   depot LIFOs       any thread (lock-free, alloc/lifo.h).
+ *   carving state     under carve_lock (slow path: new blocks, new magazines).
+ *
+ * Object accounting, with every count summed over contexts:
+ *   carved == live + cached + in_depot
+ *   live   == allocs - frees
+ *   cached == (taken_from_depot + carved_into_caches + frees) - (allocs + given_to_depot)
+ *   carved <= capacity (when a capacity is set): the only place the limit is enforced. */
+#ifndef KILN_ALLOC_POOL_H
+#define KILN_ALLOC_POOL_H
+
+#include <kiln/pool.h>
+#include <kiln/stats.h>
+
+#include "address_map.h"
+#include "block_pool.h"
+
+#define KILN_POOL_BLOCK_MAGIC 0x6b696c6e504f4f4cull   /* "kilnPOOL" */
+
+typedef struct kiln_magazine {
+    kiln_lifo_node link;          /* on a depot LIFO; first: the LIFO's link word */
+    uint32_t       count;         /* objects held; written by the owning context */
+    uint32_t       capacity;
+    void          *objects[];     /* objects[0 .. count) are free objects */
+} kiln_magazine;
+
+/* One context's cache of one pool. Fast-path fields first. An unbound cache (never used,
+ * flushed, or its pool destroyed) points both magazines at kiln_pool_unbound, which is
+ * empty and has no room, so the fast paths need no separate "bound?" test: alloc sees
+ * count 0, free sees count == capacity, and both fall into the slow path. */
+typedef struct kiln_pool_cache {
+    kiln_magazine    *loaded;     /* alloc pops here, free pushes here */
+    kiln_magazine    *spare;      /* swapped in when loaded runs empty or full */
+    _Atomic uint64_t  allocs;     /* owner-written counters, read by stats */
+    _Atomic uint64_t  frees;
+    _Atomic uint64_t  received;   /* objects that came in from the depot or carving */
+    _Atomic uint64_t  given;      /* objects that went out to the depot */
+    _Atomic uint64_t  serial;     /* the pool life this cache is bound to; 0: unbound */
+} kiln_pool_cache;
+
+/* The magazine of every unbound cache: count 0, capacity 0, never written. */
+KILN_INTERNAL extern kiln_magazine kiln_pool_unbound;
+
+/* Makes a cache unbound (at attach, and for a destroyed pool's caches). */
+static inline void kiln_pool_cache_unbind(kiln_pool_cache *cache) {
+    cache->loaded = cache->spare = &kiln_pool_unbound;
+    kiln_store_relaxed(&cache->serial, 0);
+}
+
+/* Header at the start of every block a pool carves. */
+typedef struct kiln_pool_block {
+    uint64_t                magic;    /* KILN_POOL_BLOCK_MAGIC */
+    struct kiln_pool       *pool;
+    uint64_t                serial;   /* the pool's serial when carved */
+    struct kiln_pool_block *next;     /* the pool's block list (carve_lock) */
+    _Atomic uint64_t       *in_use;   /* KILN_POOL_CHECKED: a bit per slot, else NULL */
+    uintptr_t               first;    /* address of slot 0 */
+} kiln_pool_block;
+
+struct kiln_pool {
+    /* Read-only while the pool lives. */
+    size_t              size;           /* bytes asked per object */
+    size_t              slot;           /* bytes per slot: size rounded up to align */
+    size_t              align;
+    size_t              capacity;       /* 0: none */
+    uint32_t            magazine_size;
+    uint32_t            flags;          /* KILN_POOL_* (CHECKED also set by the runtime's debug bit) */
+    uint32_t            slots_per_block;
+    uint32_t            index;          /* this pool's cache slot in every context */
+    kiln_block_pool    *blocks;
+    kiln_address_map    map;            /* copy of blocks->map (its table never moves): one
+                                           load less on every free */
+    uintptr_t           block_mask;     /* copy of blocks->block_mask */
+    kiln_log_sink       log;
+    char                name[48];
+    void               *owner;          /* the runtime (runtime/ sets it after init) */
+    _Atomic uint64_t    serial;         /* nonzero while alive; a new value per life */
+
+    /* The depot: full (or partly full) magazines and empty ones. */
+    kiln_lifo           full;
+    kiln_lifo           empty;
+
+    /* Shared statistics, slow paths only (relaxed). */
+    _Alignas(KILN_CACHE_LINE) _Atomic uint64_t carved;
+    _Atomic uint64_t    in_depot;       /* objects in full magazines on the depot */
+    _Atomic uint64_t    peak_outside;   /* most carved - in_depot seen at an exchange */
+    _Atomic uint64_t    exchanges;
+    _Atomic uint64_t    failures;
+    _Atomic uint64_t    bad_frees;      /* foreign, interior, destroyed-pool frees */
+    _Atomic uint64_t    double_frees;
+    _Atomic uint32_t    blocks_held;
+    _Atomic int         capacity_reported;
+    /* Totals folded in from caches that were flushed (detach) and unbound. */
+    _Atomic uint64_t    retired_allocs, retired_frees, retired_received, retired_given;
+
+    /* Carving: under carve_lock. */
+    pthread_mutex_t     carve_lock;
+    kiln_pool_block    *block_list;
+    uintptr_t           carve_next;     /* next slot of the newest block */
+    uintptr_t           carve_end;
+    char               *magazine_next;  /* magazine storage carved from blocks */
+    char               *magazine_end;
+};
+
+typedef struct kiln_pool_config {
+    kiln_block_pool *blocks;
+    kiln_pool_desc   desc;
+    uint32_t         index;
+    uint64_t         serial;
+    bool             checked;           /* the runtime's KILN_DEBUG_CHECKS */
+    kiln_log_sink    log;
+} kiln_pool_config;
+
+/* Validates the desc (logging what is wrong) and sets the pool up; carves nothing yet. */
+KILN_INTERNAL bool kiln_pool_init(kiln_pool *pool, const kiln_pool_config *config);
+
+/* Returns every block to the block pool and marks the pool dead. Caller excludes all
+ * other use (the runtime holds its registry lock). */
+KILN_INTERNAL void kiln_pool_fini(kiln_pool *pool);
+
+/* Slow paths, out of line. */
+KILN_INTERNAL void *kiln_pool_alloc_slow(kiln_pool *pool, kiln_pool_cache *cache);
+KILN_INTERNAL void  kiln_pool_free_slow(kiln_pool *pool, kiln_pool_cache *cache, void *obj);
+/* Logs and counts a free of obj that kiln_pool_owns refused. */
+KILN_INTERNAL void  kiln_pool_reject_free(kiln_pool *pool, void *obj);
+/* KILN_POOL_CHECKED: false (logged, counted) for an interior pointer or a double free;
+ * otherwise clears the object's in-use bit. */
+KILN_INTERNAL bool  kiln_pool_check_free(kiln_pool *pool, void *obj);
+
+/* Gives the cache's magazines back to the depot and folds its counters into the pool.
+ * The cache's owner, or anyone once the owner is gone; excluded from kiln_pool_fini. */
+KILN_INTERNAL void kiln_pool_cache_flush(kiln_pool *pool, kiln_pool_cache *cache);
+
+/* Statistics: the counters of every cache bound to the pool are summed into a tally
+ * (the runtime walks its contexts), then combined with the pool's own figures. Any
+ * thread (relaxed reads; see kiln/stats.h). */
+typedef struct kiln_pool_tally { uint64_t allocs, frees, received, given; } kiln_pool_tally;
+KILN_INTERNAL void kiln_pool_tally_cache(kiln_pool *pool, const kiln_pool_cache *cache,
+                                         kiln_pool_tally *tally);
+KILN_INTERNAL void kiln_pool_stats_read(kiln_pool *pool, const kiln_pool_tally *caches,
+                                        kiln_pool_stats *out);
+
+/* KILN_POOL_ZERO / KILN_POOL_CHECKED work on an object being handed out. */
+KILN_INTERNAL void kiln_pool_on_alloc(kiln_pool *pool, void *obj);
+
+/* Whether obj lies in a block this pool carved, in its object area: the address bitmap
+ * first (nothing is read at an address kiln does not own), then the block header. */
+static inline bool kiln_pool_owns(const kiln_pool *pool, const void *obj) {
+    if (!kiln_address_map_has(&pool->map, obj)) return false;
+    const kiln_pool_block *block = (const kiln_pool_block *)((uintptr_t)obj & ~pool->block_mask);
+    return block->magic == KILN_POOL_BLOCK_MAGIC && block->pool == pool &&
+           block->serial == kiln_load_relaxed(&pool->serial) && (uintptr_t)obj >= block->first;
+}
+
+static inline void *kiln_pool_cache_alloc(kiln_pool *pool, kiln_pool_cache *cache) {
+    kiln_magazine *mag = cache->loaded;
+    if (kiln_unlikely(mag->count == 0)) return kiln_pool_alloc_slow(pool, cache);
+    void *obj = mag->objects[--mag->count];
+    kiln_owner_add(&cache->allocs, 1);
+    if (kiln_unlikely(pool->flags != 0)) kiln_pool_on_alloc(pool, obj);
+    return obj;
+}
+
+/* obj has passed kiln_pool_owns (and, checked, kiln_pool_check_free). */
+static inline void kiln_pool_cache_free(kiln_pool *pool, kiln_pool_cache *cache, void *obj) {
+    kiln_magazine *mag = cache->loaded;
+    if (kiln_unlikely(mag->count == mag->capacity)) {
+        kiln_pool_free_slow(pool, cache, obj);
+        return;
+    }
+    mag->objects[mag->count++] = obj;
+    kiln_owner_add(&cache->frees, 1);
+}
+
+#endif /* KILN_ALLOC_POOL_H */

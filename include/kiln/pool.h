@@ -1,0 +1,69 @@
+/* kiln/pool.h — pools of fixed-size objects with per-thread caches.
+ *
+ * Each context keeps a small cache per pool: a loaded and a spare magazine (arrays of
+ * free objects). kiln_pool_alloc and kiln_pool_free touch only that cache — no lock, no
+ * atomic read-modify-write, no shared cache line — until it runs empty or full; then
+ * one whole magazine is exchanged with the pool's shared depot (lock-free). Objects are
+ * carved from blocks of the runtime's block pool. A free may come from any thread,
+ * whoever allocated the object: it lands in the freeing thread's cache.
+ *
+ * Bounds: a context caches at most two magazines per pool; kiln_detach gives them back
+ * to the depot. capacity is enforced when objects are carved, so at most capacity
+ * objects are ever live. An alloc can be refused early by at most the free objects
+ * other contexts hold in their caches (at most two magazines each).
+ *
+ * Checks: every build ignores, logs and counts a NULL-safe free of a pointer that is not
+ * in a block of this pool (a pointer of another pool, of malloc, of the stack: found in
+ * O(1) through an address bitmap and the block header, without reading the pointer's
+ * memory first), and any use of a destroyed pool. With KILN_POOL_CHECKED (or the runtime's
+ * KILN_DEBUG_CHECKS bit) frees are also checked for double frees and for pointers into the
+ * middle of an object; without it, a double free is not detected. */
+#ifndef KILN_POOL_H
+#define KILN_POOL_H
+
+#include <kiln/core.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_pool kiln_pool;
+
+enum {
+    KILN_POOL_ZERO    = 1u << 0,  /* objects come back zeroed */
+    KILN_POOL_CHECKED = 1u << 1   /* detect double frees and interior pointers (a bit per object) */
+};
+
+typedef struct kiln_pool_desc {
+    const char *name;          /* copied (47 bytes kept); NULL: "pool" */
+    size_t      size;          /* bytes per object, 1 to a quarter of the block size */
+    size_t      align;         /* a power of two up to 4096; 0: alignof(max_align_t) */
+    size_t      capacity;      /* most live objects; 0: grows without limit */
+    uint32_t    flags;         /* KILN_POOL_*; 0: none */
+    uint32_t    magazine_size; /* objects per magazine, 2 to 256; 0: 64 for objects up to
+                                  128 bytes, fewer for bigger ones (a magazine holds about
+                                  8 KiB of objects, at least 4) */
+} kiln_pool_desc;
+
+/* NULL on bad desc (logged) or when the block pool refuses. At most 256 pools live per
+ * runtime. Concurrency: any thread, concurrently with other creates and destroys. */
+KILN_API kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc);
+
+/* Logs how many objects are still live, then returns every block to the runtime. No
+ * other thread may use the pool during or after the call; later calls on it are
+ * logged and refused (the pool's bookkeeping lives on until kiln_destroy). */
+KILN_API void kiln_pool_destroy(kiln_pool *pool);
+
+/* An object, or NULL at capacity (counted; one warning naming the pool until an alloc
+ * succeeds again) or when memory runs out. The context's thread only. */
+KILN_API void *kiln_pool_alloc(kiln_ctx *ctx, kiln_pool *pool);
+
+/* Frees obj into the calling context's cache; any thread, whoever allocated it. NULL is
+ * a no-op. Bad pointers are logged, counted and ignored (see Checks above). */
+KILN_API void kiln_pool_free(kiln_ctx *ctx, kiln_pool *pool, void *obj);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_POOL_H */

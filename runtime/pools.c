@@ -1,0 +1,172 @@
+/* runtime/pools.c — pools that belong to a runtime: the table of pool slots (each
+ * slot's bookkeeping lives until kiln_destroy, so a call on a destroyed pool is caught,
+ * not a use after free), the public alloc/free entry points with their argument
+ * checks, flushing a context's caches, and pool statistics. */
+#include "runtime_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Under registry_lock: a free slot (never used, or holding a destroyed pool). */
+static int free_slot(kiln_runtime *rt) {
+    for (int i = 0; i < KILN_MAX_POOLS; i++)
+        if (!rt->pools[i] || kiln_load_relaxed(&rt->pools[i]->serial) == 0) return i;
+    return -1;
+}
+
+kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
+    if (!kiln_runtime_check(rt, "kiln_pool_create")) return NULL;
+    if (!desc) {
+        kiln_log_misuse(&rt->log, "POOL_NULL_DESC", "kiln_pool_create: desc is NULL");
+        return NULL;
+    }
+    pthread_mutex_lock(&rt->registry_lock);
+    int slot = free_slot(rt);
+    kiln_pool *pool = slot >= 0 ? rt->pools[slot] : NULL;
+    if (slot >= 0 && !pool) {
+        pool = aligned_alloc(KILN_CACHE_LINE, kiln_align_up(sizeof *pool, KILN_CACHE_LINE));
+        rt->pools[slot] = pool;
+    }
+    kiln_pool_config config = {
+        .blocks = &rt->pool,
+        .desc = *desc,
+        .index = (uint32_t)slot,
+        .serial = ++rt->pool_serial,
+        .checked = (rt->desc.debug & KILN_DEBUG_CHECKS) != 0,
+        .log = rt->log,
+    };
+    bool made = pool && kiln_pool_init(pool, &config);
+    if (made) {
+        pool->owner = rt;
+        rt->pool_count++;
+    }
+    pthread_mutex_unlock(&rt->registry_lock);
+    if (slot < 0)
+        kiln_log_misuse(&rt->log, "POOL_TOO_MANY", "kiln_pool_create: pool '%s': all %d pool "
+                        "slots are in use", desc->name ? desc->name : "pool", KILN_MAX_POOLS);
+    else if (!pool)
+        kiln_log(&rt->log, KILN_LOG_ERROR, "POOL_OUT_OF_MEMORY",
+                 "kiln_pool_create: no memory for pool '%s'", desc->name ? desc->name : "pool");
+    return made ? pool : NULL;
+}
+
+/* Under registry_lock: the caches of every attached context summed for pool. */
+static void tally_contexts(kiln_runtime *rt, kiln_pool *pool, kiln_pool_tally *tally) {
+    *tally = (kiln_pool_tally){ 0 };
+    for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next)
+        kiln_pool_tally_cache(pool, &ctx->pool_caches[pool->index], tally);
+}
+
+void kiln_pool_destroy(kiln_pool *pool) {
+    if (!pool) return;
+    kiln_runtime *rt = pool->owner;
+    if (kiln_load_relaxed(&pool->serial) == 0) {
+        kiln_log_misuse(&rt->log, "POOL_DESTROYED",
+                        "kiln_pool_destroy: pool '%s' was destroyed already", pool->name);
+        return;
+    }
+    pthread_mutex_lock(&rt->registry_lock);
+    kiln_pool_tally tally;
+    tally_contexts(rt, pool, &tally);
+    kiln_pool_stats stats;
+    kiln_pool_stats_read(pool, &tally, &stats);
+    if (stats.live != 0)
+        kiln_log(&rt->log, KILN_LOG_WARN, "POOL_OBJECTS_LIVE",
+                 "kiln_pool_destroy: pool '%s' still has %llu live objects; their memory is "
+                 "returned now", pool->name, (unsigned long long)stats.live);
+    /* No thread may use the pool now (the contract), so its cache in every context is
+     * free to reset: the magazines live in the pool's blocks, which go back now. */
+    for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next)
+        if (kiln_load_relaxed(&ctx->pool_caches[pool->index].serial) == kiln_load_relaxed(&pool->serial))
+            kiln_pool_cache_unbind(&ctx->pool_caches[pool->index]);
+    kiln_pool_fini(pool);
+    rt->pool_count--;
+    pthread_mutex_unlock(&rt->registry_lock);
+}
+
+void *kiln_pool_alloc(kiln_ctx *ctx, kiln_pool *pool) {
+    if (kiln_unlikely(!ctx || !pool)) {
+        kiln_log_misuse(pool ? &pool->log : NULL, ctx ? "POOL_NULL" : "CONTEXT_NULL",
+                        "kiln_pool_alloc: the %s is NULL", ctx ? "pool" : "context");
+        return NULL;
+    }
+    return kiln_pool_cache_alloc(pool, &ctx->pool_caches[pool->index]);
+}
+
+void kiln_pool_free(kiln_ctx *ctx, kiln_pool *pool, void *obj) {
+    if (!obj) return;
+    if (kiln_unlikely(!ctx || !pool)) {
+        kiln_log_misuse(pool ? &pool->log : NULL, ctx ? "POOL_NULL" : "CONTEXT_NULL",
+                        "kiln_pool_free: the %s is NULL; %p not freed", ctx ? "pool" : "context", obj);
+        return;
+    }
+    if (kiln_unlikely(!kiln_pool_owns(pool, obj))) {
+        if (kiln_load_relaxed(&pool->serial) == 0) {
+            kiln_add_relaxed(&pool->bad_frees, 1);
+            kiln_log_misuse(&pool->log, "POOL_DESTROYED", "kiln_pool_free: pool '%s' has been "
+                            "destroyed; %p ignored", pool->name, obj);
+        } else {
+            kiln_pool_reject_free(pool, obj);
+        }
+        return;
+    }
+    if (kiln_unlikely(pool->flags & KILN_POOL_CHECKED) && !kiln_pool_check_free(pool, obj)) return;
+    kiln_pool_cache_free(pool, &ctx->pool_caches[pool->index], obj);
+}
+
+void kiln_ctx_flush_pools(kiln_ctx *ctx) {
+    kiln_runtime *rt = ctx->rt;
+    pthread_mutex_lock(&rt->registry_lock);
+    for (int i = 0; i < KILN_MAX_POOLS; i++)
+        if (rt->pools[i]) kiln_pool_cache_flush(rt->pools[i], &ctx->pool_caches[i]);
+    pthread_mutex_unlock(&rt->registry_lock);
+}
+
+size_t kiln_stats_pools(kiln_runtime *rt, kiln_pool_stats *out, size_t cap) {
+    if (!kiln_runtime_check(rt, "kiln_stats_pools")) return 0;
+    if (!out) cap = 0;
+    size_t count = 0;
+    pthread_mutex_lock(&rt->registry_lock);
+    for (int i = 0; i < KILN_MAX_POOLS; i++) {
+        kiln_pool *pool = rt->pools[i];
+        if (!pool || kiln_load_relaxed(&pool->serial) == 0) continue;
+        if (count < cap) {
+            kiln_pool_tally tally;
+            tally_contexts(rt, pool, &tally);
+            kiln_pool_stats_read(pool, &tally, &out[count]);
+        }
+        count++;
+    }
+    pthread_mutex_unlock(&rt->registry_lock);
+    return count;
+}
+
+bool kiln_pool_stats_get(kiln_pool *pool, kiln_pool_stats *out) {
+    if (!pool || !out) {
+        if (out) memset(out, 0, sizeof *out);
+        kiln_log_misuse(NULL, pool ? "STATS_NULL_OUT" : "POOL_NULL",
+                        "kiln_pool_stats_get: %s is NULL", pool ? "out" : "the pool");
+        return false;
+    }
+    kiln_runtime *rt = pool->owner;
+    pthread_mutex_lock(&rt->registry_lock);
+    kiln_pool_tally tally;
+    tally_contexts(rt, pool, &tally);
+    kiln_pool_stats_read(pool, &tally, out);
+    pthread_mutex_unlock(&rt->registry_lock);
+    return true;
+}
+
+void kiln_runtime_pools_fini(kiln_runtime *rt) {
+    for (int i = 0; i < KILN_MAX_POOLS; i++) {
+        kiln_pool *pool = rt->pools[i];
+        if (!pool) continue;
+        if (kiln_load_relaxed(&pool->serial) != 0) {
+            kiln_log(&rt->log, KILN_LOG_WARN, "POOL_STILL_ALIVE",
+                     "kiln_destroy: pool '%s' is still alive; destroying it", pool->name);
+            kiln_pool_destroy(pool);
+        }
+        free(pool);
+        rt->pools[i] = NULL;
+    }
+}
