@@ -20,6 +20,12 @@
 #define kiln_and_relaxed(p, v)      atomic_fetch_and_explicit((p), (v), memory_order_relaxed)
 #define kiln_exchange_acq_rel(p, v) atomic_exchange_explicit((p), (v), memory_order_acq_rel)
 #define kiln_exchange_relaxed(p, v) atomic_exchange_explicit((p), (v), memory_order_relaxed)
+#define kiln_cas_strong_acquire(p, expected, desired) \
+    atomic_compare_exchange_strong_explicit((p), (expected), (desired), \
+                                            memory_order_acquire, memory_order_relaxed)
+#define kiln_cas_strong_seq_cst(p, expected, desired) \
+    atomic_compare_exchange_strong_explicit((p), (expected), (desired), \
+                                            memory_order_seq_cst, memory_order_relaxed)
 #define kiln_cas_weak_relaxed(p, expected, desired) \
     atomic_compare_exchange_weak_explicit((p), (expected), (desired), \
                                           memory_order_relaxed, memory_order_relaxed)
@@ -27,6 +33,10 @@
 /* Standalone fences, for the sequence counters that publish multi-word snapshots. */
 #define kiln_fence_release() atomic_thread_fence(memory_order_release)
 #define kiln_fence_acquire() atomic_thread_fence(memory_order_acquire)
+#define kiln_fence_seq_cst() atomic_thread_fence(memory_order_seq_cst)
+#define kiln_add_seq_cst(p, v) atomic_fetch_add_explicit((p), (v), memory_order_seq_cst)
+#define kiln_sub_seq_cst(p, v) atomic_fetch_sub_explicit((p), (v), memory_order_seq_cst)
+#define kiln_load_seq_cst(p)   atomic_load_explicit((p), memory_order_seq_cst)
 
 /* A counter written by one thread and read by others: a relaxed load and store, no
  * read-modify-write (a plain mov on x86), so the owner's update costs nothing more

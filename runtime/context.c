@@ -4,6 +4,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 bool kiln_ctx_check(const kiln_ctx *ctx, const char *function) {
     if (kiln_likely(ctx && ctx->magic == KILN_CTX_MAGIC)) return true;
@@ -12,29 +13,53 @@ bool kiln_ctx_check(const kiln_ctx *ctx, const char *function) {
     return false;
 }
 
-kiln_ctx *kiln_attach(kiln_runtime *rt) {
-    if (!kiln_runtime_check(rt, "kiln_attach")) return NULL;
-    kiln_ctx *ctx = calloc(1, sizeof *ctx);
+/* Under registry_lock: a kept context to reuse, or a new zeroed one. */
+static kiln_ctx *context_memory(kiln_runtime *rt) {
+    kiln_ctx *ctx = rt->detached;
+    if (ctx) {
+        rt->detached = ctx->next;
+        return ctx;
+    }
+    ctx = aligned_alloc(KILN_CACHE_LINE, kiln_align_up(sizeof *ctx, KILN_CACHE_LINE));
+    if (ctx) memset(ctx, 0, sizeof *ctx);
+    return ctx;
+}
+
+/* Under registry_lock: keeps ctx for reuse. */
+static void context_keep(kiln_runtime *rt, kiln_ctx *ctx) {
+    ctx->prev = NULL;
+    ctx->next = rt->detached;
+    rt->detached = ctx;
+}
+
+kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
+    pthread_mutex_lock(&rt->registry_lock);
+    kiln_ctx *ctx = context_memory(rt);
+    uint32_t id = rt->next_ctx_id++;
+    pthread_mutex_unlock(&rt->registry_lock);
     if (!ctx) {
         kiln_log(&rt->log, KILN_LOG_ERROR, "CONTEXT_OUT_OF_MEMORY",
                  "kiln_attach: no memory for a context");
         return NULL;
     }
     for (int i = 0; i < KILN_MAX_POOLS; i++) kiln_pool_cache_unbind(&ctx->pool_caches[i]);
-    pthread_mutex_lock(&rt->registry_lock);
-    ctx->id = rt->next_ctx_id++;
-    pthread_mutex_unlock(&rt->registry_lock);
-
+    ctx->id = id;
+    ctx->rt = rt;
+    ctx->is_worker = is_worker;
+    ctx->debug_checks = (rt->desc.debug & KILN_DEBUG_CHECKS) != 0;
     char name[48];
-    snprintf(name, sizeof name, "frame ctx %u", ctx->id);
-    ctx->frame_arena = kiln_runtime_arena_new(rt, name, true);
-    if (!ctx->frame_arena) {   /* the pool logged why */
-        free(ctx);
+    snprintf(name, sizeof name, is_worker ? "frame worker ctx %u" : "frame ctx %u", id);
+    ctx->frame_arena = kiln_runtime_arena_new(rt, name, true);   /* the pool logs a refusal */
+    if (!ctx->frame_arena || !kiln_job_queue_init(&rt->jobs, &ctx->queue, ctx, id)) {
+        if (ctx->frame_arena) kiln_runtime_arena_delete(rt, ctx->frame_arena);
+        pthread_mutex_lock(&rt->registry_lock);
+        context_keep(rt, ctx);
+        pthread_mutex_unlock(&rt->registry_lock);
         return NULL;
     }
-    ctx->rt = rt;
     ctx->magic = KILN_CTX_MAGIC;
     pthread_mutex_lock(&rt->registry_lock);
+    ctx->prev = NULL;
     ctx->next = rt->contexts;
     if (rt->contexts) rt->contexts->prev = ctx;
     rt->contexts = ctx;
@@ -43,28 +68,91 @@ kiln_ctx *kiln_attach(kiln_runtime *rt) {
     return ctx;
 }
 
-void kiln_detach(kiln_ctx *ctx) {
-    if (!ctx) return;
-    if (!kiln_ctx_check(ctx, "kiln_detach")) return;
+kiln_ctx *kiln_attach(kiln_runtime *rt) {
+    if (!kiln_runtime_check(rt, "kiln_attach")) return NULL;
+    return kiln_context_new(rt, false);
+}
+
+void kiln_contexts_free(kiln_runtime *rt) {
+    for (kiln_ctx *ctx = rt->detached, *next; ctx; ctx = next) {
+        next = ctx->next;
+        kiln_job_queue_fini(&ctx->queue);
+        free(ctx);
+    }
+    rt->detached = NULL;
+}
+
+/* Detaches ctx on its own thread (or, for workers, after their thread has ended). */
+static void context_release(kiln_ctx *ctx) {
     kiln_runtime *rt = ctx->rt;
     /* A detaching driver closes the frame it may have left open, then hands the clock
      * back. Only this thread ever stores ctx into driver, so the relaxed load is exact;
      * the release store pairs with the acquire of the next driver's claim (is_driver),
      * which therefore sees frame_open false. */
-    if (atomic_load_explicit(&rt->driver, memory_order_relaxed) == ctx) {
+    if (kiln_load_relaxed(&rt->driver) == ctx) {
         rt->frame_open = false;
-        atomic_store_explicit(&rt->driver, NULL, memory_order_release);
+        kiln_store_release(&rt->driver, NULL);
     }
+    kiln_job_queue_retire(&rt->jobs, &ctx->queue);   /* runs what it still holds */
     kiln_ctx_flush_pools(ctx);   /* cached objects go back to the depots, not lost */
+    kiln_runtime_arena_delete(rt, ctx->frame_arena);
+    ctx->frame_arena = NULL;
+    ctx->magic = 0;
     pthread_mutex_lock(&rt->registry_lock);
     if (ctx->prev) ctx->prev->next = ctx->next;
     else rt->contexts = ctx->next;
     if (ctx->next) ctx->next->prev = ctx->prev;
     rt->context_count--;
+    context_keep(rt, ctx);
     pthread_mutex_unlock(&rt->registry_lock);
-    kiln_runtime_arena_delete(rt, ctx->frame_arena);
-    ctx->magic = 0;
-    free(ctx);
+}
+
+void kiln_detach(kiln_ctx *ctx) {
+    if (!ctx) return;
+    if (!kiln_ctx_check(ctx, "kiln_detach")) return;
+    if (ctx->is_worker) {
+        kiln_log_misuse(&ctx->rt->log, "CONTEXT_IS_WORKER",
+                        "kiln_detach: context %u belongs to a worker; kiln_destroy detaches it",
+                        ctx->id);
+        return;
+    }
+    context_release(ctx);
+}
+
+static void *worker_main(void *arg) {
+    kiln_ctx *ctx = arg;
+    kiln_jobs_worker_loop(&ctx->rt->jobs, &ctx->queue);
+    return NULL;
+}
+
+bool kiln_workers_start(kiln_runtime *rt) {
+    uint32_t n = rt->desc.worker_count;
+    rt->workers = n ? calloc(n, sizeof *rt->workers) : NULL;
+    if (n && !rt->workers) return false;
+    for (uint32_t i = 0; i < n; i++) {
+        kiln_ctx *ctx = kiln_context_new(rt, true);
+        if (!ctx) return false;
+        rt->workers[i] = ctx;
+        if (pthread_create(&ctx->thread, NULL, worker_main, ctx) != 0) {
+            kiln_log(&rt->log, KILN_LOG_ERROR, "WORKER_START_FAILED",
+                     "kiln_create: worker %u of %u could not start", i + 1, n);
+            context_release(ctx);
+            rt->workers[i] = NULL;
+            return false;
+        }
+        rt->workers_started = i + 1;
+    }
+    return true;
+}
+
+void kiln_workers_stop(kiln_runtime *rt) {
+    kiln_jobs_shutdown(&rt->jobs);
+    for (uint32_t i = 0; i < rt->workers_started; i++) pthread_join(rt->workers[i]->thread, NULL);
+    /* The threads are gone: this thread now owns their contexts (the joins ordered it). */
+    for (uint32_t i = 0; i < rt->workers_started; i++) context_release(rt->workers[i]);
+    free(rt->workers);
+    rt->workers = NULL;
+    rt->workers_started = 0;
 }
 
 kiln_runtime *kiln_ctx_runtime(const kiln_ctx *ctx) {
@@ -76,10 +164,19 @@ kiln_arena *kiln_frame_arena(kiln_ctx *ctx) {
     return ctx->frame_arena;
 }
 
+static KILN_COLD void *refuse_background_frame_alloc(kiln_ctx *ctx) {
+    kiln_log_misuse(&ctx->rt->log, "JOB_BACKGROUND_FRAME_ALLOC",
+                    "kiln_frame_alloc: a background job on context %u asked for frame memory, "
+                    "which frame end may reset under it; refused", ctx->id);
+    return NULL;
+}
+
 void *kiln_frame_alloc(kiln_ctx *ctx, size_t size, size_t align) {
     if (kiln_unlikely(!ctx)) {
         kiln_log_misuse(NULL, "CONTEXT_NULL", "kiln_frame_alloc: the context is NULL");
         return NULL;
     }
+    if (kiln_unlikely(ctx->debug_checks) && (ctx->queue.running_flags & KILN_TASK_BACKGROUND))
+        return refuse_background_frame_alloc(ctx);
     return kiln_arena_bump(ctx->frame_arena, size, align);
 }

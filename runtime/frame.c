@@ -5,10 +5,8 @@
 /* Claims the clock for ctx if nobody drives it; whether ctx is the driver now. A claim
  * acquires what the previous driver released when it detached (frame_open). */
 static bool is_driver(kiln_runtime *rt, kiln_ctx *ctx) {
-    kiln_ctx *driver = atomic_load_explicit(&rt->driver, memory_order_relaxed);
-    if (driver == NULL &&
-        atomic_compare_exchange_strong_explicit(&rt->driver, &driver, ctx, memory_order_acquire,
-                                                memory_order_relaxed))
+    kiln_ctx *driver = kiln_load_relaxed(&rt->driver);
+    if (driver == NULL && kiln_cas_strong_acquire(&rt->driver, &driver, ctx))
         return true;
     return driver == ctx;
 }
@@ -38,7 +36,7 @@ void kiln_frame_end(kiln_ctx *ctx) {
     if (!kiln_ctx_check(ctx, "kiln_frame_end")) return;
     kiln_runtime *rt = ctx->rt;
     /* No claim here: only kiln_frame_begin makes a context the driver. */
-    kiln_ctx *driver = atomic_load_explicit(&rt->driver, memory_order_relaxed);
+    kiln_ctx *driver = kiln_load_relaxed(&rt->driver);
     if (driver != NULL && driver != ctx) {
         kiln_log_misuse(&rt->log, "FRAME_NOT_DRIVER",
                         "kiln_frame_end: context %u does not drive the frame clock "
@@ -50,8 +48,12 @@ void kiln_frame_end(kiln_ctx *ctx) {
                         "kiln_frame_end: context %u has no open frame; ignored", ctx->id);
         return;
     }
-    /* Workers join the frame clock with the jobs layer; until then the driver's own
-     * frame arena is the only one the clock resets. */
+    /* Every frame job, from any thread, with or without a counter, finishes first (the
+     * driver runs jobs meanwhile, its pinned ones included). The completion counts are
+     * read with acquire, so every frame allocation of a job happens before the resets:
+     * a worker touches its frame arena only inside a job. */
+    kiln_jobs_drain_frame(&rt->jobs, &ctx->queue);
+    for (uint32_t i = 0; i < rt->workers_started; i++) kiln_arena_reset(rt->workers[i]->frame_arena);
     kiln_arena_reset(ctx->frame_arena);
     rt->frame_open = false;
 }

@@ -13,7 +13,7 @@ static kiln_desc desc_with_defaults(const kiln_desc *desc) {
     kiln_desc d = desc ? *desc : (kiln_desc){ 0 };
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t spare_cpus = cpus > 1 ? (uint32_t)(cpus - 1) : 0;
-    d.worker_count = KILN_DEFAULT(d.worker_count, spare_cpus);
+    d.worker_count = d.worker_count == KILN_NO_WORKERS ? 0 : KILN_DEFAULT(d.worker_count, spare_cpus);
     d.block_size = KILN_DEFAULT(d.block_size, (size_t)64 << 10);
     d.reserve_size = KILN_DEFAULT(d.reserve_size, 64 * d.block_size);
     d.log = KILN_DEFAULT(d.log, kiln_log_stderr);
@@ -44,14 +44,20 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
         return NULL;
     }
     pthread_mutex_init(&rt->registry_lock, NULL);
+    kiln_job_system_init(&rt->jobs, d.worker_count, rt->log);
     rt->next_ctx_id = 1;
     rt->magic = KILN_RUNTIME_MAGIC;
+    if (!kiln_workers_start(rt)) {   /* logged */
+        kiln_destroy(rt);
+        return NULL;
+    }
     return rt;
 }
 
 void kiln_destroy(kiln_runtime *rt) {
     if (!rt) return;
     if (!kiln_runtime_check(rt, "kiln_destroy")) return;
+    kiln_workers_stop(rt);
     while (rt->contexts) {
         kiln_ctx *ctx = rt->contexts;
         kiln_log(&rt->log, KILN_LOG_WARN, "CONTEXT_STILL_ATTACHED",
@@ -68,6 +74,8 @@ void kiln_destroy(kiln_runtime *rt) {
                  stats.name, stats.bytes_in_use);
         kiln_runtime_arena_delete(rt, arena);
     }
+    kiln_contexts_free(rt);
+    kiln_job_system_fini(&rt->jobs);
     kiln_block_pool_fini(&rt->pool);
     pthread_mutex_destroy(&rt->registry_lock);
     rt->magic = 0;

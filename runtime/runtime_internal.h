@@ -11,6 +11,7 @@
 #include "../alloc/pool.h"
 #include "../base/atomics.h"
 #include "../base/log.h"
+#include "../jobs/scheduler.h"
 
 #define KILN_RUNTIME_MAGIC 0x6b696c6e52554e54ull   /* "kilnRUNT" */
 #define KILN_CTX_MAGIC     0x6b696c6e43545854ull   /* "kilnCTXT" */
@@ -20,12 +21,19 @@
  * context 12 KiB of caches. */
 #define KILN_MAX_POOLS 256
 
+/* A context's memory is kept until kiln_destroy, even after kiln_detach (it is reused
+ * by the next attach): a thief may still be looking at its job deques. */
 struct kiln_ctx {
+    kiln_job_queue   queue;        /* first: cache-line aligned fields */
     uint64_t         magic;        /* KILN_CTX_MAGIC while attached */
     kiln_runtime    *rt;
     kiln_arena      *frame_arena;  /* owned by this context's thread */
     uint32_t         id;           /* 1, 2, ... in attach order */
-    struct kiln_ctx *prev, *next;  /* the runtime's context list; under registry_lock */
+    bool             is_worker;
+    bool             debug_checks; /* rt->desc.debug & KILN_DEBUG_CHECKS, at hand */
+    struct kiln_ctx *prev, *next;  /* the runtime's context list (or the reuse list);
+                                      under registry_lock */
+    pthread_t        thread;       /* workers: the thread running it */
     kiln_pool_cache  pool_caches[KILN_MAX_POOLS];   /* by pool index; this thread's */
 };
 
@@ -49,10 +57,24 @@ struct kiln_runtime {
     uint32_t         next_ctx_id;
     kiln_arena      *arenas;        /* newest first, frame arenas included */
     uint32_t         arena_count;
+    kiln_ctx        *detached;      /* contexts kept for reuse; under registry_lock */
+    kiln_ctx       **workers;       /* desc.worker_count of them */
+    uint32_t         workers_started;
+    kiln_job_system  jobs;
     kiln_pool       *pools[KILN_MAX_POOLS];  /* slots; a destroyed pool's bookkeeping stays */
     uint32_t         pool_count;    /* live pools */
     uint64_t         pool_serial;   /* last serial handed out; never reused */
 };
+
+/* A new context (a worker's when is_worker). NULL on failure, logged. Any thread. */
+KILN_INTERNAL kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker);
+
+/* Starts desc.worker_count workers; false (logged) when a thread cannot start. */
+KILN_INTERNAL bool kiln_workers_start(kiln_runtime *rt);
+/* Stops and joins the workers and detaches their contexts. */
+KILN_INTERNAL void kiln_workers_stop(kiln_runtime *rt);
+/* kiln_destroy, last: frees the memory of every detached context. */
+KILN_INTERNAL void kiln_contexts_free(kiln_runtime *rt);
 
 /* Gives every pool cache of ctx back to its pool's depot. Takes registry_lock. */
 KILN_INTERNAL void kiln_ctx_flush_pools(kiln_ctx *ctx);

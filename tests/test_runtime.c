@@ -58,9 +58,12 @@ Test(runtime, create_with_null_desc) {
     cr_assert_eq(s.blocks.block_size, BS);
     cr_assert_eq(s.blocks.memory_limit, 0);
     cr_assert_eq(s.frame, 0);
-    cr_assert_eq(s.contexts, 0);
-    cr_assert_eq(s.arenas, 0);
-    cr_assert_eq(s.blocks.reserved_bytes, 0, "creation reserves nothing");
+    /* The workers are running: a context and a frame arena each, and their first
+     * blocks come from the first reservation (64 blocks by default). */
+    cr_assert_eq(s.contexts, expected_workers());
+    cr_assert_eq(s.arenas, expected_workers());
+    cr_assert_eq(s.blocks.blocks_in_use, expected_workers());
+    cr_assert_eq(s.blocks.reserved_bytes, expected_workers() ? 64 * BS : 0);
     kiln_ctx *ctx = kiln_attach(rt);
     cr_assert_not_null(ctx);
     kiln_detach(ctx);
@@ -103,11 +106,15 @@ Test(runtime, desc_fields_are_kept) {
     cr_assert_eq(s.worker_count, 3);
     cr_assert_eq(s.blocks.block_size, (size_t)1 << 20);
     cr_assert_eq(s.blocks.memory_limit, (size_t)64 << 20);
+    cr_assert_eq(s.contexts, 3, "three workers, each with its context");
+    cr_assert_eq(s.blocks.reserved_bytes, (size_t)3 << 20, "one reservation of reserve_size");
+    cr_assert_eq(s.blocks.blocks_reserved, 3);
+    cr_assert_eq(s.blocks.blocks_in_use, 3, "one frame-arena block per worker");
     kiln_ctx *ctx = kiln_attach(rt);
     cr_assert_eq(arena_stats(kiln_frame_arena(ctx)).budget, 12345);
     s = runtime_stats(rt);
-    cr_assert_eq(s.blocks.reserved_bytes, (size_t)3 << 20, "one reservation of reserve_size");
-    cr_assert_eq(s.blocks.blocks_reserved, 3);
+    cr_assert_eq(s.blocks.reserved_bytes, (size_t)6 << 20, "a second reservation of reserve_size");
+    cr_assert_eq(s.blocks.blocks_reserved, 6);
     kiln_detach(ctx);
     kiln_destroy(rt);
     cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));

@@ -52,9 +52,13 @@ enum {
                                      pointers (as KILN_POOL_CHECKED does for one pool) */
 };
 
+/* kiln_desc.worker_count for a runtime with no worker threads (jobs then run on the
+ * threads that wait for them: kiln_wait and kiln_frame_end). */
+#define KILN_NO_WORKERS UINT32_MAX
+
 typedef struct kiln_desc {
-    uint32_t    worker_count;  /* 0: one per online CPU, minus one for the attaching thread
-                                  (the jobs layer starts them; until then the value is stored) */
+    uint32_t    worker_count;  /* worker threads; 0: one per online CPU minus one for the
+                                  attaching thread; KILN_NO_WORKERS: none */
     size_t      block_size;    /* global block pool granule, a power of two from 4 KiB to
                                   1 GiB; 0: 64 KiB */
     size_t      memory_limit;  /* most bytes the block pool may reserve from the OS, counting

@@ -1,0 +1,320 @@
+/* jobs/scheduler.c — finding, running and stealing tasks, splitting ranges, waiting,
+ * pinned inboxes, frame accounting, and idle workers' sleep and wake-up. */
+#define _GNU_SOURCE
+#include "scheduler.h"
+
+#include <ck_pr.h>
+#include <linux/futex.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Idle workers: this many rounds of looking for work (each one a scan of every queue
+ * and a pause) before sleeping: about 20-50 us on this machine class, long enough to
+ * catch the next batch of a frame, short enough to cost nothing measurable when idle. */
+#define KILN_IDLE_SPINS 256
+/* A sleeper wakes by itself after this long (a safety net against a lost wake-up; the
+ * protocol below has none, this only bounds the damage of a bug). */
+#define KILN_SLEEP_TIMEOUT_NS 50000000L
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void futex_wait(_Atomic uint32_t *word, uint32_t expected) {
+    struct timespec timeout = { 0, KILN_SLEEP_TIMEOUT_NS };
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, &timeout, NULL, 0);
+}
+
+static void futex_wake(_Atomic uint32_t *word, int count) {
+    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
+}
+
+void kiln_job_system_init(kiln_job_system *sys, uint32_t workers, kiln_log_sink log) {
+    memset(sys, 0, sizeof *sys);
+    pthread_mutex_init(&sys->table_lock, NULL);
+    sys->threads = workers + 1;
+    sys->log = log;
+}
+
+void kiln_job_system_fini(kiln_job_system *sys) {
+    pthread_mutex_destroy(&sys->table_lock);
+}
+
+bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, uint32_t id) {
+    q->owner = owner;
+    q->id = id;
+    q->rng = 0x9e3779b97f4a7c15ull * (id + 1);
+    if (!kiln_load_relaxed(&q->deques[0].ring)) {   /* a reused queue keeps its rings */
+        if (!kiln_deque_init(&q->deques[0], 256) || !kiln_deque_init(&q->deques[1], 64)) {
+            kiln_deque_fini(&q->deques[0]);
+            kiln_log(&sys->log, KILN_LOG_ERROR, "JOB_OUT_OF_MEMORY",
+                     "context %u: no memory for its job deques", id);
+            return false;
+        }
+        pthread_mutex_init(&q->inbox_lock, NULL);
+    }
+    pthread_mutex_lock(&sys->table_lock);
+    uint32_t slot = 0;
+    while (slot < KILN_MAX_QUEUES && kiln_load_relaxed(&sys->queues[slot])) slot++;
+    if (slot < KILN_MAX_QUEUES) {
+        q->slot = slot;
+        kiln_store_release(&sys->queues[slot], q);   /* thieves see an initialised queue */
+        if (slot + 1 > kiln_load_relaxed(&sys->queue_limit))
+            kiln_store_release(&sys->queue_limit, slot + 1);
+    }
+    pthread_mutex_unlock(&sys->table_lock);
+    if (slot == KILN_MAX_QUEUES) {
+        kiln_log(&sys->log, KILN_LOG_ERROR, "CONTEXT_TOO_MANY",
+                 "context %u: all %d job queue slots are in use (workers included)", id,
+                 KILN_MAX_QUEUES);
+        return false;
+    }
+    return true;
+}
+
+void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q) {
+    while (kiln_jobs_run_one(sys, q) || kiln_load_acquire(&q->inbox_hint) != 0) {
+    }
+    /* Its counts move to the system's totals in the same critical section as frame_quiet
+     * reads them, so no sum ever counts them twice or misses them. */
+    pthread_mutex_lock(&sys->table_lock);
+    sys->retired_completed += kiln_load_acquire(&q->completed);
+    sys->retired_submitted += kiln_load_relaxed(&q->submitted);
+    kiln_store_relaxed(&q->completed, 0);
+    kiln_store_relaxed(&q->submitted, 0);
+    kiln_store_release(&sys->queues[q->slot], NULL);
+    pthread_mutex_unlock(&sys->table_lock);
+}
+
+void kiln_job_queue_fini(kiln_job_queue *q) {
+    if (!kiln_load_relaxed(&q->deques[0].ring)) return;
+    kiln_deque_fini(&q->deques[0]);
+    kiln_deque_fini(&q->deques[1]);
+    free(q->inbox);
+    q->inbox = NULL;
+    pthread_mutex_destroy(&q->inbox_lock);
+}
+
+/* Wakes up to n sleeping workers; a load and nothing else when none sleeps. */
+static void wake(kiln_job_system *sys, size_t n) {
+    kiln_fence_seq_cst();   /* the push before the sleepers load (pairs with sleep_once) */
+    uint32_t sleeping = kiln_load_relaxed(&sys->sleepers);
+    if (kiln_likely(sleeping == 0)) return;
+    kiln_add_relaxed(&sys->wake_epoch, 1);
+    futex_wake(&sys->wake_epoch, n < sleeping ? (int)n : (int)sleeping);
+}
+
+static void inbox_append(kiln_job_queue *target, const kiln_task *tasks, size_t count,
+                         kiln_job_system *sys) {
+    pthread_mutex_lock(&target->inbox_lock);
+    if (target->inbox_count + count > target->inbox_cap) {
+        size_t cap = target->inbox_cap ? target->inbox_cap : 64;
+        while (cap < target->inbox_count + count) cap *= 2;
+        kiln_task *grown = realloc(target->inbox, cap * sizeof *grown);
+        if (!grown) {
+            pthread_mutex_unlock(&target->inbox_lock);
+            kiln_log(&sys->log, KILN_LOG_ERROR, "JOB_OUT_OF_MEMORY",
+                     "context %u: no memory to queue pinned jobs; not queued", target->id);
+            return;
+        }
+        target->inbox = grown;
+        target->inbox_cap = cap;
+    }
+    memcpy(target->inbox + target->inbox_count, tasks, count * sizeof *tasks);
+    target->inbox_count += count;
+    kiln_store_release(&target->inbox_hint, target->inbox_count);
+    pthread_mutex_unlock(&target->inbox_lock);
+}
+
+static void run_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task);
+
+void kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks, size_t count,
+                      int priority, kiln_job_queue *pinned) {
+    uint64_t frame_jobs = (tasks[0].flags & KILN_TASK_BACKGROUND) ? 0 : count;
+    kiln_store_relaxed(&q->submitted, kiln_load_relaxed(&q->submitted) + frame_jobs);
+    if (pinned) {
+        inbox_append(pinned, tasks, count, sys);
+        if (pinned != q) wake(sys, KILN_MAX_QUEUES);   /* the target may be a sleeping worker */
+        return;
+    }
+    kiln_deque *deque = &q->deques[priority ? 1 : 0];
+    for (size_t i = 0; i < count; i++) {
+        if (kiln_unlikely(!kiln_deque_push(deque, &tasks[i]))) {
+            kiln_log(&sys->log, KILN_LOG_ERROR, "JOB_OUT_OF_MEMORY",
+                     "context %u: the job deque could not grow; running the job here", q->id);
+            kiln_task copy = tasks[i];
+            run_task(sys, q, &copy);
+        }
+    }
+    wake(sys, count);
+}
+
+/* Owner: one pinned task, if any. */
+static bool take_pinned(kiln_job_queue *q, kiln_task *task) {
+    if (kiln_likely(kiln_load_acquire(&q->inbox_hint) == 0)) return false;
+    pthread_mutex_lock(&q->inbox_lock);
+    bool got = q->inbox_count > 0;
+    if (got) {
+        *task = q->inbox[0];
+        memmove(q->inbox, q->inbox + 1, --q->inbox_count * sizeof *task);
+        kiln_store_release(&q->inbox_hint, q->inbox_count);
+    }
+    pthread_mutex_unlock(&q->inbox_lock);
+    return got;
+}
+
+/* One pass over the other queues, from a random start. */
+static bool steal(kiln_job_system *sys, kiln_job_queue *q, int priority, kiln_task *task) {
+    uint32_t limit = kiln_load_acquire(&sys->queue_limit);
+    if (limit <= 1) return false;
+    q->rng ^= q->rng << 13;
+    q->rng ^= q->rng >> 7;
+    q->rng ^= q->rng << 17;
+    uint32_t start = (uint32_t)(q->rng % limit);
+    for (uint32_t i = 0; i < limit; i++) {
+        kiln_job_queue *victim = kiln_load_acquire(&sys->queues[(start + i) % limit]);
+        if (!victim || victim == q) continue;
+        kiln_steal_result r;
+        while ((r = kiln_deque_steal(&victim->deques[priority], task)) == KILN_STEAL_ABORT) {
+            ck_pr_stall();   /* lost a race for a non-empty deque: try it again */
+        }
+        if (r == KILN_STEAL_OK) {
+            kiln_owner_add(&q->jobs_stolen, 1);
+            return true;
+        }
+    }
+    return false;
+}
+
+static bool find_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
+    if (take_pinned(q, task)) return true;
+    if (kiln_deque_take(&q->deques[1], task) || steal(sys, q, 1, task)) return true;
+    if (kiln_deque_take(&q->deques[0], task) || steal(sys, q, 0, task)) return true;
+    kiln_owner_add(&q->steal_misses, 1);
+    return false;
+}
+
+/* Splits [begin, end) by halving down to the grain, pushing upper halves for thieves
+ * (each counted like a submitted job), then runs the lowest piece here. */
+void kiln_jobs_run_range(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
+    int priority = (task->flags & KILN_TASK_HIGH) ? 1 : 0;
+    while (task->end - task->begin > task->grain) {
+        kiln_task upper = *task;
+        upper.begin = task->begin + (task->end - task->begin) / 2;
+        task->end = upper.begin;
+        if (upper.counter) kiln_add_relaxed(&upper.counter->pending, 1);
+        kiln_jobs_submit(sys, q, &upper, 1, priority, NULL);
+    }
+    task->fn.range((kiln_ctx *)q->owner, (size_t)task->begin, (size_t)task->end, task->arg);
+}
+
+static void run_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
+    uint32_t outer = q->running_flags;
+    q->running_flags = (uint32_t)task->flags;
+    if (task->flags & KILN_TASK_RANGE) kiln_jobs_run_range(sys, q, task);
+    else task->fn.job((kiln_ctx *)q->owner, task->arg);
+    q->running_flags = outer;
+    kiln_owner_add(&q->jobs_run, 1);
+    if (!(task->flags & KILN_TASK_BACKGROUND))   /* release: frame end then sees its writes */
+        kiln_store_release(&q->completed, kiln_load_relaxed(&q->completed) + 1);
+    if (task->counter) kiln_sub_acq_rel(&task->counter->pending, 1);
+}
+
+bool kiln_jobs_run_one(kiln_job_system *sys, kiln_job_queue *q) {
+    kiln_task task;
+    if (!find_task(sys, q, &task)) return false;
+    run_task(sys, q, &task);
+    return true;
+}
+
+/* Waiting with nothing to run: pause, then let others have the core. */
+static void idle_pause(unsigned *idle) {
+    if (++*idle < 64) ck_pr_stall();
+    else sched_yield();
+}
+
+void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter) {
+    unsigned idle = 0;
+    while (kiln_load_acquire(&counter->pending) != 0) {
+        if (kiln_jobs_run_one(sys, q)) idle = 0;
+        else idle_pause(&idle);
+    }
+}
+
+/* Every completed count first, then every submitted count (see the header). */
+static bool frame_quiet(kiln_job_system *sys) {
+    pthread_mutex_lock(&sys->table_lock);
+    uint32_t limit = kiln_load_acquire(&sys->queue_limit);
+    uint64_t completed = sys->retired_completed, submitted = sys->retired_submitted;
+    for (uint32_t i = 0; i < limit; i++) {
+        kiln_job_queue *q = kiln_load_acquire(&sys->queues[i]);
+        if (q) completed += kiln_load_acquire(&q->completed);
+    }
+    for (uint32_t i = 0; i < limit; i++) {
+        kiln_job_queue *q = kiln_load_acquire(&sys->queues[i]);
+        if (q) submitted += kiln_load_acquire(&q->submitted);
+    }
+    pthread_mutex_unlock(&sys->table_lock);
+    return completed == submitted;
+}
+
+void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q) {
+    unsigned idle = 0;
+    for (;;) {
+        if (kiln_jobs_run_one(sys, q)) idle = 0;
+        else if (frame_quiet(sys)) return;
+        else idle_pause(&idle);
+    }
+}
+
+/* Any queue with work this worker could take? (Checked after announcing sleep.) */
+static bool work_visible(kiln_job_system *sys, kiln_job_queue *q) {
+    if (kiln_load_acquire(&q->inbox_hint) != 0) return true;
+    uint32_t limit = kiln_load_acquire(&sys->queue_limit);
+    for (uint32_t i = 0; i < limit; i++) {
+        kiln_job_queue *other = kiln_load_acquire(&sys->queues[i]);
+        if (other && (kiln_deque_looks_busy(&other->deques[0]) ||
+                      kiln_deque_looks_busy(&other->deques[1])))
+            return true;
+    }
+    return false;
+}
+
+/* Announce, re-check, sleep: a submitter either sees the announcement (and wakes us)
+ * or pushed before it, and then the re-check sees the work. */
+static void sleep_once(kiln_job_system *sys, kiln_job_queue *q) {
+    uint32_t epoch = kiln_load_acquire(&sys->wake_epoch);
+    kiln_add_seq_cst(&sys->sleepers, 1);
+    kiln_fence_seq_cst();
+    if (!work_visible(sys, q) && !kiln_load_acquire(&sys->shutdown)) {
+        uint64_t start = now_ns();
+        futex_wait(&sys->wake_epoch, epoch);
+        kiln_owner_add(&q->sleep_ns, now_ns() - start);
+    }
+    kiln_sub_seq_cst(&sys->sleepers, 1);
+}
+
+void kiln_jobs_worker_loop(kiln_job_system *sys, kiln_job_queue *q) {
+    unsigned idle = 0;
+    while (!kiln_load_acquire(&sys->shutdown)) {
+        if (kiln_jobs_run_one(sys, q)) {
+            idle = 0;
+        } else if (++idle < KILN_IDLE_SPINS) {
+            ck_pr_stall();
+        } else {
+            sleep_once(sys, q);
+            idle = 0;
+        }
+    }
+}
+
+void kiln_jobs_shutdown(kiln_job_system *sys) {
+    kiln_store_release(&sys->shutdown, 1);
+    kiln_add_relaxed(&sys->wake_epoch, 1);
+    futex_wake(&sys->wake_epoch, KILN_MAX_QUEUES);
+}

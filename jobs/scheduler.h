@@ -1,0 +1,96 @@
+/* jobs/scheduler.h — the job system: one queue per context (two deques by priority and
+ * an inbox of pinned jobs), the table thieves scan, the sleep/wake protocol, frame
+ * accounting and the statistics of each queue. Knows nothing of allocation policy or
+ * of the runtime: a queue carries an opaque owner pointer (the kiln_ctx) that jobs get.
+ *
+ * Frame accounting without a shared counter: each queue counts the frame jobs its
+ * owner submitted and the frame jobs its owner completed (owner-written atomics). The
+ * frame is quiet when the sum of completed equals the sum of submitted, reading every
+ * completed count before any submitted count: a completion is ordered after its
+ * submission, so the sums can only be equal when no counted job is unfinished, and a
+ * job can only submit children (counted) before it completes. */
+#ifndef KILN_JOBS_SCHEDULER_H
+#define KILN_JOBS_SCHEDULER_H
+
+#include <pthread.h>
+
+#include "../base/log.h"
+#include "deque.h"
+
+#define KILN_MAX_QUEUES 64
+
+typedef struct kiln_job_queue {
+    kiln_deque          deques[2];       /* [KILN_PRIORITY_NORMAL], [KILN_PRIORITY_HIGH] */
+
+    /* Pinned jobs: other threads append under the lock; only the owner runs them. */
+    pthread_mutex_t     inbox_lock;
+    kiln_task          *inbox;           /* under inbox_lock */
+    size_t              inbox_count, inbox_cap;
+    _Atomic size_t      inbox_hint;      /* inbox_count, readable without the lock */
+
+    /* Owner-written counters, read by the frame clock and by stats. */
+    _Alignas(KILN_CACHE_LINE) _Atomic uint64_t submitted;  /* frame jobs pushed by the owner */
+    _Atomic uint64_t    completed;       /* frame jobs finished by the owner (release) */
+    _Atomic uint64_t    jobs_run, jobs_stolen, steal_misses, sleep_ns;
+
+    /* Owner-only. */
+    uint64_t            rng;             /* victim choice */
+    uint32_t            running_flags;   /* KILN_TASK_* of the job running now */
+
+    /* Set at registration. */
+    void               *owner;           /* the kiln_ctx handed to jobs */
+    uint32_t            id;              /* the context's id, for counters and logs */
+    uint32_t            slot;            /* index in the system's table */
+} kiln_job_queue;
+
+typedef struct kiln_job_system {
+    _Atomic(kiln_job_queue *) queues[KILN_MAX_QUEUES];  /* thieves scan [0, queue_limit) */
+    _Atomic uint32_t    queue_limit;
+    pthread_mutex_t     table_lock;      /* registration, retirement, frame_quiet */
+    uint64_t            retired_submitted, retired_completed;  /* of retired queues; table_lock */
+    uint32_t            threads;         /* workers + 1: for the default grain */
+
+    _Alignas(KILN_CACHE_LINE) _Atomic uint32_t sleepers;   /* workers asleep or about to be */
+    _Atomic uint32_t    wake_epoch;      /* the futex word sleepers wait on */
+    _Atomic int         shutdown;
+    kiln_log_sink       log;
+} kiln_job_system;
+
+KILN_INTERNAL void kiln_job_system_init(kiln_job_system *sys, uint32_t workers, kiln_log_sink log);
+KILN_INTERNAL void kiln_job_system_fini(kiln_job_system *sys);
+
+/* Sets a queue up and publishes it to thieves. false when the table is full or memory
+ * runs out (logged). Any thread (takes table_lock). */
+KILN_INTERNAL bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, uint32_t id);
+/* Owner: runs what is left on its deques and inbox, then withdraws the queue from the
+ * table. The memory must stay valid until the system is gone: a thief may still be
+ * looking at it (its deques read empty). */
+KILN_INTERNAL void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q);
+/* Frees the rings and the inbox (system shut down, no thread left). */
+KILN_INTERNAL void kiln_job_queue_fini(kiln_job_queue *q);
+
+/* Owner of q: submits count tasks (flags, counter already set in the template) by
+ * value; to target's inbox when pinned. */
+KILN_INTERNAL void kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks,
+                                    size_t count, int priority, kiln_job_queue *pinned);
+
+/* Owner of q: finds one task (pinned, high, stolen high, normal, stolen normal) and
+ * runs it. false when none was found. */
+KILN_INTERNAL bool kiln_jobs_run_one(kiln_job_system *sys, kiln_job_queue *q);
+
+/* Owner of q: runs tasks until the counter reads zero. */
+KILN_INTERNAL void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter);
+
+/* Owner of q: runs a range task's splitting loop in place (parallel_for's root). */
+KILN_INTERNAL void kiln_jobs_run_range(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task);
+
+/* Owner of q: runs tasks until every frame job submitted so far has finished. */
+KILN_INTERNAL void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q);
+
+/* A worker's life: find and run jobs, sleep when there are none, return at shutdown. */
+KILN_INTERNAL void kiln_jobs_worker_loop(kiln_job_system *sys, kiln_job_queue *q);
+
+/* Wakes every sleeper and makes worker loops return. */
+KILN_INTERNAL void kiln_jobs_shutdown(kiln_job_system *sys);
+
+#endif /* KILN_JOBS_SCHEDULER_H */

@@ -1,0 +1,44 @@
+/* jobs/task.h — what a deque slot holds: one job or one range of a parallel_for, by
+ * value, so submitting a job writes a few words into the submitter's own ring and
+ * allocates nothing. */
+#ifndef KILN_JOBS_TASK_H
+#define KILN_JOBS_TASK_H
+
+#include <kiln/jobs.h>
+#include <stdint.h>
+
+#include "../base/atomics.h"
+
+/* The internal view of a kiln_counter: the public struct is two uint64_t words. */
+typedef struct kiln_counter_state {
+    _Atomic uint64_t pending;   /* unfinished jobs (acq_rel: a waiter that reads 0 sees
+                                   everything the jobs wrote) */
+    _Atomic uint64_t owner;     /* id of the context that made it non-zero (diagnostics) */
+} kiln_counter_state;
+
+_Static_assert(sizeof(kiln_counter_state) == sizeof(kiln_counter), "counter layout");
+
+static inline kiln_counter_state *kiln_counter_of(kiln_counter *counter) {
+    return (kiln_counter_state *)(void *)counter;
+}
+
+enum {
+    KILN_TASK_RANGE      = 1u << 0,  /* fn is a kiln_range_fn over [begin, end) */
+    KILN_TASK_BACKGROUND = 1u << 1,  /* may outlive the frame; not counted by frame end */
+    KILN_TASK_HIGH       = 1u << 2   /* came from the high-priority queue */
+};
+
+typedef struct kiln_task {
+    union {
+        kiln_job_fn     job;
+        kiln_range_fn   range;    /* with KILN_TASK_RANGE */
+    } fn;
+    void               *arg;
+    kiln_counter_state *counter;  /* may be NULL */
+    uint64_t            flags;    /* KILN_TASK_* */
+    uint64_t            begin;    /* range tasks: [begin, end) and the grain to split by */
+    uint64_t            end;
+    uint64_t            grain;
+} kiln_task;
+
+#endif /* KILN_JOBS_TASK_H */
