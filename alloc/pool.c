@@ -25,29 +25,33 @@ static uint32_t default_magazine_size(size_t slot) {
 
 bool kiln_pool_init(kiln_pool *pool, const kiln_pool_config *config) {
     const kiln_pool_desc *d = &config->desc;
-    memset(pool, 0, sizeof *pool);
-    pool->log = config->log;
-    snprintf(pool->name, sizeof pool->name, "%s", d->name ? d->name : "pool");
+    /* Validate before touching *pool: a refused create must leave a destroyed pool in
+     * a reused slot intact (its bookkeeping lives on until kiln_destroy). */
+    char name[sizeof pool->name];
+    snprintf(name, sizeof name, "%s", d->name ? d->name : "pool");
     size_t block_size = config->blocks->block_size;
     size_t align = d->align ? d->align : _Alignof(max_align_t);
     if (d->size == 0 || d->size > block_size / 4) {
-        kiln_log_misuse(&pool->log, "POOL_BAD_SIZE",
+        kiln_log_misuse(&config->log, "POOL_BAD_SIZE",
                         "pool '%s': object size %zu is not from 1 to a quarter block (%zu)",
-                        pool->name, d->size, block_size / 4);
+                        name, d->size, block_size / 4);
         return false;
     }
     if (!kiln_is_pow2(align) || align > KILN_POOL_MAX_ALIGN) {
-        kiln_log_misuse(&pool->log, "POOL_BAD_ALIGN",
+        kiln_log_misuse(&config->log, "POOL_BAD_ALIGN",
                         "pool '%s': alignment %zu is not a power of two up to %d",
-                        pool->name, align, KILN_POOL_MAX_ALIGN);
+                        name, align, KILN_POOL_MAX_ALIGN);
         return false;
     }
     if (d->magazine_size != 0 && (d->magazine_size < 2 || d->magazine_size > KILN_POOL_MAX_MAGAZINE)) {
-        kiln_log_misuse(&pool->log, "POOL_BAD_MAGAZINE_SIZE",
+        kiln_log_misuse(&config->log, "POOL_BAD_MAGAZINE_SIZE",
                         "pool '%s': magazine_size %u is not from 2 to %d",
-                        pool->name, d->magazine_size, KILN_POOL_MAX_MAGAZINE);
+                        name, d->magazine_size, KILN_POOL_MAX_MAGAZINE);
         return false;
     }
+    memset(pool, 0, sizeof *pool);
+    pool->log = config->log;
+    memcpy(pool->name, name, sizeof pool->name);
     pool->size = d->size;
     pool->align = align;
     pool->slot = kiln_align_up(d->size, align);
@@ -76,6 +80,7 @@ void kiln_pool_fini(kiln_pool *pool) {
         kiln_block_put(pool->blocks, b);
     }
     pool->block_list = NULL;
+    kiln_store_relaxed(&pool->blocks_held, 0);
     pool->full = (kiln_lifo){ 0 };
     pool->empty = (kiln_lifo){ 0 };
     pthread_mutex_destroy(&pool->carve_lock);
@@ -178,12 +183,21 @@ static bool bind(kiln_pool *pool, kiln_pool_cache *cache) {
     kiln_store_relaxed(&cache->frees, 0);
     kiln_store_relaxed(&cache->received, 0);
     kiln_store_relaxed(&cache->given, 0);
+    cache->refused_at = 0;
     /* Release: a stats reader that sees the serial sees the zeroed counters. */
     kiln_store_release(&cache->serial, kiln_load_relaxed(&pool->serial));
     return true;
 }
 
-static KILN_COLD void report_capacity(kiln_pool *pool) {
+/* One warning per episode, and an episode ends when an alloc succeeds. A success in the
+ * slow path clears the flag itself; one served from the cache's own frees (the fast
+ * path, which touches nothing shared) shows at this cache's next refusal: its allocs
+ * moved since its last one, so a new episode has begun. */
+static KILN_COLD void report_capacity(kiln_pool *pool, kiln_pool_cache *cache) {
+    uint64_t stamp = kiln_load_relaxed(&cache->allocs) + 1;
+    if (cache->refused_at != 0 && cache->refused_at != stamp)
+        kiln_store_relaxed(&pool->capacity_reported, 0);
+    cache->refused_at = stamp;
     if (kiln_exchange_relaxed(&pool->capacity_reported, 1) != 0) return;
     kiln_log(&pool->log, KILN_LOG_WARN, "POOL_CAPACITY_REACHED",
              "pool '%s': all %zu objects of its capacity are live or cached; alloc returns NULL",
@@ -227,7 +241,7 @@ void *kiln_pool_alloc_slow(kiln_pool *pool, kiln_pool_cache *cache) {
     if (!ready || !refill(pool, cache)) {
         kiln_add_relaxed(&pool->failures, 1);
         if (pool->capacity != 0 && kiln_load_relaxed(&pool->carved) >= pool->capacity)
-            report_capacity(pool);
+            report_capacity(pool, cache);
         return NULL;
     }
     if (kiln_unlikely(kiln_load_relaxed(&pool->capacity_reported)))
@@ -310,12 +324,20 @@ bool kiln_pool_check_free(kiln_pool *pool, void *obj) {
     return true;
 }
 
+static bool bound_to(kiln_pool *pool, kiln_pool_cache *cache) {
+    uint64_t serial = kiln_load_relaxed(&pool->serial);
+    return serial != 0 && kiln_load_relaxed(&cache->serial) == serial;
+}
+
 void kiln_pool_cache_flush(kiln_pool *pool, kiln_pool_cache *cache) {
-    if (kiln_load_relaxed(&cache->serial) != kiln_load_relaxed(&pool->serial) ||
-        kiln_load_relaxed(&pool->serial) == 0)
-        return;
+    if (!bound_to(pool, cache)) return;
     give_to_depot(pool, cache, cache->loaded);
     give_to_depot(pool, cache, cache->spare);
+    kiln_pool_cache_retire(pool, cache);
+}
+
+void kiln_pool_cache_retire(kiln_pool *pool, kiln_pool_cache *cache) {
+    if (!bound_to(pool, cache)) return;
     kiln_add_relaxed(&pool->retired_allocs, kiln_load_relaxed(&cache->allocs));
     kiln_add_relaxed(&pool->retired_frees, kiln_load_relaxed(&cache->frees));
     kiln_add_relaxed(&pool->retired_received, kiln_load_relaxed(&cache->received));
@@ -325,7 +347,10 @@ void kiln_pool_cache_flush(kiln_pool *pool, kiln_pool_cache *cache) {
 
 void kiln_pool_tally_cache(kiln_pool *pool, const kiln_pool_cache *cache, kiln_pool_tally *tally) {
     kiln_pool_cache *c = (kiln_pool_cache *)cache;   /* atomics are read, never written */
-    if (kiln_load_acquire(&c->serial) != kiln_load_relaxed(&pool->serial)) return;
+    /* An unbound cache (serial 0) keeps the counters of its last life, which were
+     * folded into that pool's totals when it was unbound: never count them again. */
+    uint64_t serial = kiln_load_acquire(&c->serial);
+    if (serial == 0 || serial != kiln_load_relaxed(&pool->serial)) return;
     tally->allocs += kiln_load_relaxed(&c->allocs);
     tally->frees += kiln_load_relaxed(&c->frees);
     tally->received += kiln_load_relaxed(&c->received);

@@ -42,6 +42,8 @@ typedef struct kiln_pool_cache {
     _Atomic uint64_t  received;   /* objects that came in from the depot or carving */
     _Atomic uint64_t  given;      /* objects that went out to the depot */
     _Atomic uint64_t  serial;     /* the pool life this cache is bound to; 0: unbound */
+    uint64_t          refused_at; /* allocs + 1 at this cache's last refusal at capacity;
+                                     0: none since bind (owner only, slow path) */
 } kiln_pool_cache;
 
 /* The magazine of every unbound cache: count 0, capacity 0, never written. */
@@ -80,6 +82,7 @@ struct kiln_pool {
     kiln_log_sink       log;
     char                name[48];
     void               *owner;          /* the runtime (runtime/ sets it after init) */
+    struct kiln_pool   *dead_next;      /* the runtime's list of destroyed pools */
     _Atomic uint64_t    serial;         /* nonzero while alive; a new value per life */
 
     /* The depot: full (or partly full) magazines and empty ones. */
@@ -117,7 +120,8 @@ typedef struct kiln_pool_config {
     kiln_log_sink    log;
 } kiln_pool_config;
 
-/* Validates the desc (logging what is wrong) and sets the pool up; carves nothing yet. */
+/* Validates the desc (logging what is wrong) and sets the pool up; carves nothing yet.
+ * A bad desc leaves *pool untouched. */
 KILN_INTERNAL bool kiln_pool_init(kiln_pool *pool, const kiln_pool_config *config);
 
 /* Returns every block to the block pool and marks the pool dead. Caller excludes all
@@ -137,6 +141,11 @@ KILN_INTERNAL bool  kiln_pool_check_free(kiln_pool *pool, void *obj);
  * The cache's owner, or anyone once the owner is gone; excluded from kiln_pool_fini. */
 KILN_INTERNAL void kiln_pool_cache_flush(kiln_pool *pool, kiln_pool_cache *cache);
 
+/* Folds the counters of a cache bound to the pool into the pool's totals and unbinds
+ * it, keeping its magazines out of the depot (kiln_pool_destroy: they go back with the
+ * blocks). Same callers as kiln_pool_cache_flush. */
+KILN_INTERNAL void kiln_pool_cache_retire(kiln_pool *pool, kiln_pool_cache *cache);
+
 /* Statistics: the counters of every cache bound to the pool are summed into a tally
  * (the runtime walks its contexts), then combined with the pool's own figures. Any
  * thread (relaxed reads; see kiln/stats.h). */
@@ -150,12 +159,15 @@ KILN_INTERNAL void kiln_pool_stats_read(kiln_pool *pool, const kiln_pool_tally *
 KILN_INTERNAL void kiln_pool_on_alloc(kiln_pool *pool, void *obj);
 
 /* Whether obj lies in a block this pool carved, in its object area: the address bitmap
- * first (nothing is read at an address kiln does not own), then the block header. */
+ * first (nothing is read at an address kiln does not own), then the block header. A
+ * destroyed pool owns nothing, and its serial is checked before any header is read:
+ * its blocks went back to the block pool and may be another thread's by now. */
 static inline bool kiln_pool_owns(const kiln_pool *pool, const void *obj) {
-    if (!kiln_address_map_has(&pool->map, obj)) return false;
+    uint64_t serial = kiln_load_relaxed(&pool->serial);   /* 0 once destroyed */
+    if (serial == 0 || !kiln_address_map_has(&pool->map, obj)) return false;
     const kiln_pool_block *block = (const kiln_pool_block *)((uintptr_t)obj & ~pool->block_mask);
     return block->magic == KILN_POOL_BLOCK_MAGIC && block->pool == pool &&
-           block->serial == kiln_load_relaxed(&pool->serial) && (uintptr_t)obj >= block->first;
+           block->serial == serial && (uintptr_t)obj >= block->first;
 }
 
 static inline void *kiln_pool_cache_alloc(kiln_pool *pool, kiln_pool_cache *cache) {

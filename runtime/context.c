@@ -13,9 +13,10 @@ bool kiln_ctx_check(const kiln_ctx *ctx, const char *function) {
     return false;
 }
 
-/* Under registry_lock: a kept context to reuse, or a new zeroed one. */
-static kiln_ctx *context_memory(kiln_runtime *rt) {
+/* Under registry_lock: a kept context to reuse (*reused set), or a new zeroed one. */
+static kiln_ctx *context_memory(kiln_runtime *rt, bool *reused) {
     kiln_ctx *ctx = rt->detached;
+    *reused = ctx != NULL;
     if (ctx) {
         rt->detached = ctx->next;
         return ctx;
@@ -33,8 +34,9 @@ static void context_keep(kiln_runtime *rt, kiln_ctx *ctx) {
 }
 
 kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
+    bool reused;
     pthread_mutex_lock(&rt->registry_lock);
-    kiln_ctx *ctx = context_memory(rt);
+    kiln_ctx *ctx = context_memory(rt, &reused);
     uint32_t id = rt->next_ctx_id++;
     pthread_mutex_unlock(&rt->registry_lock);
     if (!ctx) {
@@ -42,7 +44,7 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
                  "kiln_attach: no memory for a context");
         return NULL;
     }
-    for (int i = 0; i < KILN_MAX_POOLS; i++) kiln_pool_cache_unbind(&ctx->pool_caches[i]);
+    for (int i = 0; i <= KILN_MAX_POOLS; i++) kiln_pool_cache_unbind(&ctx->pool_caches[i]);
     ctx->id = id;
     ctx->rt = rt;
     ctx->is_worker = is_worker;
@@ -52,9 +54,15 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
     ctx->frame_arena = kiln_runtime_arena_new(rt, name, true);   /* the pool logs a refusal */
     if (!ctx->frame_arena || !kiln_job_queue_init(&rt->jobs, &ctx->queue, ctx, id)) {
         if (ctx->frame_arena) kiln_runtime_arena_delete(rt, ctx->frame_arena);
-        pthread_mutex_lock(&rt->registry_lock);
-        context_keep(rt, ctx);
-        pthread_mutex_unlock(&rt->registry_lock);
+        ctx->frame_arena = NULL;
+        if (reused) {   /* thieves may have seen it in an earlier life: keep it */
+            pthread_mutex_lock(&rt->registry_lock);
+            context_keep(rt, ctx);
+            pthread_mutex_unlock(&rt->registry_lock);
+        } else {        /* never published: nobody can be looking at it */
+            kiln_job_queue_fini(&ctx->queue);
+            free(ctx);
+        }
         return NULL;
     }
     ctx->magic = KILN_CTX_MAGIC;

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Under registry_lock: a free slot (never used, or holding a destroyed pool). */
+/* Under registry_lock: a free slot. */
 static int free_slot(kiln_runtime *rt) {
     for (int i = 0; i < KILN_MAX_POOLS; i++)
-        if (!rt->pools[i] || kiln_load_relaxed(&rt->pools[i]->serial) == 0) return i;
+        if (!rt->pools[i]) return i;
     return -1;
 }
 
@@ -21,11 +21,13 @@ kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
         return NULL;
     }
     pthread_mutex_lock(&rt->registry_lock);
+    /* Every pool gets bookkeeping of its own, never reused: a handle to a destroyed pool
+     * stays a destroyed pool even after its slot serves a new one. */
     int slot = free_slot(rt);
-    kiln_pool *pool = slot >= 0 ? rt->pools[slot] : NULL;
-    if (slot >= 0 && !pool) {
+    kiln_pool *pool = NULL;
+    if (slot >= 0) {
         pool = aligned_alloc(KILN_CACHE_LINE, kiln_align_up(sizeof *pool, KILN_CACHE_LINE));
-        rt->pools[slot] = pool;
+        if (pool) memset(pool, 0, sizeof *pool);
     }
     kiln_pool_config config = {
         .blocks = &rt->pool,
@@ -38,7 +40,10 @@ kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
     bool made = pool && kiln_pool_init(pool, &config);
     if (made) {
         pool->owner = rt;
+        rt->pools[slot] = pool;
         rt->pool_count++;
+    } else {
+        free(pool);
     }
     pthread_mutex_unlock(&rt->registry_lock);
     if (slot < 0)
@@ -75,11 +80,18 @@ void kiln_pool_destroy(kiln_pool *pool) {
                  "kiln_pool_destroy: pool '%s' still has %llu live objects; their memory is "
                  "returned now", pool->name, (unsigned long long)stats.live);
     /* No thread may use the pool now (the contract), so its cache in every context is
-     * free to reset: the magazines live in the pool's blocks, which go back now. */
+     * free to reset: the magazines live in the pool's blocks, which go back now. Their
+     * counters stay in the pool's totals, for the stats of the destroyed pool. */
     for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next)
-        if (kiln_load_relaxed(&ctx->pool_caches[pool->index].serial) == kiln_load_relaxed(&pool->serial))
-            kiln_pool_cache_unbind(&ctx->pool_caches[pool->index]);
+        kiln_pool_cache_retire(pool, &ctx->pool_caches[pool->index]);
     kiln_pool_fini(pool);
+    /* The slot is free for a new pool; this one keeps its figures until kiln_destroy and
+     * points at the spare cache slot that is never bound, so a call through a stale
+     * handle falls into the slow path and is refused. */
+    rt->pools[pool->index] = NULL;
+    pool->index = KILN_MAX_POOLS;
+    pool->dead_next = rt->dead_pools;
+    rt->dead_pools = pool;
     rt->pool_count--;
     pthread_mutex_unlock(&rt->registry_lock);
 }
@@ -164,9 +176,12 @@ void kiln_runtime_pools_fini(kiln_runtime *rt) {
         if (kiln_load_relaxed(&pool->serial) != 0) {
             kiln_log(&rt->log, KILN_LOG_WARN, "POOL_STILL_ALIVE",
                      "kiln_destroy: pool '%s' is still alive; destroying it", pool->name);
-            kiln_pool_destroy(pool);
+            kiln_pool_destroy(pool);   /* moves it to the dead list */
         }
-        free(pool);
-        rt->pools[i] = NULL;
     }
+    for (kiln_pool *pool = rt->dead_pools, *next; pool; pool = next) {
+        next = pool->dead_next;
+        free(pool);
+    }
+    rt->dead_pools = NULL;
 }

@@ -18,7 +18,7 @@
 
 /* Pools live in a fixed table of slots, and every context has one cache per slot, so
  * the fast path finds its cache by the pool's index with no lookup. 256 slots cost a
- * context 12 KiB of caches. */
+ * context 16 KiB of caches. */
 #define KILN_MAX_POOLS 256
 
 /* A context's memory is kept until kiln_destroy, even after kiln_detach (it is reused
@@ -34,7 +34,8 @@ struct kiln_ctx {
     struct kiln_ctx *prev, *next;  /* the runtime's context list (or the reuse list);
                                       under registry_lock */
     pthread_t        thread;       /* workers: the thread running it */
-    kiln_pool_cache  pool_caches[KILN_MAX_POOLS];   /* by pool index; this thread's */
+    kiln_pool_cache  pool_caches[KILN_MAX_POOLS + 1];  /* by pool index; this thread's; the
+                                                          last is never bound (destroyed pools) */
 };
 
 struct kiln_runtime {
@@ -61,7 +62,8 @@ struct kiln_runtime {
     kiln_ctx       **workers;       /* desc.worker_count of them */
     uint32_t         workers_started;
     kiln_job_system  jobs;
-    kiln_pool       *pools[KILN_MAX_POOLS];  /* slots; a destroyed pool's bookkeeping stays */
+    kiln_pool       *pools[KILN_MAX_POOLS];  /* live pools by slot */
+    kiln_pool       *dead_pools;    /* destroyed pools, kept (figures, refusals) until destroy */
     uint32_t         pool_count;    /* live pools */
     uint64_t         pool_serial;   /* last serial handed out; never reused */
 };

@@ -20,7 +20,9 @@ int main() {
     std::memset(scratch, 0x5A, 1024);
     kiln_frame_end(ctx);
     kiln_stats stats{};
-    if (!kiln_stats_get(rt, &stats) || stats.frame != 1 || stats.contexts != 1) return 5;
+    if (!kiln_stats_get(rt, &stats) || stats.frame != 1 ||
+        stats.contexts != 1 + stats.worker_count)
+        return 5;   // every worker has a context too
     kiln_mark mark{};
     (void)mark;
     kiln_detach(ctx);
