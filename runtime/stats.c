@@ -43,3 +43,29 @@ bool kiln_arena_stats_get(const kiln_arena *arena, kiln_arena_stats *out) {
     kiln_arena_stats_read(arena, out);
     return true;
 }
+
+size_t kiln_stats_contexts(kiln_runtime *rt, kiln_ctx_stats *out, size_t cap) {
+    if (!kiln_runtime_check(rt, "kiln_stats_contexts")) return 0;
+    if (!out) cap = 0;
+    pthread_mutex_lock(&rt->registry_lock);
+    size_t count = 0;
+    for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next, count++) {
+        if (count >= cap) continue;
+        kiln_arena_stats arena;
+        kiln_arena_stats_read(ctx->frame_arena, &arena);
+        kiln_job_queue *q = &ctx->queue;
+        out[count] = (kiln_ctx_stats){
+            .id = ctx->id,
+            .is_worker = ctx->is_worker,
+            .jobs_submitted = kiln_load_relaxed(&q->submitted),
+            .jobs_run = kiln_load_relaxed(&q->jobs_run),
+            .jobs_stolen = kiln_load_relaxed(&q->jobs_stolen),
+            .steal_misses = kiln_load_relaxed(&q->steal_misses),
+            .sleep_ns = kiln_load_relaxed(&q->sleep_ns),
+            .frame_bytes_in_use = arena.bytes_in_use,
+            .frame_peak_last_frame = arena.peak_last_frame,
+        };
+    }
+    pthread_mutex_unlock(&rt->registry_lock);
+    return count;
+}

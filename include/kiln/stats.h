@@ -75,6 +75,18 @@ typedef struct kiln_pool_stats {
     uint64_t double_frees;     /* detected with KILN_POOL_CHECKED */
 } kiln_pool_stats;
 
+typedef struct kiln_ctx_stats {
+    uint32_t id;               /* 1, 2, ... in creation order */
+    bool     is_worker;
+    uint64_t jobs_submitted;   /* frame jobs this context pushed (parallel_for pieces too) */
+    uint64_t jobs_run;         /* jobs this context ran, its own and stolen ones */
+    uint64_t jobs_stolen;      /* jobs it took from another context */
+    uint64_t steal_misses;     /* searches that found no job anywhere */
+    uint64_t sleep_ns;         /* time asleep (workers) */
+    size_t   frame_bytes_in_use;
+    size_t   frame_peak_last_frame;   /* its frame arena's high-water in the last frame */
+} kiln_ctx_stats;
+
 typedef struct kiln_stats {
     uint64_t              frame;          /* current frame number */
     uint32_t              worker_count;
@@ -92,6 +104,10 @@ KILN_API bool kiln_stats_get(kiln_runtime *rt, kiln_stats *out);
  * first) into out, and returns how many arenas are live, which may exceed cap. out may
  * be NULL when cap is 0. */
 KILN_API size_t kiln_stats_arenas(kiln_runtime *rt, kiln_arena_stats *out, size_t cap);
+
+/* Copies the figures of up to cap attached contexts (workers included, newest first)
+ * and returns how many there are, which may exceed cap. */
+KILN_API size_t kiln_stats_contexts(kiln_runtime *rt, kiln_ctx_stats *out, size_t cap);
 
 /* Copies the figures of up to cap live pools into out (in creation slot order) and
  * returns how many pools are live, which may exceed cap. */
