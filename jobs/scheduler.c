@@ -49,9 +49,17 @@ bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, u
     q->owner = owner;
     q->id = id;
     q->rng = 0x9e3779b97f4a7c15ull * (id + 1);
+    /* A reused queue starts a new context's figures (retire zeroed submitted and
+     * completed); relaxed: stats read them only once the context is listed, later. */
+    kiln_store_relaxed(&q->jobs_run, 0);
+    kiln_store_relaxed(&q->jobs_stolen, 0);
+    kiln_store_relaxed(&q->steal_misses, 0);
+    kiln_store_relaxed(&q->sleep_ns, 0);
     if (!kiln_load_relaxed(&q->deques[0].ring)) {   /* a reused queue keeps its rings */
-        if (!kiln_deque_init(&q->deques[0], 256) || !kiln_deque_init(&q->deques[1], 64)) {
+        if (!kiln_deque_init(&q->deques[0], 256) || !kiln_deque_init(&q->deques[1], 64) ||
+            !kiln_deque_init(&q->deques[2], 16)) {
             kiln_deque_fini(&q->deques[0]);
+            kiln_deque_fini(&q->deques[1]);
             kiln_log(&sys->log, KILN_LOG_ERROR, "JOB_OUT_OF_MEMORY",
                      "context %u: no memory for its job deques", id);
             return false;
@@ -77,9 +85,17 @@ bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, u
     return true;
 }
 
+static bool take_pinned(kiln_job_queue *q, kiln_task *task);
+static void run_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task);
+
 void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q) {
-    while (kiln_jobs_run_one(sys, q) || kiln_load_acquire(&q->inbox_hint) != 0) {
-    }
+    /* Its own tasks only, never stolen ones: a stolen frame job would allocate from the
+     * frame arena that the detaching context deletes next, under its parent's feet. */
+    kiln_task task;
+    while (take_pinned(q, &task) || kiln_deque_take(&q->deques[KILN_DEQUE_HIGH], &task) ||
+           kiln_deque_take(&q->deques[KILN_DEQUE_NORMAL], &task) ||
+           kiln_deque_take(&q->deques[KILN_DEQUE_BACKGROUND], &task))
+        run_task(sys, q, &task);
     /* Its counts move to the system's totals in the same critical section as frame_quiet
      * reads them, so no sum ever counts them twice or misses them. */
     pthread_mutex_lock(&sys->table_lock);
@@ -93,8 +109,7 @@ void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q) {
 
 void kiln_job_queue_fini(kiln_job_queue *q) {
     if (!kiln_load_relaxed(&q->deques[0].ring)) return;
-    kiln_deque_fini(&q->deques[0]);
-    kiln_deque_fini(&q->deques[1]);
+    for (int i = 0; i < 3; i++) kiln_deque_fini(&q->deques[i]);
     free(q->inbox);
     q->inbox = NULL;
     pthread_mutex_destroy(&q->inbox_lock);
@@ -142,7 +157,8 @@ void kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *
         if (pinned != q) wake(sys, KILN_MAX_QUEUES);   /* the target may be a sleeping worker */
         return;
     }
-    kiln_deque *deque = &q->deques[priority ? 1 : 0];
+    kiln_deque *deque = &q->deques[(tasks[0].flags & KILN_TASK_BACKGROUND) ? KILN_DEQUE_BACKGROUND
+                                   : priority ? KILN_DEQUE_HIGH : KILN_DEQUE_NORMAL];
     for (size_t i = 0; i < count; i++) {
         if (kiln_unlikely(!kiln_deque_push(deque, &tasks[i]))) {
             kiln_log(&sys->log, KILN_LOG_ERROR, "JOB_OUT_OF_MEMORY",
@@ -191,10 +207,21 @@ static bool steal(kiln_job_system *sys, kiln_job_queue *q, int priority, kiln_ta
     return false;
 }
 
-static bool find_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
+/* Owner: take, but skip the fence of an empty deque (only the owner pushes, so an
+ * empty look at its own deque is exact). */
+static bool take_own(kiln_deque *deque, kiln_task *task) {
+    return kiln_deque_looks_busy(deque) && kiln_deque_take(deque, task);
+}
+
+static bool find_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task, bool background) {
     if (take_pinned(q, task)) return true;
-    if (kiln_deque_take(&q->deques[1], task) || steal(sys, q, 1, task)) return true;
-    if (kiln_deque_take(&q->deques[0], task) || steal(sys, q, 0, task)) return true;
+    if (take_own(&q->deques[KILN_DEQUE_HIGH], task) || steal(sys, q, KILN_DEQUE_HIGH, task))
+        return true;
+    if (take_own(&q->deques[KILN_DEQUE_NORMAL], task) || steal(sys, q, KILN_DEQUE_NORMAL, task))
+        return true;
+    if (background && (take_own(&q->deques[KILN_DEQUE_BACKGROUND], task) ||
+                       steal(sys, q, KILN_DEQUE_BACKGROUND, task)))
+        return true;
     kiln_owner_add(&q->steal_misses, 1);
     return false;
 }
@@ -225,9 +252,9 @@ static void run_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
     if (task->counter) kiln_sub_acq_rel(&task->counter->pending, 1);
 }
 
-bool kiln_jobs_run_one(kiln_job_system *sys, kiln_job_queue *q) {
+bool kiln_jobs_run_one(kiln_job_system *sys, kiln_job_queue *q, bool background) {
     kiln_task task;
-    if (!find_task(sys, q, &task)) return false;
+    if (!find_task(sys, q, &task, background)) return false;
     run_task(sys, q, &task);
     return true;
 }
@@ -240,8 +267,10 @@ static void idle_pause(unsigned *idle) {
 
 void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter) {
     unsigned idle = 0;
+    /* Background jobs only where no worker would ever take them. */
+    bool background = sys->threads == 1;
     while (kiln_load_acquire(&counter->pending) != 0) {
-        if (kiln_jobs_run_one(sys, q)) idle = 0;
+        if (kiln_jobs_run_one(sys, q, background)) idle = 0;
         else idle_pause(&idle);
     }
 }
@@ -266,7 +295,7 @@ static bool frame_quiet(kiln_job_system *sys) {
 void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q) {
     unsigned idle = 0;
     for (;;) {
-        if (kiln_jobs_run_one(sys, q)) idle = 0;
+        if (kiln_jobs_run_one(sys, q, false)) idle = 0;
         else if (frame_quiet(sys)) return;
         else idle_pause(&idle);
     }
@@ -278,9 +307,9 @@ static bool work_visible(kiln_job_system *sys, kiln_job_queue *q) {
     uint32_t limit = kiln_load_acquire(&sys->queue_limit);
     for (uint32_t i = 0; i < limit; i++) {
         kiln_job_queue *other = kiln_load_acquire(&sys->queues[i]);
-        if (other && (kiln_deque_looks_busy(&other->deques[0]) ||
-                      kiln_deque_looks_busy(&other->deques[1])))
-            return true;
+        if (!other) continue;
+        for (int d = 0; d < 3; d++)
+            if (kiln_deque_looks_busy(&other->deques[d])) return true;
     }
     return false;
 }
@@ -302,7 +331,7 @@ static void sleep_once(kiln_job_system *sys, kiln_job_queue *q) {
 void kiln_jobs_worker_loop(kiln_job_system *sys, kiln_job_queue *q) {
     unsigned idle = 0;
     while (!kiln_load_acquire(&sys->shutdown)) {
-        if (kiln_jobs_run_one(sys, q)) {
+        if (kiln_jobs_run_one(sys, q, true)) {
             idle = 0;
         } else if (++idle < KILN_IDLE_SPINS) {
             ck_pr_stall();

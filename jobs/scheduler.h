@@ -19,8 +19,13 @@
 
 #define KILN_MAX_QUEUES 64
 
+/* The deques of a queue. Background jobs have their own, which only workers take from
+ * (and waits on a runtime without workers): frame end and kiln_wait must never start
+ * an asset load that would stall the frame. */
+enum { KILN_DEQUE_NORMAL = 0, KILN_DEQUE_HIGH = 1, KILN_DEQUE_BACKGROUND = 2 };
+
 typedef struct kiln_job_queue {
-    kiln_deque          deques[2];       /* [KILN_PRIORITY_NORMAL], [KILN_PRIORITY_HIGH] */
+    kiln_deque          deques[3];       /* [KILN_DEQUE_NORMAL], [KILN_DEQUE_HIGH], [KILN_DEQUE_BACKGROUND] */
 
     /* Pinned jobs: other threads append under the lock; only the owner runs them. */
     pthread_mutex_t     inbox_lock;
@@ -74,9 +79,9 @@ KILN_INTERNAL void kiln_job_queue_fini(kiln_job_queue *q);
 KILN_INTERNAL void kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks,
                                     size_t count, int priority, kiln_job_queue *pinned);
 
-/* Owner of q: finds one task (pinned, high, stolen high, normal, stolen normal) and
- * runs it. false when none was found. */
-KILN_INTERNAL bool kiln_jobs_run_one(kiln_job_system *sys, kiln_job_queue *q);
+/* Owner of q: finds one task (pinned, high, stolen high, normal, stolen normal, then,
+ * with background, background ones) and runs it. false when none was found. */
+KILN_INTERNAL bool kiln_jobs_run_one(kiln_job_system *sys, kiln_job_queue *q, bool background);
 
 /* Owner of q: runs tasks until the counter reads zero. */
 KILN_INTERNAL void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter);

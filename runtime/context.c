@@ -103,14 +103,18 @@ static void context_release(kiln_ctx *ctx) {
     }
     kiln_job_queue_retire(&rt->jobs, &ctx->queue);   /* runs what it still holds */
     kiln_ctx_flush_pools(ctx);   /* cached objects go back to the depots, not lost */
-    kiln_runtime_arena_delete(rt, ctx->frame_arena);
-    ctx->frame_arena = NULL;
-    ctx->magic = 0;
+    /* Off the context list before its frame arena goes: kiln_stats_contexts reads the
+     * frame arena of every listed context (under registry_lock). */
     pthread_mutex_lock(&rt->registry_lock);
     if (ctx->prev) ctx->prev->next = ctx->next;
     else rt->contexts = ctx->next;
     if (ctx->next) ctx->next->prev = ctx->prev;
     rt->context_count--;
+    pthread_mutex_unlock(&rt->registry_lock);
+    kiln_runtime_arena_delete(rt, ctx->frame_arena);
+    ctx->frame_arena = NULL;
+    ctx->magic = 0;
+    pthread_mutex_lock(&rt->registry_lock);
     context_keep(rt, ctx);
     pthread_mutex_unlock(&rt->registry_lock);
 }

@@ -10,9 +10,11 @@
  * during the frame, with or without a counter, before it resets any frame arena.
  *
  * Background jobs (asset loading, anything that may cross a frame boundary) are
- * submitted with kiln_run_ex and .background = true: frame end does not wait for them,
- * and they must not use frame memory (with KILN_DEBUG_CHECKS, kiln_frame_alloc inside
- * one is refused with JOB_BACKGROUND_FRAME_ALLOC). Wait for them with a counter.
+ * submitted with kiln_run_ex and .background = true: they sit on a deque of their own
+ * that only workers take from, so frame end neither waits for them nor runs one, and
+ * neither does kiln_wait (with KILN_NO_WORKERS, kiln_wait runs them: nobody else
+ * would). They must not use frame memory (with KILN_DEBUG_CHECKS, kiln_frame_alloc
+ * inside one is refused with JOB_BACKGROUND_FRAME_ALLOC). Wait for them with a counter.
  *
  * Idle workers spin briefly, then sleep; kiln_run makes a system call only when some
  * worker sleeps. */
