@@ -124,7 +124,8 @@ static void wake(kiln_job_system *sys, size_t n) {
     futex_wake(&sys->wake_epoch, n < sleeping ? (int)n : (int)sleeping);
 }
 
-static void inbox_append(kiln_job_queue *target, const kiln_task *tasks, size_t count,
+/* false when the inbox could not grow (logged). */
+static bool inbox_append(kiln_job_queue *target, const kiln_task *tasks, size_t count,
                          kiln_job_system *sys) {
     pthread_mutex_lock(&target->inbox_lock);
     if (target->inbox_count + count > target->inbox_cap) {
@@ -134,8 +135,9 @@ static void inbox_append(kiln_job_queue *target, const kiln_task *tasks, size_t 
         if (!grown) {
             pthread_mutex_unlock(&target->inbox_lock);
             kiln_log(&sys->log, KILN_LOG_ERROR, "JOB_OUT_OF_MEMORY",
-                     "context %u: no memory to queue pinned jobs; not queued", target->id);
-            return;
+                     "context %u: no memory to queue pinned jobs; the submitting thread runs "
+                     "them", target->id);
+            return false;
         }
         target->inbox = grown;
         target->inbox_cap = cap;
@@ -144,6 +146,7 @@ static void inbox_append(kiln_job_queue *target, const kiln_task *tasks, size_t 
     target->inbox_count += count;
     kiln_store_release(&target->inbox_hint, target->inbox_count);
     pthread_mutex_unlock(&target->inbox_lock);
+    return true;
 }
 
 static void run_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task);
@@ -153,8 +156,14 @@ void kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *
     uint64_t frame_jobs = (tasks[0].flags & KILN_TASK_BACKGROUND) ? 0 : count;
     kiln_store_relaxed(&q->submitted, kiln_load_relaxed(&q->submitted) + frame_jobs);
     if (pinned) {
-        inbox_append(pinned, tasks, count, sys);
-        if (pinned != q) wake(sys, KILN_MAX_QUEUES);   /* the target may be a sleeping worker */
+        if (inbox_append(pinned, tasks, count, sys)) {
+            if (pinned != q) wake(sys, KILN_MAX_QUEUES);   /* the target may be a sleeping worker */
+        } else {   /* counted already: dropping them would hang their waiters */
+            for (size_t i = 0; i < count; i++) {
+                kiln_task copy = tasks[i];
+                run_task(sys, q, &copy);
+            }
+        }
         return;
     }
     kiln_deque *deque = &q->deques[(tasks[0].flags & KILN_TASK_BACKGROUND) ? KILN_DEQUE_BACKGROUND
