@@ -319,11 +319,7 @@ void kiln_arena_release(kiln_arena *arena, kiln_mark mark) {
     set_limit(arena);
 }
 
-void kiln_arena_reset(kiln_arena *arena) {
-    if (!arena) {
-        kiln_log_misuse(NULL, "ARENA_NULL", "kiln_arena_reset: arena is NULL");
-        return;
-    }
+void kiln_arena_reset_all(kiln_arena *arena) {
     record_peak(arena);
     kiln_store_relaxed(&arena->peak_last_frame, kiln_load_relaxed(&arena->peak_frame));
     kiln_store_relaxed(&arena->peak_frame, 0);

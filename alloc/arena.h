@@ -71,6 +71,7 @@ struct kiln_arena {
     /* Owned by whoever keeps the arena registry (runtime/). */
     struct kiln_arena *registry_prev, *registry_next;
     void              *registry_owner;
+    void              *frame_owner;   /* frame arenas: the context owning it; else NULL */
 };
 
 typedef struct kiln_arena_config {
@@ -106,6 +107,10 @@ static inline void *kiln_arena_bump(kiln_arena *arena, size_t size, size_t align
     kiln_owner_add(&arena->allocs, 1);
     return (void *)start;
 }
+
+/* Frees everything, keeping blocks by the keep policy (kiln_arena_reset's work; the
+ * runtime wraps it). Owner thread only. */
+KILN_INTERNAL void kiln_arena_reset_all(kiln_arena *arena);
 
 /* Any thread; see the header comment. */
 KILN_INTERNAL void kiln_arena_stats_read(const kiln_arena *arena, kiln_arena_stats *out);

@@ -195,6 +195,7 @@ static bool take_pinned(kiln_job_queue *q, kiln_task *task) {
 
 /* One pass over the other queues, from a random start. */
 static bool steal(kiln_job_system *sys, kiln_job_queue *q, int priority, kiln_task *task) {
+    if (!q->steals) return false;
     uint32_t limit = kiln_load_acquire(&sys->queue_limit);
     if (limit <= 1) return false;
     q->rng ^= q->rng << 13;

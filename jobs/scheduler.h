@@ -41,6 +41,11 @@ typedef struct kiln_job_queue {
     /* Owner-only. */
     uint64_t            rng;             /* victim choice */
     uint32_t            running_flags;   /* KILN_TASK_* of the job running now */
+    bool                steals;          /* takes other queues' jobs: workers and the frame
+                                            driver, whose frame arenas frame end resets. An
+                                            attached thread with a clock of its own must not:
+                                            a stolen job's frame memory would live in an
+                                            arena that thread resets on its own schedule. */
 
     /* Set at registration. */
     void               *owner;           /* the kiln_ctx handed to jobs */

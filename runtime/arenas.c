@@ -49,3 +49,16 @@ void kiln_arena_destroy(kiln_arena *arena) {
     }
     kiln_runtime_arena_delete(rt, arena);
 }
+
+void kiln_arena_reset(kiln_arena *arena) {
+    if (!arena) {
+        kiln_log_misuse(NULL, "ARENA_NULL", "kiln_arena_reset: arena is NULL");
+        return;
+    }
+    kiln_ctx *owner = arena->frame_owner;
+    /* A thread that resets its own frame arena keeps a clock of its own: from now on it
+     * runs only its own jobs, never another thread's frame job, whose frame memory
+     * would otherwise live in this arena and vanish at this thread's boundary. */
+    if (owner && kiln_load_relaxed(&owner->rt->driver) != owner) owner->queue.steals = false;
+    kiln_arena_reset_all(arena);
+}

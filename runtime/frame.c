@@ -28,6 +28,7 @@ uint64_t kiln_frame_begin(kiln_ctx *ctx) {
         return frame;
     }
     rt->frame_open = true;
+    ctx->queue.steals = true;   /* frame end resets this arena after every frame job */
     kiln_store_relaxed(&rt->frame, frame + 1);
     return frame + 1;
 }
@@ -53,7 +54,8 @@ void kiln_frame_end(kiln_ctx *ctx) {
      * read with acquire, so every frame allocation of a job happens before the resets:
      * a worker touches its frame arena only inside a job. */
     kiln_jobs_drain_frame(&rt->jobs, &ctx->queue);
-    for (uint32_t i = 0; i < rt->workers_started; i++) kiln_arena_reset(rt->workers[i]->frame_arena);
-    kiln_arena_reset(ctx->frame_arena);
+    for (uint32_t i = 0; i < rt->workers_started; i++)
+        kiln_arena_reset_all(rt->workers[i]->frame_arena);
+    kiln_arena_reset_all(ctx->frame_arena);
     rt->frame_open = false;
 }

@@ -1401,3 +1401,60 @@ Test(jobs, create_destroy_loop) {
     }
     assert_no_log();
 }
+
+/* ---- an attached thread with a frame clock of its own never runs others' frame jobs ---- */
+
+typedef struct own_clock_state {
+    _Atomic int    main_jobs_run;       /* main's frame jobs, run by anybody */
+    _Atomic int    ran_on_render;       /* ... of them, run on the render context */
+    kiln_ctx      *render;
+    _Atomic int    waiting;             /* the render thread is inside kiln_wait */
+} own_clock_state;
+
+static own_clock_state own_clock;
+
+static void main_frame_job(kiln_ctx *ctx, void *arg) {
+    (void)arg;
+    (void)kiln_frame_alloc(ctx, 64, 8);
+    atomic_fetch_add(&own_clock.main_jobs_run, 1);
+    if (ctx == own_clock.render) atomic_fetch_add(&own_clock.ran_on_render, 1);
+}
+
+static void *render_thread(void *arg) {
+    (void)arg;
+    kiln_ctx *render = own_clock.render;
+    /* Its own frame boundary: from now on it keeps a clock of its own. */
+    kiln_arena_reset(kiln_frame_arena(render));
+    /* Wait on a job pinned to main: the wait spins looking for work meanwhile. */
+    kiln_counter done = { { 0, 0 } };
+    kiln_job job = { noop_job, NULL };
+    kiln_run_ex(render, &job, 1, &done, &(kiln_run_desc){ .pinned_to = main_ctx });
+    atomic_store(&own_clock.waiting, 1);
+    kiln_wait(render, &done);
+    return NULL;
+}
+
+Test(jobs, own_clock_thread_never_steals_frame_jobs) {
+    start(KILN_NO_WORKERS, 0);
+    memset(&own_clock, 0, sizeof own_clock);
+    kiln_frame_begin(main_ctx);
+    kiln_job jobs[200];
+    for (int i = 0; i < 200; i++) jobs[i] = (kiln_job){ main_frame_job, NULL };
+    kiln_run(main_ctx, jobs, 200, NULL);   /* queued on main's deque, nobody runs them yet */
+
+    pthread_t thread;
+    /* The render context is attached here and handed over by pthread_create. */
+    own_clock.render = kiln_attach(rt);
+    cr_assert_not_null(own_clock.render);
+    cr_assert_eq(pthread_create(&thread, NULL, render_thread, NULL), 0);
+    while (!atomic_load(&own_clock.waiting)) sched_yield();
+    nanosleep(&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL);   /* its wait looks for work */
+    cr_assert_eq(atomic_load(&own_clock.main_jobs_run), 0,
+                 "a thread with its own frame clock ran %d of main's frame jobs",
+                 atomic_load(&own_clock.main_jobs_run));
+    kiln_frame_end(main_ctx);   /* runs main's jobs and the pinned one, freeing the wait */
+    pthread_join(thread, NULL);
+    cr_assert_eq(atomic_load(&own_clock.main_jobs_run), 200);
+    cr_assert_eq(atomic_load(&own_clock.ran_on_render), 0);
+    kiln_detach(own_clock.render);
+}

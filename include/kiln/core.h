@@ -98,11 +98,14 @@ KILN_API void kiln_detach(kiln_ctx *ctx);
  * current frame number (0 for a bad ctx). */
 KILN_API uint64_t kiln_frame_begin(kiln_ctx *ctx);
 
-/* Closes the frame: waits until every job of the frame is done (with the jobs
- * layer), then resets the frame arenas of the workers and of ctx, records budgets
- * and high-water marks. Other attached threads reset their own frame arena at
- * their own frame boundary: kiln_arena_reset(kiln_frame_arena(their_ctx)); kiln
- * never resets an arena under a thread that may be using it.
+/* Closes the frame: runs and waits until every frame job (from any thread, with or
+ * without a counter; not background jobs) is done, then resets the frame arenas of the
+ * workers and of ctx and records budgets and high-water marks. Other attached threads
+ * reset their own frame arena at their own frame boundary:
+ * kiln_arena_reset(kiln_frame_arena(their_ctx)); kiln never resets an arena under a
+ * thread that may be using it. From its first such reset on, that thread's kiln_wait
+ * runs only its own jobs, never another thread's frame job: that job's frame memory
+ * would come from this thread's arena and vanish at this thread's boundary.
  * Called only by the driving context. */
 KILN_API void kiln_frame_end(kiln_ctx *ctx);
 
