@@ -409,7 +409,10 @@ static phase_result run_phase(const char *name, size_t limit) {
     static const char *const expected_unlimited[] = { "FRAME_BUDGET_EXCEEDED", NULL };
     stress_log log = { .expected = limit ? expected_items : expected_unlimited };
     memory_limit = limit;
+    /* No workers: this program's threads are its own, and its accounting counts every
+     * context and frame arena (stress-jobs covers the workers). */
     rt = kiln_create(&(kiln_desc){
+        .worker_count = KILN_NO_WORKERS,
         .block_size = BLOCK_SIZE,
         .reserve_size = RESERVE_SIZE,
         .memory_limit = limit,

@@ -17,7 +17,8 @@ int main(void) {
         kiln_frame_end(ctx);
     }
     kiln_stats stats;
-    if (!kiln_stats_get(rt, &stats) || stats.frame != 10 || stats.contexts != 1) return 1;
+    if (!kiln_stats_get(rt, &stats) || stats.frame != 10) return 1;
+    if (stats.contexts != 1 + stats.worker_count) return 1;   /* the workers' contexts too */
     kiln_detach(ctx);
     kiln_destroy(rt);
     puts("consumer ok");
