@@ -23,6 +23,17 @@ static uint32_t default_magazine_size(size_t slot) {
     return n > 64 ? 64 : n < 4 ? 4 : (uint32_t)n;
 }
 
+/* The table of known object blocks (pool.h): emptied for a new life and at its end, an
+ * entry written when an object block is carved (under carve_lock). */
+static void forget_blocks(kiln_pool *pool) {
+    for (int i = 0; i < KILN_POOL_KNOWN; i++) kiln_store_relaxed(&pool->known[i], KILN_POOL_NO_BLOCK);
+}
+
+static void know_block(kiln_pool *pool, const kiln_pool_block *block) {
+    uintptr_t base = (uintptr_t)block;
+    kiln_store_relaxed(&pool->known[(base >> pool->map.block_shift) % KILN_POOL_KNOWN], base);
+}
+
 bool kiln_pool_init(kiln_pool *pool, const kiln_pool_config *config) {
     const kiln_pool_desc *d = &config->desc;
     /* Validate before touching *pool: a refused create must leave a destroyed pool in
@@ -67,6 +78,8 @@ bool kiln_pool_init(kiln_pool *pool, const kiln_pool_config *config) {
                         ? ((block_size / pool->slot + 63) / 64) * sizeof(uint64_t) : 0;
     size_t first = kiln_align_up(sizeof(kiln_pool_block) + bitmap, align);
     pool->slots_per_block = (uint32_t)((block_size - first) / pool->slot);
+    pool->first_offset = first;
+    forget_blocks(pool);
     pthread_mutex_init(&pool->carve_lock, NULL);
     kiln_store_release(&pool->serial, config->serial);
     return true;
@@ -74,6 +87,7 @@ bool kiln_pool_init(kiln_pool *pool, const kiln_pool_config *config) {
 
 void kiln_pool_fini(kiln_pool *pool) {
     kiln_store_relaxed(&pool->serial, 0);
+    forget_blocks(pool);
     for (kiln_pool_block *b = pool->block_list, *next; b; b = next) {
         next = b->next;
         b->magic = 0;   /* a stale pointer into a recycled block is no longer ours */
@@ -142,6 +156,7 @@ static uint32_t carve_into(kiln_pool *pool, kiln_magazine *mag) {
             kiln_pool_block *block = new_block(pool, KILN_POOL_BLOCK_MAGIC);
             if (!block) break;   /* the block pool logged why */
             pool->carve_next = block->first;
+            know_block(pool, block);
             pool->carve_end = block->first + (uintptr_t)pool->slots_per_block * pool->slot;
         }
         mag->objects[n++] = (void *)pool->carve_next;
@@ -280,13 +295,18 @@ void kiln_pool_free_slow(kiln_pool *pool, kiln_pool_cache *cache, void *obj) {
     kiln_pool_cache_free(pool, cache, obj);
 }
 
-void kiln_pool_on_alloc(kiln_pool *pool, void *obj) {
+void *kiln_pool_on_alloc(kiln_pool *pool, void *obj) {
     if (pool->flags & KILN_POOL_ZERO) memset(obj, 0, pool->size);
     if (pool->flags & KILN_POOL_CHECKED) {
         kiln_pool_block *block = kiln_block_of(pool->blocks, obj);
         size_t slot = ((uintptr_t)obj - block->first) / pool->slot;
         kiln_or_relaxed(&block->in_use[slot / 64], (uint64_t)1 << (slot % 64));
     }
+    return obj;
+}
+
+void kiln_pool_free_checked(kiln_pool *pool, kiln_pool_cache *cache, void *obj) {
+    if (kiln_pool_check_free(pool, obj)) kiln_pool_cache_free(pool, cache, obj);
 }
 
 void kiln_pool_reject_free(kiln_pool *pool, void *obj) {

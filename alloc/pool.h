@@ -22,6 +22,8 @@
 #include "block_pool.h"
 
 #define KILN_POOL_BLOCK_MAGIC 0x6b696c6e504f4f4cull   /* "kilnPOOL" */
+#define KILN_POOL_KNOWN       32   /* entries of a pool's table of its object blocks */
+#define KILN_POOL_NO_BLOCK    ((uintptr_t)1)   /* an empty entry: never a block address */
 
 typedef struct kiln_magazine {
     kiln_lifo_node link;          /* on a depot LIFO; first: the LIFO's link word */
@@ -79,11 +81,20 @@ struct kiln_pool {
     kiln_address_map    map;            /* copy of blocks->map (its table never moves): one
                                            load less on every free */
     uintptr_t           block_mask;     /* copy of blocks->block_mask */
+    uintptr_t           first_offset;   /* where slot 0 lies in every object block */
     kiln_log_sink       log;
     char                name[48];
     void               *owner;          /* the runtime (runtime/ sets it after init) */
     struct kiln_pool   *dead_next;      /* the runtime's list of destroyed pools */
     _Atomic uint64_t    serial;         /* nonzero while alive; a new value per life */
+
+    /* The pool's object blocks, direct-mapped by block number, so that a free usually
+     * proves ownership with one load of the pool's own memory instead of the address map
+     * and the block header (bench/pool_bench: the cache-hit pair 5.4 -> 4.0 ns). Written
+     * under carve_lock when an object block is carved (a newer block may take an older
+     * one's entry: that one's frees take the full check), cleared at fini; an entry holds
+     * an object block of this pool's current life or KILN_POOL_NO_BLOCK. */
+    _Atomic uintptr_t   known[KILN_POOL_KNOWN];
 
     /* The depot: full (or partly full) magazines and empty ones. */
     kiln_lifo           full;
@@ -155,14 +166,19 @@ KILN_INTERNAL void kiln_pool_tally_cache(kiln_pool *pool, const kiln_pool_cache 
 KILN_INTERNAL void kiln_pool_stats_read(kiln_pool *pool, const kiln_pool_tally *caches,
                                         kiln_pool_stats *out);
 
-/* KILN_POOL_ZERO / KILN_POOL_CHECKED work on an object being handed out. */
-KILN_INTERNAL void kiln_pool_on_alloc(kiln_pool *pool, void *obj);
+/* KILN_POOL_ZERO / KILN_POOL_CHECKED work on an object being handed out; returns obj, so
+ * that the fast path reaches it by a tail call and needs no callee-saved register. */
+KILN_INTERNAL void *kiln_pool_on_alloc(kiln_pool *pool, void *obj);
+
+/* KILN_POOL_CHECKED: kiln_pool_check_free, then the cache free when it passed. Out of
+ * line for the same reason. */
+KILN_INTERNAL void kiln_pool_free_checked(kiln_pool *pool, kiln_pool_cache *cache, void *obj);
 
 /* Whether obj lies in a block this pool carved, in its object area: the address bitmap
  * first (nothing is read at an address kiln does not own), then the block header. A
  * destroyed pool owns nothing, and its serial is checked before any header is read:
  * its blocks went back to the block pool and may be another thread's by now. */
-static inline bool kiln_pool_owns(const kiln_pool *pool, const void *obj) {
+static inline bool kiln_pool_owns_fully(const kiln_pool *pool, const void *obj) {
     uint64_t serial = kiln_load_relaxed(&pool->serial);   /* 0 once destroyed */
     if (serial == 0 || !kiln_address_map_has(&pool->map, obj)) return false;
     const kiln_pool_block *block = (const kiln_pool_block *)((uintptr_t)obj & ~pool->block_mask);
@@ -170,12 +186,23 @@ static inline bool kiln_pool_owns(const kiln_pool *pool, const void *obj) {
            block->serial == serial && (uintptr_t)obj >= block->first;
 }
 
+/* The same answer, from the pool's table of known blocks when obj's block is in it
+ * (nothing is read but the pool's own memory), else from kiln_pool_owns_fully. */
+static inline bool kiln_pool_owns(const kiln_pool *pool, const void *obj) {
+    uintptr_t addr = (uintptr_t)obj, base = addr & ~pool->block_mask;
+    size_t entry = (base >> pool->map.block_shift) % KILN_POOL_KNOWN;
+    if (kiln_likely(kiln_load_relaxed(&pool->known[entry]) == base &&
+                    addr - base >= pool->first_offset))
+        return true;
+    return kiln_pool_owns_fully(pool, obj);
+}
+
 static inline void *kiln_pool_cache_alloc(kiln_pool *pool, kiln_pool_cache *cache) {
     kiln_magazine *mag = cache->loaded;
     if (kiln_unlikely(mag->count == 0)) return kiln_pool_alloc_slow(pool, cache);
     void *obj = mag->objects[--mag->count];
     kiln_owner_add(&cache->allocs, 1);
-    if (kiln_unlikely(pool->flags != 0)) kiln_pool_on_alloc(pool, obj);
+    if (kiln_unlikely(pool->flags != 0)) return kiln_pool_on_alloc(pool, obj);
     return obj;
 }
 

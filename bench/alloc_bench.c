@@ -8,19 +8,18 @@
  *       touches left out, a diagnostic of the allocators' own cost
  *   alloc_bench --callgrind-frame-alloc N
  *       N kiln_frame_alloc calls in A1 frames, for valgrind --tool=callgrind (callgrind.sh)
- *   alloc_bench --child a1 EXPECT FRAMES TOUCH
+ *   alloc_bench --child EXPECT a1 FRAMES TOUCH
  *       internal: serves a malloc peer's A1 rounds to the parent, under LD_PRELOAD
  *
  * Peers in this process: glibc malloc, mimalloc mi_malloc and mi_heap. Debian's
  * libmimalloc exports malloc itself, so once it is linked the process's plain malloc
  * IS mimalloc: the glibc row calls glibc's own malloc/free, looked up in libc.so.6
- * with dlsym and checked at start-up. jemalloc and tcmalloc run in child processes
- * under LD_PRELOAD, one round at a time, alternating with the others. */
+ * with dlsym and checked at start-up (bench_glibc_find). jemalloc and tcmalloc run in
+ * child processes under LD_PRELOAD, one round at a time, alternating with the others
+ * (bench_add_preload_peers). */
 #define _GNU_SOURCE
 #include <kiln/kiln.h>
 
-#include <dlfcn.h>
-#include <gnu/lib-names.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +32,9 @@
 
 #ifdef BENCH_HAVE_MIMALLOC
 #  include <mimalloc.h>
+#  define BENCH_FOREIGN_MALLOC mi_is_in_heap_region   /* for bench_glibc_find */
+#else
+#  define BENCH_FOREIGN_MALLOC NULL
 #endif
 #ifdef BENCH_HAVE_CALLGRIND_H
 #  include <valgrind/callgrind.h>
@@ -190,38 +192,14 @@ static void a1_malloc_round(void *state, bench_series *s) {
     else a1_malloc_frames(a, s, false, malloc, free);
 }
 
-/* glibc's own malloc and free, whatever else defines malloc in this process. */
-static void *(*glibc_malloc)(size_t);
-static void (*glibc_free)(void *);
-
-static bool glibc_find(char *why, size_t why_size) {
-    void *libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
-    void *sym_malloc = libc ? dlsym(libc, "malloc") : NULL;
-    void *sym_free = libc ? dlsym(libc, "free") : NULL;
-    Dl_info info;
-    if (!sym_malloc || !sym_free || !dladdr(sym_malloc, &info) || !strstr(info.dli_fname, LIBC_SO)) {
-        snprintf(why, why_size, "glibc's malloc not found in %s", LIBC_SO);
-        return false;
-    }
-    /* POSIX guarantees dlsym's object pointers convert to function pointers. */
-    memcpy(&glibc_malloc, &sym_malloc, sizeof sym_malloc);
-    memcpy(&glibc_free, &sym_free, sizeof sym_free);
-#ifdef BENCH_HAVE_MIMALLOC
-    void *p = glibc_malloc(64);
-    bool foreign = p && mi_is_in_heap_region(p);
-    glibc_free(p);
-    if (foreign) {
-        snprintf(why, why_size, "the malloc found in %s hands out mimalloc memory", LIBC_SO);
-        return false;
-    }
-#endif
-    return true;
-}
+/* glibc's own malloc and free, whatever else defines malloc in this process (found by
+ * bench_glibc_find). */
+static bench_malloc_fns glibc;
 
 static void a1_glibc_round(void *state, bench_series *s) {
     a1_state *a = state;
-    void *(*alloc)(size_t) = glibc_malloc;
-    void (*release)(void *) = glibc_free;
+    void *(*alloc)(size_t) = glibc.malloc;
+    void (*release)(void *) = glibc.free;
     if (a->touch) a1_malloc_frames(a, s, true, alloc, release);
     else a1_malloc_frames(a, s, false, alloc, release);
 }
@@ -259,24 +237,6 @@ static void a1_mi_heap_round(void *state, bench_series *s) {
 }
 #endif
 
-/* A malloc replacement in a child process; its row is skipped with a note when the
- * library was not found at configure time or the child cannot start. */
-static bench_child *a1_add_preload_peer(bench_workload *w, const char *name, const char *lib,
-                                        const char *expect, const a1_state *a) {
-    if (!lib) {
-        bench_add_skipped(w, name, "not found at configure time (pkg-config)");
-        return NULL;
-    }
-    char frames_arg[16], err[200];
-    snprintf(frames_arg, sizeof frames_arg, "%d", a->frames);
-    char *argv[] = { "alloc_bench", "--child", "a1", (char *)expect, frames_arg,
-                     a->touch ? "1" : "0", NULL };
-    bench_child *c = bench_child_start(lib, argv, err, sizeof err);
-    if (!c) bench_add_skipped(w, name, "child with LD_PRELOAD=%s failed: %s", lib, err);
-    else bench_add_child(w, name, c);
-    return c;
-}
-
 /* A1, or with touch false its diagnostic variant: the allocators' own cost, without
  * the memory traffic of the touches. */
 static void run_a1(const run_size *size, bool touch) {
@@ -301,7 +261,8 @@ static void run_a1(const run_size *size, bool touch) {
                          .rounds = size->a1_rounds };
     bench_add_entry(&w, "kiln frame_alloc+frame_end", a1_kiln_round, &a);
     char why[160];
-    if (glibc_find(why, sizeof why)) bench_add_entry(&w, "glibc malloc+free", a1_glibc_round, &a);
+    if (bench_glibc_find(&glibc, BENCH_FOREIGN_MALLOC, why, sizeof why))
+        bench_add_entry(&w, "glibc malloc+free", a1_glibc_round, &a);
     else bench_add_skipped(&w, "glibc malloc+free", "%s", why);
 #ifdef BENCH_HAVE_MIMALLOC
     bench_add_entry(&w, "mimalloc mi_malloc+mi_free", a1_mimalloc_round, &a);
@@ -309,25 +270,15 @@ static void run_a1(const run_size *size, bool touch) {
 #else
     bench_add_skipped(&w, "mimalloc", "libmimalloc not found at configure time");
 #endif
-#ifdef BENCH_JEMALLOC_SO
-    const char *jemalloc_so = BENCH_JEMALLOC_SO;
-#else
-    const char *jemalloc_so = NULL;
-#endif
-#ifdef BENCH_TCMALLOC_SO
-    const char *tcmalloc_so = BENCH_TCMALLOC_SO;
-#else
-    const char *tcmalloc_so = NULL;
-#endif
-    bench_child *je = a1_add_preload_peer(&w, "jemalloc malloc+free (child)", jemalloc_so,
-                                          "jemalloc", &a);
-    bench_child *tc = a1_add_preload_peer(&w, "tcmalloc malloc+free (child)", tcmalloc_so,
-                                          "tcmalloc", &a);
+    char frames_arg[16];
+    snprintf(frames_arg, sizeof frames_arg, "%d", a.frames);
+    const char *child_args[] = { "a1", frames_arg, a.touch ? "1" : "0", NULL };
+    bench_child *children[BENCH_PRELOAD_PEERS];
+    bench_add_preload_peers(&w, "alloc_bench", child_args, children);
     bench_add_entry(&w, "reference: inline bump, no alloc", a1_floor_round, &a);
     bench_run(&w);
     bench_print(&w);
-    bench_child_stop(je);
-    bench_child_stop(tc);
+    bench_stop_preload_peers(children);
     bench_workload_free(&w);
     kiln_detach(a.ctx);
     kiln_destroy(rt);
@@ -562,8 +513,8 @@ int main(int argc, char **argv) {
     const run_size *size = &full_run;
     const char *only = NULL;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--child") == 0 && i + 4 < argc && strcmp(argv[i + 1], "a1") == 0)
-            return serve_a1_child(argv[i + 2], atoi(argv[i + 3]), strcmp(argv[i + 4], "1") == 0);
+        if (strcmp(argv[i], "--child") == 0 && i + 4 < argc && strcmp(argv[i + 2], "a1") == 0)
+            return serve_a1_child(argv[i + 1], atoi(argv[i + 3]), strcmp(argv[i + 4], "1") == 0);
         if (strcmp(argv[i], "--callgrind-frame-alloc") == 0 && i + 1 < argc)
             return callgrind_frame_alloc(atol(argv[i + 1]));
         if (strcmp(argv[i], "--quick") == 0) size = &quick_run;

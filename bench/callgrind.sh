@@ -1,8 +1,12 @@
 #!/bin/sh
-# bench/callgrind.sh — the exact cost of kiln_frame_alloc: valgrind --tool=callgrind counts
-# the instructions executed inside kiln_frame_alloc (and what it calls: the slow path when a
-# block fills) over N calls with A1's sizes, after one warm-up frame; prints Ir per call.
-# Usage: callgrind.sh [N]   (default 1 000 000; needs valgrind). The program is looked up
+# bench/callgrind.sh — exact instruction counts, stable on noisy machines:
+#  - kiln_frame_alloc: valgrind --tool=callgrind counts the instructions executed inside
+#    kiln_frame_alloc (and what it calls: the slow path when a block fills) over N calls
+#    with A1's sizes, after one warm-up frame; prints Ir per call.
+#  - the A2 cache-hit pair (alloc of 64 B, then its free) of kiln and of the in-process
+#    peers: the instructions of N pairs, loop included, after an uncounted warm-up burst;
+#    prints Ir per pair, and kiln's split by function.
+# Usage: callgrind.sh [N]   (default 1 000 000; needs valgrind). The programs are looked up
 # in $KILN_BENCH_DIR, else next to this script (the copy in BUILD_DIR/bench).
 set -eu
 
@@ -28,3 +32,24 @@ if command -v callgrind_annotate >/dev/null 2>&1; then
             gsub(",", "", $1); sub(/ \[.*/, "", $0); name = $NF; sub(/.*:/, "", name)
             printf "  %-28s %12d %8.2f\n", name, $1, $1 / n }'
 fi
+
+echo
+echo "== callgrind: A2 cache-hit pair =="
+echo "alloc of a 64-byte object immediately followed by its free, $n pairs after a warm-up"
+echo "burst; every instruction between the two client requests (the loop's own included)"
+for impl in kiln glibc mimalloc freelist; do
+    valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file="$out" \
+        "$dir/pool_bench" --callgrind "$impl" "$n" >/dev/null 2>&1 || {
+        echo "  $impl: not run (pool_bench --callgrind $impl failed)"; continue; }
+    ir=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$out")
+    [ -n "$ir" ] || ir=$(sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$out")
+    awk -v impl="$impl" -v ir="$ir" -v n="$n" \
+        'BEGIN { printf "  %-10s Ir per pair %7.2f\n", impl, ir / n }'
+    if [ "$impl" = kiln ] && command -v callgrind_annotate >/dev/null 2>&1; then
+        callgrind_annotate --threshold=100 "$out" 2>/dev/null |
+            awk -v n="$n" '$1 ~ /^[0-9,]+$/ && /:(kiln_pool|hit_round)/ {
+                name = ""; for (i = 2; i <= NF; i++) if ($i ~ /:/) name = $i
+                gsub(",", "", $1); sub(/.*:/, "", name); if ($1 / n < 0.01) next
+                printf "    %-26s %8.2f per pair\n", name, $1 / n }'
+    fi
+done

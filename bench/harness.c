@@ -1,11 +1,14 @@
 /* bench/harness.c — the clock, series and their statistics, the alternating-round
- * driver, the tables, and the child-process protocol for LD_PRELOAD peers. */
+ * driver, the tables, the child-process protocol for LD_PRELOAD peers, the malloc peers
+ * and the thread team. */
 #define _GNU_SOURCE
 #include "harness.h"
 
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gnu/lib-names.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -15,6 +18,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "bench_config.h"   /* the LD_PRELOAD peers' paths */
 
 extern char **environ;
 
@@ -184,8 +189,10 @@ void bench_print(const bench_workload *w) {
     snprintf(h_p99, sizeof h_p99, "p99 ns/%s", w->op);
     snprintf(h_max, sizeof h_max, "max ns/%s", w->op);
     snprintf(h_us, sizeof h_us, "max %s us", w->sample);
-    printf("%-30s %16s %14s %14s %15s %16s\n", "implementation", h_med, h_p99, h_max, h_us,
+    printf("%-30s %16s %14s %14s %15s %16s", "implementation", h_med, h_p99, h_max, h_us,
            "ratio peer/kiln");
+    if (w->note_head) printf("  %s", w->note_head);
+    printf("\n");
     summary base = { 0, 0, 0, 0 };
     bool have_base = w->count > 0 && !w->entries[0].skip[0] && w->entries[0].series.rounds > 0;
     if (have_base) base = summarize(&w->entries[0].series);
@@ -197,8 +204,10 @@ void bench_print(const bench_workload *w) {
         if (i == 0) snprintf(ratio, sizeof ratio, "base");
         else if (have_base && base.median > 0) snprintf(ratio, sizeof ratio, "%.2fx", s.median / base.median);
         else snprintf(ratio, sizeof ratio, "n/a");
-        printf("%-30s %16.2f %14.2f %14.2f %15.1f %16s\n", e->name, s.median, s.p99, s.max,
+        printf("%-30s %16.2f %14.2f %14.2f %15.1f %16s", e->name, s.median, s.p99, s.max,
                s.max_sample_us, ratio);
+        if (w->note_head) printf("  %s", e->note[0] ? e->note : "-");
+        printf("\n");
     }
     for (int i = 0; i < w->count; i++) {
         const bench_entry *e = &w->entries[i];
@@ -402,4 +411,170 @@ int bench_child_serve(const char *expect, bench_round_fn round, void *state) {
     free(line);
     bench_series_free(&s);
     return 0;
+}
+
+/* ---- The malloc peers --------------------------------------------------------- */
+
+bool bench_glibc_find(bench_malloc_fns *out, bool (*foreign)(const void *p), char *why,
+                      size_t why_size) {
+    void *libc = dlopen(LIBC_SO, RTLD_LAZY | RTLD_NOLOAD);
+    void *sym_malloc = libc ? dlsym(libc, "malloc") : NULL;
+    void *sym_free = libc ? dlsym(libc, "free") : NULL;
+    Dl_info info;
+    if (!sym_malloc || !sym_free || !dladdr(sym_malloc, &info) ||
+        !strstr(info.dli_fname, LIBC_SO)) {
+        snprintf(why, why_size, "glibc's malloc not found in %s", LIBC_SO);
+        return false;
+    }
+    /* POSIX guarantees dlsym's object pointers convert to function pointers. */
+    memcpy(&out->malloc, &sym_malloc, sizeof sym_malloc);
+    memcpy(&out->free, &sym_free, sizeof sym_free);
+    if (foreign) {
+        void *p = out->malloc(64);
+        bool theirs = p && foreign(p);
+        out->free(p);
+        if (theirs) {
+            snprintf(why, why_size, "the malloc found in %s hands out foreign memory", LIBC_SO);
+            return false;
+        }
+    }
+    return true;
+}
+
+static const struct preload_peer {
+    const char *row;       /* the table row */
+    const char *library;   /* found at configure time, or NULL */
+    const char *expect;    /* part of the path of the object that must define malloc */
+} preload_peers[BENCH_PRELOAD_PEERS] = {
+#ifdef BENCH_JEMALLOC_SO
+    { "jemalloc malloc+free (child)", BENCH_JEMALLOC_SO, "jemalloc" },
+#else
+    { "jemalloc malloc+free (child)", NULL, "jemalloc" },
+#endif
+#ifdef BENCH_TCMALLOC_SO
+    { "tcmalloc malloc+free (child)", BENCH_TCMALLOC_SO, "tcmalloc" },
+#else
+    { "tcmalloc malloc+free (child)", NULL, "tcmalloc" },
+#endif
+};
+
+void bench_add_preload_peers(bench_workload *w, const char *program, const char *const args[],
+                             bench_child *children[BENCH_PRELOAD_PEERS]) {
+    enum { MAX_ARGS = 16 };
+    for (int i = 0; i < BENCH_PRELOAD_PEERS; i++) {
+        const struct preload_peer *peer = &preload_peers[i];
+        children[i] = NULL;
+        if (!peer->library) {
+            bench_add_skipped(w, peer->row, "not found at configure time (pkg-config)");
+            continue;
+        }
+        char *argv[MAX_ARGS + 4];
+        int n = 0;
+        argv[n++] = (char *)program;
+        argv[n++] = "--child";
+        argv[n++] = (char *)peer->expect;
+        for (int k = 0; args[k]; k++) {
+            if (k == MAX_ARGS) bench_die("a child takes at most %d arguments", MAX_ARGS);
+            argv[n++] = (char *)args[k];
+        }
+        argv[n] = NULL;
+        char err[200];
+        children[i] = bench_child_start(peer->library, argv, err, sizeof err);
+        if (children[i]) bench_add_child(w, peer->row, children[i]);
+        else bench_add_skipped(w, peer->row, "child with LD_PRELOAD=%s failed: %s", peer->library,
+                               err);
+    }
+}
+
+void bench_stop_preload_peers(bench_child *children[BENCH_PRELOAD_PEERS]) {
+    for (int i = 0; i < BENCH_PRELOAD_PEERS; i++) {
+        bench_child_stop(children[i]);
+        children[i] = NULL;
+    }
+}
+
+/* ---- The thread team ---------------------------------------------------------- */
+
+typedef struct team_member {
+    bench_team *team;
+    int         index;
+} team_member;
+
+struct bench_team {
+    int             size;
+    pthread_t      *threads;
+    team_member    *members;
+    pthread_mutex_t lock;
+    pthread_cond_t  wake;         /* a new run (or quit) */
+    pthread_cond_t  done;         /* the last member of a run returned */
+    unsigned long   generation;   /* runs started so far; under lock */
+    int             running;      /* members still in the current run; under lock */
+    bool            quit;
+    bench_team_fn   fn;
+    void           *arg;
+};
+
+static void *team_main(void *p) {
+    team_member *m = p;
+    bench_team *team = m->team;
+    pthread_mutex_lock(&team->lock);
+    unsigned long seen = 0;   /* the generation at creation: a run posted before this
+                                 thread first got the lock is still seen */
+    for (;;) {
+        while (team->generation == seen && !team->quit) pthread_cond_wait(&team->wake, &team->lock);
+        if (team->quit) break;
+        seen = team->generation;
+        bench_team_fn fn = team->fn;
+        void *arg = team->arg;
+        pthread_mutex_unlock(&team->lock);
+        fn(arg, m->index);
+        pthread_mutex_lock(&team->lock);
+        if (--team->running == 0) pthread_cond_signal(&team->done);
+    }
+    pthread_mutex_unlock(&team->lock);
+    return NULL;
+}
+
+bench_team *bench_team_start(int size) {
+    bench_team *team = calloc(1, sizeof *team);
+    if (!team || size < 1) bench_die("bench_team_start: no memory or no members");
+    team->size = size;
+    team->threads = calloc((size_t)size, sizeof *team->threads);
+    team->members = calloc((size_t)size, sizeof *team->members);
+    if (!team->threads || !team->members) bench_die("bench_team_start: out of memory");
+    pthread_mutex_init(&team->lock, NULL);
+    pthread_cond_init(&team->wake, NULL);
+    pthread_cond_init(&team->done, NULL);
+    for (int i = 0; i < size; i++) {
+        team->members[i] = (team_member){ team, i };
+        if (pthread_create(&team->threads[i], NULL, team_main, &team->members[i]) != 0)
+            bench_die("bench_team_start: pthread_create failed");
+    }
+    return team;
+}
+
+void bench_team_run(bench_team *team, bench_team_fn fn, void *arg) {
+    pthread_mutex_lock(&team->lock);
+    team->fn = fn;
+    team->arg = arg;
+    team->running = team->size;
+    team->generation++;
+    pthread_cond_broadcast(&team->wake);
+    while (team->running > 0) pthread_cond_wait(&team->done, &team->lock);
+    pthread_mutex_unlock(&team->lock);
+}
+
+void bench_team_stop(bench_team *team) {
+    if (!team) return;
+    pthread_mutex_lock(&team->lock);
+    team->quit = true;
+    pthread_cond_broadcast(&team->wake);
+    pthread_mutex_unlock(&team->lock);
+    for (int i = 0; i < team->size; i++) pthread_join(team->threads[i], NULL);
+    pthread_cond_destroy(&team->done);
+    pthread_cond_destroy(&team->wake);
+    pthread_mutex_destroy(&team->lock);
+    free(team->threads);
+    free(team->members);
+    free(team);
 }

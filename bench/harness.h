@@ -1,8 +1,10 @@
 /* bench/harness.h — what every kiln benchmark program shares: a monotonic clock,
  * series of figures with median / p99 / max, the driver that runs kiln and its peers
  * in alternating rounds (a warm-up round, then A B C A B C ...), one table per
- * workload on stdout, and the protocol that runs a peer in a child process (a malloc
- * replacement loaded with LD_PRELOAD) one round at a time.
+ * workload on stdout, the protocol that runs a peer in a child process (a malloc
+ * replacement loaded with LD_PRELOAD) one round at a time, the malloc peers that every
+ * allocation benchmark shares (glibc's own malloc looked up with dlsym, jemalloc and
+ * tcmalloc as children), and a team of persistent threads for multi-threaded rounds.
  *
  * Units: a figure is nanoseconds per operation (per allocation, per get+put pair,
  * per job). Every figure is recorded as (elapsed ns, operations), so a round's figure
@@ -10,7 +12,8 @@
  * also has a time of its own for the "max per sample" column.
  *
  * Threads: the harness runs on the program's main thread only; round functions may
- * start threads of their own but record figures from the main thread. */
+ * start threads of their own (or run a bench_team) but record figures from the main
+ * thread. */
 #ifndef KILN_BENCH_HARNESS_H
 #define KILN_BENCH_HARNESS_H
 
@@ -68,6 +71,7 @@ typedef struct bench_entry {
     void          *state;
     bench_child   *child;       /* out of process (owned by the caller) */
     char           skip[320];   /* non-empty: not run, this note printed instead */
+    char           note[40];    /* printed in the workload's note column (note_head) */
     bench_series   series;
 } bench_entry;
 
@@ -78,6 +82,7 @@ typedef struct bench_workload {
     const char *detail;         /* one line: sizes, counts; printed under the title */
     const char *op;             /* the unit's operation: "alloc", "pair" */
     const char *sample;         /* what a sample is: "frame", "burst" */
+    const char *note_head;      /* non-NULL: a last column with each entry's note */
     int         rounds;         /* measured rounds, after one warm-up round */
     bench_entry entries[BENCH_MAX_ENTRIES];   /* entries[0] is kiln: the ratio's base */
     int         count;
@@ -100,8 +105,9 @@ bench_entry *bench_add_skipped(bench_workload *w, const char *name, const char *
 void bench_run(bench_workload *w);
 
 /* Prints the table: per entry the median over rounds of the round figure, the p99 and
- * max of the sample figures, the max sample time, and the ratio entry/kiln of the
- * medians (above 1: kiln is faster). Then the notes of skipped rows. */
+ * max of the sample figures, the max sample time, the ratio entry/kiln of the medians
+ * (above 1: kiln is faster) and, with note_head set, each entry's note. Then the notes
+ * of skipped rows. */
 void bench_print(const bench_workload *w);
 
 /* Frees every series (the entries' children are the caller's). */
@@ -138,5 +144,48 @@ void bench_print_load(void);
 
 /* The path of the shared object that defines the process's malloc (dladdr), or "?". */
 const char *bench_malloc_provider(void);
+
+/* --- The malloc peers ------------------------------------------------------------ */
+
+typedef struct bench_malloc_fns {
+    void *(*malloc)(size_t);
+    void  (*free)(void *);
+} bench_malloc_fns;
+
+/* glibc's own malloc and free, whatever else defines malloc in this process: Debian's
+ * libmimalloc exports malloc itself, so once it is linked the process's plain malloc
+ * IS mimalloc. Looked up in libc.so.6 with dlsym and checked: a test allocation must
+ * not be foreign memory (pass mi_is_in_heap_region where mimalloc is linked; NULL: no
+ * such test). The harness itself links no allocator, so programs that do not link
+ * mimalloc keep glibc's malloc. false, with the reason in why, when not found. */
+bool bench_glibc_find(bench_malloc_fns *out, bool (*foreign)(const void *p), char *why,
+                      size_t why_size);
+
+/* The malloc replacements that cannot share a process: jemalloc and tcmalloc, at the
+ * paths found at configure time. Each becomes a row "<name> malloc+free (child)" whose
+ * rounds run in a child: this executable again, under LD_PRELOAD, with
+ *   argv = { program, "--child", expect, args[0], args[1], ... }
+ * where expect ("jemalloc", "tcmalloc") is what the child passes to bench_child_serve.
+ * A library not found at configure time, or a child that cannot start, becomes a
+ * skipped row with the reason. children receives the children (NULL where none) for
+ * bench_stop_preload_peers. args ends with NULL. */
+#define BENCH_PRELOAD_PEERS 2
+void bench_add_preload_peers(bench_workload *w, const char *program, const char *const args[],
+                             bench_child *children[BENCH_PRELOAD_PEERS]);
+void bench_stop_preload_peers(bench_child *children[BENCH_PRELOAD_PEERS]);
+
+/* --- A team of persistent threads ----------------------------------------------------
+ * Threads that live across rounds (as a game's workers do): thread-local allocator
+ * state (malloc's thread caches, a kiln context attached once per thread) stays warm
+ * between rounds, and no round pays for thread creation. bench_team_run wakes every
+ * member to run fn(arg, index) with index 0 .. size-1 and returns when all of them
+ * have returned; members that must start their timed work together wait on a barrier
+ * of their own inside fn. Only one thread (the main one) drives a team. */
+typedef struct bench_team bench_team;
+typedef void (*bench_team_fn)(void *arg, int index);
+
+bench_team *bench_team_start(int size);
+void        bench_team_run(bench_team *team, bench_team_fn fn, void *arg);
+void        bench_team_stop(bench_team *team);   /* joins the members; NULL is a no-op */
 
 #endif /* KILN_BENCH_HARNESS_H */

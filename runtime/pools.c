@@ -122,8 +122,9 @@ void kiln_pool_free(kiln_ctx *ctx, kiln_pool *pool, void *obj) {
         }
         return;
     }
-    if (kiln_unlikely(pool->flags & KILN_POOL_CHECKED) && !kiln_pool_check_free(pool, obj)) return;
-    kiln_pool_cache_free(pool, &ctx->pool_caches[pool->index], obj);
+    kiln_pool_cache *cache = &ctx->pool_caches[pool->index];
+    if (kiln_unlikely(pool->flags & KILN_POOL_CHECKED)) kiln_pool_free_checked(pool, cache, obj);
+    else kiln_pool_cache_free(pool, cache, obj);
 }
 
 void kiln_ctx_flush_pools(kiln_ctx *ctx) {

@@ -1,0 +1,692 @@
+/* bench/jobs_bench.c — the job family of BENCH.md: J1 empty jobs, J2 fib, J3 parallel_for,
+ * kiln against OpenMP (gcc's libgomp) and oneTBB (bench/jobs_tbb.cpp, behind a C
+ * interface), all in this process, rounds alternating kiln, OpenMP, oneTBB, ...
+ *
+ * Usage:
+ *   jobs_bench [--quick] [--only j1|j2|j3] [--threads LIST] [--kiln-only]
+ *       --quick: every workload and peer with tiny sizes, seconds in all
+ *       --threads 1,2,4: the thread counts (default 1, 2 and twice the online CPUs)
+ *       --kiln-only: no peer rows (for profiling kiln under callgrind or perf)
+ *
+ * Thread counts match on every side: T threads in all, the calling thread included.
+ * kiln: worker_count = T-1 plus the attached main thread (T = 1: KILN_NO_WORKERS);
+ * OpenMP: num_threads(T); oneTBB: global_control(max_allowed_parallelism, T) and a
+ * task_arena of concurrency T. Each thread count is a phase with its own kiln runtime
+ * and TBB arena; the OpenMP pool is libgomp's.
+ *
+ * Fairness between rows in one process: every idle runtime's threads spin for a while
+ * before they sleep (libgomp's for milliseconds), so every round of every row first
+ * waits, untimed, until the process is quiet (settle()). Each row therefore starts its
+ * rounds with its own workers asleep, and no row is timed against another's spinning.
+ *
+ * Figures: J1 ns per job, with one sample per batch of 64 (p99/max: the batch's own
+ * latency); J2 ns per job (jobs = calls - 1; the root call runs inline on every side),
+ * one sample per round (the whole tree), median total ms in the note column, and a
+ * sequential row (plain recursion) for reference; J3 ns per element, one sample per
+ * parallel_for call, the number of threads that ran ranges in the note column. After
+ * each table, kiln's per-context figures over that workload's kiln rounds. */
+#define _GNU_SOURCE
+#include <kiln/kiln.h>
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#ifdef BENCH_HAVE_OPENMP
+#  include <omp.h>
+#endif
+
+/* ---- The oneTBB side: bench/jobs_tbb.cpp (keep the two lists identical) ---------- */
+void  jb_empty(void);
+void  jb_range_add(const float *data, size_t begin, size_t end);
+#ifdef BENCH_HAVE_TBB
+void *jb_tbb_open(int threads, char *err, size_t err_size);
+void  jb_tbb_close(void *handle);
+int   jb_tbb_concurrency(void *handle);
+void  jb_tbb_j1(void *handle, int batches, int batch, uint64_t *stamps);
+long  jb_tbb_fib(void *handle, int n);
+void  jb_tbb_sum(void *handle, const float *data, size_t n, size_t grain);
+#endif
+
+/* ---- Sizes ------------------------------------------------------------------------ */
+
+#define J1_BATCH   64
+#define MAX_PHASES 8
+
+typedef struct run_size {
+    int    rounds;           /* measured rounds per workload, after one warm-up round */
+    int    j1_batches;       /* batches of J1_BATCH empty jobs per round */
+    int    fib_n;            /* J2 at up to fib_big_threads threads */
+    int    fib_n_over;       /* J2 above the core count (oversubscribed) */
+    size_t j3_n;             /* floats summed per parallel_for call */
+    int    j3_passes_coarse; /* parallel_for calls per round, grain 1024 */
+    int    j3_passes_fine;   /* parallel_for calls per round, grain 1 */
+    size_t j3_n_fine;        /* floats for grain 1 */
+} run_size;
+
+static const run_size full_run = {
+    .rounds = 5, .j1_batches = 15625 /* 1 000 000 jobs */, .fib_n = 30, .fib_n_over = 25,
+    .j3_n = 10000000, .j3_passes_coarse = 4, .j3_passes_fine = 1, .j3_n_fine = 10000000,
+};
+static const run_size quick_run = {
+    .rounds = 5, .j1_batches = 100, .fib_n = 16, .fib_n_over = 14,
+    .j3_n = 200000, .j3_passes_coarse = 1, .j3_passes_fine = 1, .j3_n_fine = 50000,
+};
+
+static bool kiln_only;
+static bool quick;
+static long cpus = 1;
+
+/* ---- Shared bodies ---------------------------------------------------------------- */
+
+/* The body of an OpenMP or oneTBB empty job (kiln's job function is empty itself). */
+__attribute__((noinline)) void jb_empty(void) { __asm__ volatile(""); }
+
+static __attribute__((noinline)) void kiln_empty_job(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    (void)arg;
+    __asm__ volatile("");
+}
+
+/* J3's per-thread partial sums: one cache line per thread that ever ran a range, found
+ * through a thread-local index. Written by its own thread during a parallel_for, read and
+ * reset by the main thread between calls (each side's join orders the two). */
+#define SUM_SLOTS 256
+typedef struct sum_slot {
+    _Alignas(64) int64_t sum;
+    uint64_t ranges;
+} sum_slot;
+static sum_slot      sum_slots[SUM_SLOTS];
+static _Atomic int   sum_slots_used;
+static _Thread_local int my_slot = -1;
+
+static inline sum_slot *thread_slot(void) {
+    if (__builtin_expect(my_slot < 0, 0)) {
+        my_slot = atomic_fetch_add(&sum_slots_used, 1);
+        if (my_slot >= SUM_SLOTS) bench_die("J3: more than %d threads ran ranges", SUM_SLOTS);
+    }
+    return &sum_slots[my_slot];
+}
+
+/* The values are whole numbers 1..16, so every partial sum is exact in a double and the
+ * total can be checked exactly whatever the order of the additions. */
+static inline void range_sum(const float *data, size_t begin, size_t end) {
+    double a = 0, b = 0, c = 0, d = 0;
+    size_t i = begin;
+    for (; i + 4 <= end; i += 4) {
+        a += data[i];
+        b += data[i + 1];
+        c += data[i + 2];
+        d += data[i + 3];
+    }
+    for (; i < end; i++) a += data[i];
+    sum_slot *slot = thread_slot();
+    slot->sum += (int64_t)(a + b + c + d);
+    slot->ranges++;
+}
+
+/* OpenMP's and oneTBB's range body; kiln's is kiln_range below: the same code, one call
+ * per range on every side. */
+__attribute__((noinline)) void jb_range_add(const float *data, size_t begin, size_t end) {
+    range_sum(data, begin, end);
+}
+
+static __attribute__((noinline)) void kiln_range(kiln_ctx *ctx, size_t begin, size_t end,
+                                                 void *arg) {
+    (void)ctx;
+    range_sum(arg, begin, end);
+}
+
+static void slots_reset(void) {
+    int used = atomic_load(&sum_slots_used);
+    for (int i = 0; i < used && i < SUM_SLOTS; i++) sum_slots[i].sum = 0, sum_slots[i].ranges = 0;
+}
+
+/* The total of every slot; *threads: how many threads ran at least one range. */
+static int64_t slots_total(int *threads) {
+    int used = atomic_load(&sum_slots_used);
+    int64_t total = 0;
+    *threads = 0;
+    for (int i = 0; i < used && i < SUM_SLOTS; i++) {
+        total += sum_slots[i].sum;
+        if (sum_slots[i].ranges) ++*threads;
+    }
+    return total;
+}
+
+/* ---- Quiet before every round ------------------------------------------------------ */
+
+static uint64_t process_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Waits (at most 200 ms) until this process burns under 5 % of a CPU over 2 ms: every
+ * runtime's idle threads have stopped spinning and sleep. */
+static void settle(void) {
+    for (int i = 0; i < 100; i++) {
+        uint64_t c0 = process_cpu_ns();
+        struct timespec pause = { 0, 2000000 };
+        nanosleep(&pause, NULL);
+        if (process_cpu_ns() - c0 < 100000) return;
+    }
+}
+
+/* ---- A phase: one thread count, one kiln runtime, one TBB arena --------------------- */
+
+enum impl { IMPL_KILN, IMPL_OMP, IMPL_OMP_STATIC, IMPL_TBB, IMPL_SEQ };
+
+typedef struct phase {
+    int             threads;
+    const run_size *size;
+    kiln_runtime   *rt;
+    kiln_ctx       *ctx;
+    void           *tbb;          /* NULL: no oneTBB row (reason in tbb_skip) */
+    char            tbb_skip[200];
+    uint64_t       *stamps;       /* J1: j1_batches + 1 */
+    int             fib_n;        /* J2 */
+    long            fib_expect;
+    double          fib_jobs;
+    const float    *data;         /* J3 */
+    size_t          n, grain;
+    int64_t         expect;
+    int             passes;
+} phase;
+
+typedef struct row {
+    phase *ph;
+    enum impl impl;
+    int   threads_seen;           /* J3: most threads that ran ranges in one call */
+} row;
+
+/* ---- J1 empty jobs ----------------------------------------------------------------- */
+
+static void j1_kiln(phase *ph) {
+    static kiln_job jobs[J1_BATCH];
+    for (int i = 0; i < J1_BATCH; i++) jobs[i] = (kiln_job){ kiln_empty_job, NULL };
+    kiln_ctx *ctx = ph->ctx;
+    uint64_t *t = ph->stamps;
+    const int batches = ph->size->j1_batches;
+    kiln_counter counter = { { 0, 0 } };
+    t[0] = bench_now_ns();
+    for (int b = 0; b < batches; b++) {
+        kiln_run(ctx, jobs, J1_BATCH, &counter);
+        kiln_wait(ctx, &counter);
+        t[b + 1] = bench_now_ns();
+    }
+}
+
+#ifdef BENCH_HAVE_OPENMP
+static void j1_omp(phase *ph) {
+    uint64_t *t = ph->stamps;
+    const int batches = ph->size->j1_batches;
+#pragma omp parallel num_threads(ph->threads)
+#pragma omp single
+    {
+        t[0] = bench_now_ns();
+        for (int b = 0; b < batches; b++) {
+            for (int i = 0; i < J1_BATCH; i++) {
+#pragma omp task
+                jb_empty();
+            }
+#pragma omp taskwait
+            t[b + 1] = bench_now_ns();
+        }
+    }
+}
+#endif
+
+static void j1_round(void *state, bench_series *s) {
+    row *r = state;
+    phase *ph = r->ph;
+    settle();
+    switch (r->impl) {
+    case IMPL_KILN: j1_kiln(ph); break;
+#ifdef BENCH_HAVE_OPENMP
+    case IMPL_OMP: j1_omp(ph); break;
+#endif
+#ifdef BENCH_HAVE_TBB
+    case IMPL_TBB: jb_tbb_j1(ph->tbb, ph->size->j1_batches, J1_BATCH, ph->stamps); break;
+#endif
+    default: bench_die("J1: no such row");
+    }
+    const int batches = ph->size->j1_batches;
+    for (int b = 0; b < batches; b++)
+        bench_add_sample(s, (double)(ph->stamps[b + 1] - ph->stamps[b]), J1_BATCH);
+    bench_add_round(s, (double)(ph->stamps[batches] - ph->stamps[0]), (double)batches * J1_BATCH);
+}
+
+/* ---- J2 fib ------------------------------------------------------------------------ */
+
+typedef struct fib_arg {
+    int  n;
+    long result;
+} fib_arg;
+
+static void fib_job(kiln_ctx *ctx, void *p) {
+    fib_arg *a = p;
+    if (a->n < 2) {
+        a->result = a->n;
+        return;
+    }
+    fib_arg x = { a->n - 1, 0 }, y = { a->n - 2, 0 };
+    kiln_job jobs[2] = { { fib_job, &x }, { fib_job, &y } };
+    kiln_counter counter = { { 0, 0 } };
+    kiln_run(ctx, jobs, 2, &counter);
+    kiln_wait(ctx, &counter);
+    a->result = x.result + y.result;
+}
+
+#ifdef BENCH_HAVE_OPENMP
+static long fib_omp(int n) {
+    if (n < 2) return n;
+    long x = 0, y = 0;
+#pragma omp task shared(x)
+    x = fib_omp(n - 1);
+#pragma omp task shared(y)
+    y = fib_omp(n - 2);
+#pragma omp taskwait
+    return x + y;
+}
+#endif
+
+static __attribute__((noinline)) long fib_seq(int n) {
+    return n < 2 ? n : fib_seq(n - 1) + fib_seq(n - 2);
+}
+
+static void j2_round(void *state, bench_series *s) {
+    row *r = state;
+    phase *ph = r->ph;
+    settle();
+    long result = -1;
+    uint64_t t0 = bench_now_ns();
+    switch (r->impl) {
+    case IMPL_KILN: {
+        fib_arg root = { ph->fib_n, 0 };
+        fib_job(ph->ctx, &root);   /* the root inline, as on every side */
+        result = root.result;
+        break;
+    }
+#ifdef BENCH_HAVE_OPENMP
+    case IMPL_OMP:
+#pragma omp parallel num_threads(ph->threads)
+#pragma omp single
+        result = fib_omp(ph->fib_n);
+        break;
+#endif
+#ifdef BENCH_HAVE_TBB
+    case IMPL_TBB: result = jb_tbb_fib(ph->tbb, ph->fib_n); break;
+#endif
+    case IMPL_SEQ: result = fib_seq(ph->fib_n); break;
+    default: bench_die("J2: no such row");
+    }
+    uint64_t ns = bench_now_ns() - t0;
+    if (result != ph->fib_expect)
+        bench_die("J2: fib(%d) = %ld, expected %ld", ph->fib_n, result, ph->fib_expect);
+    bench_add_sample(s, (double)ns, ph->fib_jobs);
+}
+
+/* ---- J3 parallel_for ---------------------------------------------------------------- */
+
+#ifdef BENCH_HAVE_OPENMP
+/* The same ranges of grain elements as the others' leaves, one call of the range body
+ * each: schedule(dynamic, 1) over ranges is schedule(dynamic, grain) over elements. */
+static void j3_omp(const phase *ph, bool dynamic) {
+    const float *data = ph->data;
+    const size_t n = ph->n, grain = ph->grain, ranges = (n + grain - 1) / grain;
+    if (dynamic) {
+#pragma omp parallel for num_threads(ph->threads) schedule(dynamic, 1)
+        for (size_t c = 0; c < ranges; c++)
+            jb_range_add(data, c * grain, c * grain + grain < n ? c * grain + grain : n);
+    } else {
+#pragma omp parallel for num_threads(ph->threads) schedule(static)
+        for (size_t c = 0; c < ranges; c++)
+            jb_range_add(data, c * grain, c * grain + grain < n ? c * grain + grain : n);
+    }
+}
+#endif
+
+static void j3_round(void *state, bench_series *s) {
+    row *r = state;
+    phase *ph = r->ph;
+    settle();
+    for (int pass = 0; pass < ph->passes; pass++) {
+        slots_reset();
+        uint64_t t0 = bench_now_ns();
+        switch (r->impl) {
+        case IMPL_KILN: kiln_parallel_for(ph->ctx, ph->n, ph->grain, kiln_range, (void *)ph->data); break;
+#ifdef BENCH_HAVE_OPENMP
+        case IMPL_OMP: j3_omp(ph, true); break;
+        case IMPL_OMP_STATIC: j3_omp(ph, false); break;
+#endif
+#ifdef BENCH_HAVE_TBB
+        case IMPL_TBB: jb_tbb_sum(ph->tbb, ph->data, ph->n, ph->grain); break;
+#endif
+        default: bench_die("J3: no such row");
+        }
+        uint64_t ns = bench_now_ns() - t0;
+        int threads;
+        int64_t total = slots_total(&threads);
+        if (total != ph->expect)
+            bench_die("J3: the sum is %lld, expected %lld", (long long)total, (long long)ph->expect);
+        if (threads > r->threads_seen) r->threads_seen = threads;
+        bench_add_sample(s, (double)ns, (double)ph->n);
+    }
+}
+
+/* ---- Tables --------------------------------------------------------------------------- */
+
+#define MAX_CTX 64
+
+typedef struct ctx_snapshot {
+    kiln_ctx_stats ctx[MAX_CTX];
+    size_t         count;
+} ctx_snapshot;
+
+static void snapshot(kiln_runtime *rt, ctx_snapshot *snap) {
+    size_t n = kiln_stats_contexts(rt, snap->ctx, MAX_CTX);
+    snap->count = n < MAX_CTX ? n : MAX_CTX;
+}
+
+/* kiln's per-context figures between two snapshots (the warm-up round included). */
+static void print_ctx_delta(const ctx_snapshot *before, const ctx_snapshot *after, int rounds) {
+    printf("kiln per context over its %d rounds (warm-up included):\n", rounds + 1);
+    printf("  %-4s %-7s %14s %12s %8s %14s %10s\n", "ctx", "kind", "jobs run", "stolen", "stolen%",
+           "steal misses", "asleep ms");
+    uint64_t run_total = 0;
+    for (size_t i = after->count; i-- > 0;) run_total += after->ctx[i].jobs_run;
+    for (size_t i = before->count; i-- > 0;) run_total -= before->ctx[i].jobs_run;
+    for (size_t i = after->count; i-- > 0;) {   /* oldest first */
+        const kiln_ctx_stats *a = &after->ctx[i], *b = NULL;
+        for (size_t k = 0; k < before->count; k++)
+            if (before->ctx[k].id == a->id) b = &before->ctx[k];
+        kiln_ctx_stats zero = { 0 };
+        if (!b) b = &zero;
+        uint64_t run = a->jobs_run - b->jobs_run, stolen = a->jobs_stolen - b->jobs_stolen;
+        printf("  %-4u %-7s %14llu %12llu %7.1f%% %14llu %10.1f   (%.1f%% of the jobs)\n", a->id,
+               a->is_worker ? "worker" : "main", (unsigned long long)run,
+               (unsigned long long)stolen, run ? 100.0 * (double)stolen / (double)run : 0.0,
+               (unsigned long long)(a->steal_misses - b->steal_misses),
+               (double)(a->sleep_ns - b->sleep_ns) / 1e6,
+               run_total ? 100.0 * (double)run / (double)run_total : 0.0);
+    }
+}
+
+static double median_round_ms(const bench_series *s) {
+    size_t n = s->rounds;
+    if (n == 0) return 0;
+    double v[64];
+    if (n > 64) n = 64;
+    for (size_t i = 0; i < n; i++) v[i] = s->round_ns[i] / 1e6;
+    for (size_t i = 1; i < n; i++)   /* insertion sort: a handful of rounds */
+        for (size_t k = i; k > 0 && v[k - 1] > v[k]; k--) {
+            double t = v[k];
+            v[k] = v[k - 1];
+            v[k - 1] = t;
+        }
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* The rows every workload has: kiln, OpenMP (one or two), oneTBB; skipped ones noted. */
+static void add_rows(bench_workload *w, phase *ph, row *rows, bench_round_fn fn,
+                     const char *kiln_name, const char *omp_name, const char *omp_static_name,
+                     const char *tbb_name) {
+    int n = 0;
+    rows[n] = (row){ ph, IMPL_KILN, 0 };
+    bench_add_entry(w, kiln_name, fn, &rows[n++]);
+    if (kiln_only) return;
+#ifdef BENCH_HAVE_OPENMP
+    rows[n] = (row){ ph, IMPL_OMP, 0 };
+    bench_add_entry(w, omp_name, fn, &rows[n++]);
+    if (omp_static_name) {
+        rows[n] = (row){ ph, IMPL_OMP_STATIC, 0 };
+        bench_add_entry(w, omp_static_name, fn, &rows[n++]);
+    }
+#else
+    bench_add_skipped(w, omp_name, "OpenMP not found at configure time (dependency('openmp'))");
+    (void)omp_static_name;
+#endif
+    if (ph->tbb) {
+        rows[n] = (row){ ph, IMPL_TBB, 0 };
+        bench_add_entry(w, tbb_name, fn, &rows[n++]);
+    } else {
+        bench_add_skipped(w, tbb_name, "%s", ph->tbb_skip);
+    }
+}
+
+static void run_workload(bench_workload *w, phase *ph) {
+    ctx_snapshot before, after;
+    snapshot(ph->rt, &before);
+    bench_run(w);
+    snapshot(ph->rt, &after);
+    bench_print(w);
+    print_ctx_delta(&before, &after, w->rounds);
+}
+
+static void run_j1(phase *ph) {
+    bench_workload w = { 0 };
+    char title[80], detail[200];
+    snprintf(title, sizeof title, "J1 empty jobs (T=%d threads)", ph->threads);
+    snprintf(detail, sizeof detail,
+             "%d empty jobs per round, in batches of %d submitted from one thread, each batch "
+             "waited on before the next; sample = one batch",
+             ph->size->j1_batches * J1_BATCH, J1_BATCH);
+    w.title = title;
+    w.detail = detail;
+    w.op = "job";
+    w.sample = "batch";
+    w.rounds = ph->size->rounds;
+    row rows[4];
+    add_rows(&w, ph, rows, j1_round, "kiln kiln_run+kiln_wait", "OpenMP task+taskwait", NULL,
+             "oneTBB task_group run+wait");
+    run_workload(&w, ph);
+    bench_workload_free(&w);
+}
+
+static void run_j2(phase *ph) {
+    bench_workload w = { 0 };
+    char title[80], detail[240];
+    long a = 0, b = 1;
+    for (int i = 0; i < ph->fib_n; i++) {
+        long c = a + b;
+        a = b;
+        b = c;
+    }
+    ph->fib_expect = a;
+    /* calls(n) = 2 fib(n+1) - 1; every call but the root is a job */
+    ph->fib_jobs = 2.0 * (double)b - 2.0;
+    snprintf(title, sizeof title, "J2 fib(%d) (T=%d threads)", ph->fib_n, ph->threads);
+    snprintf(detail, sizeof detail,
+             "one job per recursive call, no cutoff, each waits on its two children: %.0f jobs "
+             "per tree; sample = one tree; note: median ms per tree",
+             ph->fib_jobs);
+    w.title = title;
+    w.detail = detail;
+    w.op = "job";
+    w.sample = "tree";
+    w.note_head = "median ms";
+    w.rounds = ph->size->rounds;
+    row rows[5];
+    add_rows(&w, ph, rows, j2_round, "kiln kiln_run+kiln_wait", "OpenMP task+taskwait", NULL,
+             "oneTBB task_group run+wait");
+    rows[4] = (row){ ph, IMPL_SEQ, 0 };
+    bench_add_entry(&w, "sequential (reference)", j2_round, &rows[4]);
+    ctx_snapshot before, after;
+    snapshot(ph->rt, &before);
+    bench_run(&w);
+    snapshot(ph->rt, &after);
+    for (int i = 0; i < w.count; i++)
+        if (!w.entries[i].skip[0])
+            snprintf(w.entries[i].note, sizeof w.entries[i].note, "%.1f",
+                     median_round_ms(&w.entries[i].series));
+    bench_print(&w);
+    print_ctx_delta(&before, &after, w.rounds);
+    bench_workload_free(&w);
+}
+
+static void run_j3(phase *ph, size_t n, size_t grain, int passes) {
+    bench_workload w = { 0 };
+    char title[80], detail[240];
+    ph->n = n;
+    ph->grain = grain;
+    ph->passes = passes;
+    ph->expect = 0;
+    for (size_t i = 0; i < n; i++) ph->expect += (int64_t)ph->data[i];
+    snprintf(title, sizeof title, "J3 parallel_for, grain %zu (T=%d threads)", grain, ph->threads);
+    snprintf(detail, sizeof detail,
+             "sum of %zu floats, ranges of at most %zu elements, each range's sum added to its "
+             "thread's slot, total checked; sample = one call; note: threads that ran ranges",
+             n, grain);
+    w.title = title;
+    w.detail = detail;
+    w.op = "elem";
+    w.sample = "call";
+    w.note_head = "threads used";
+    w.rounds = ph->size->rounds;
+    row rows[4];
+    add_rows(&w, ph, rows, j3_round, "kiln kiln_parallel_for", "OpenMP for dynamic,grain",
+             "OpenMP for static", "oneTBB parallel_for simple");
+    ctx_snapshot before, after;
+    snapshot(ph->rt, &before);
+    bench_run(&w);
+    snapshot(ph->rt, &after);
+    for (int i = 0, k = 0; i < w.count; i++)
+        if (!w.entries[i].skip[0]) {
+            snprintf(w.entries[i].note, sizeof w.entries[i].note, "%d", rows[k].threads_seen);
+            k++;
+        }
+    bench_print(&w);
+    print_ctx_delta(&before, &after, w.rounds);
+    bench_workload_free(&w);
+}
+
+static void phase_open(phase *ph, int threads, const run_size *size, const float *data) {
+    memset(ph, 0, sizeof *ph);
+    ph->threads = threads;
+    ph->size = size;
+    ph->data = data;
+    kiln_desc desc = { .worker_count = threads == 1 ? KILN_NO_WORKERS : (uint32_t)(threads - 1) };
+    ph->rt = kiln_create(&desc);
+    ph->ctx = ph->rt ? kiln_attach(ph->rt) : NULL;
+    if (!ph->ctx) bench_die("kiln_create/kiln_attach failed (T=%d)", threads);
+    ph->stamps = malloc(((size_t)size->j1_batches + 1) * sizeof *ph->stamps);
+    if (!ph->stamps) bench_die("out of memory for J1's stamps");
+#ifdef BENCH_HAVE_TBB
+    if (!kiln_only) ph->tbb = jb_tbb_open(threads, ph->tbb_skip, sizeof ph->tbb_skip);
+#else
+    snprintf(ph->tbb_skip, sizeof ph->tbb_skip,
+             "oneTBB not found at configure time (dependency('tbb'))");
+#endif
+    kiln_stats st;
+    kiln_stats_get(ph->rt, &st);
+    printf("\n######## T = %d threads%s: kiln %u workers + the main thread (%u contexts)",
+           threads, threads > cpus ? " (oversubscribed)" : "",
+           threads == 1 ? 0 : (unsigned)(threads - 1), st.contexts);
+#ifdef BENCH_HAVE_OPENMP
+    if (!kiln_only) {
+        int team = 0;
+#pragma omp parallel num_threads(threads)
+#pragma omp single
+        team = omp_get_num_threads();
+        printf(", OpenMP team %d", team);
+    }
+#endif
+#ifdef BENCH_HAVE_TBB
+    if (ph->tbb) printf(", oneTBB arena concurrency %d", jb_tbb_concurrency(ph->tbb));
+#endif
+    printf("\n");
+    fflush(stdout);
+}
+
+static void phase_close(phase *ph) {
+#ifdef BENCH_HAVE_TBB
+    if (ph->tbb) jb_tbb_close(ph->tbb);
+#endif
+    kiln_detach(ph->ctx);
+    kiln_destroy(ph->rt);
+    free(ph->stamps);
+}
+
+/* ---- main ------------------------------------------------------------------------------ */
+
+static void usage(void) {
+    fprintf(stderr, "usage: jobs_bench [--quick] [--only j1|j2|j3] [--threads 1,2,4] [--kiln-only]\n");
+    exit(2);
+}
+
+int main(int argc, char **argv) {
+    const run_size *size = &full_run;
+    const char *only = NULL;
+    int threads[MAX_PHASES], phases = 0;
+    cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (cpus < 1) cpus = 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            size = &quick_run;
+            quick = true;
+        } else if (strcmp(argv[i], "--kiln-only") == 0) {
+            kiln_only = true;
+        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+            only = argv[++i];
+            if (strcmp(only, "j1") && strcmp(only, "j2") && strcmp(only, "j3")) usage();
+        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            for (char *p = argv[++i], *end; *p && phases < MAX_PHASES; p = *end ? end + 1 : end) {
+                long t = strtol(p, &end, 10);
+                if (end == p || t < 1 || t > 256 || (*end && *end != ',')) usage();
+                threads[phases++] = (int)t;
+            }
+        } else {
+            usage();
+        }
+    }
+    if (phases == 0) {
+        threads[phases++] = 1;
+        threads[phases++] = 2;
+        if (2 * cpus > 2) threads[phases++] = (int)(2 * cpus);
+    }
+    printf("kiln jobs_bench (%s run), %ld online CPUs; peers:", quick ? "quick" : "full", cpus);
+#ifdef BENCH_HAVE_OPENMP
+    printf(" OpenMP %d (libgomp)", _OPENMP);
+#else
+    printf(" OpenMP not found at configure time");
+#endif
+#ifdef BENCH_HAVE_TBB
+    printf(", oneTBB");
+#else
+    printf(", oneTBB not found at configure time");
+#endif
+    printf("%s\n", kiln_only ? " (all skipped: --kiln-only)" : "");
+    bench_print_load();
+
+    /* J3's input: whole numbers 1..16 as floats, from a fixed seed. */
+    size_t data_n = size->j3_n > size->j3_n_fine ? size->j3_n : size->j3_n_fine;
+    float *data = malloc(data_n * sizeof *data);
+    if (!data) bench_die("out of memory for J3's input");
+    bench_rng rng = { 0x6b696c6e4a334a33ull };
+    for (size_t i = 0; i < data_n; i++) data[i] = (float)(1 + bench_rng_next(&rng) % 16);
+
+    uint64_t t0 = bench_now_ns();
+    for (int p = 0; p < phases; p++) {
+        phase ph;
+        phase_open(&ph, threads[p], size, data);
+        if (!only || strcmp(only, "j1") == 0) run_j1(&ph);
+        if (!only || strcmp(only, "j2") == 0) {
+            ph.fib_n = threads[p] > cpus ? size->fib_n_over : size->fib_n;
+            run_j2(&ph);
+        }
+        if (!only || strcmp(only, "j3") == 0) {
+            run_j3(&ph, size->j3_n, 1024, size->j3_passes_coarse);
+            run_j3(&ph, size->j3_n_fine, 1, size->j3_passes_fine);
+        }
+        phase_close(&ph);
+    }
+    free(data);
+    printf("\njobs_bench: done in %.1f s\n", (double)(bench_now_ns() - t0) / 1e9);
+    return 0;
+}
