@@ -24,7 +24,12 @@
  * one sample per round (the whole tree), median total ms in the note column, and a
  * sequential row (plain recursion) for reference; J3 ns per element, one sample per
  * parallel_for call, the number of threads that ran ranges in the note column. After
- * each table, kiln's per-context figures over that workload's kiln rounds. */
+ * each table, kiln's per-context figures over that workload's kiln rounds.
+ *
+ * Sizes of the full run (about 60 s on 2 cores, half of it the peers' slowest rows):
+ * J1 1 000 000 jobs per round; J2 fib(30) up to T = the core count, fib(25) above it
+ * (oversubscribed: libgomp's rows alone would add some 9 s there); J3 10 000 000 floats,
+ * grain 1024 four calls per round, grain 1 one call. 5 rounds after a warm-up round. */
 #define _GNU_SOURCE
 #include <kiln/kiln.h>
 
@@ -61,8 +66,8 @@ void  jb_tbb_sum(void *handle, const float *data, size_t n, size_t grain);
 typedef struct run_size {
     int    rounds;           /* measured rounds per workload, after one warm-up round */
     int    j1_batches;       /* batches of J1_BATCH empty jobs per round */
-    int    fib_n;            /* J2 at up to fib_big_threads threads */
-    int    fib_n_over;       /* J2 above the core count (oversubscribed) */
+    int    fib_n;            /* J2 with T up to the core count */
+    int    fib_n_over;       /* J2 with T above it (oversubscribed) */
     size_t j3_n;             /* floats summed per parallel_for call */
     int    j3_passes_coarse; /* parallel_for calls per round, grain 1024 */
     int    j3_passes_fine;   /* parallel_for calls per round, grain 1 */
@@ -396,7 +401,8 @@ static void snapshot(kiln_runtime *rt, ctx_snapshot *snap) {
 
 /* kiln's per-context figures between two snapshots (the warm-up round included). */
 static void print_ctx_delta(const ctx_snapshot *before, const ctx_snapshot *after, int rounds) {
-    printf("kiln per context over its %d rounds (warm-up included):\n", rounds + 1);
+    printf("kiln per context over its %d rounds (warm-up included; asleep: over the whole "
+           "workload, the peers' rounds too):\n", rounds + 1);
     printf("  %-4s %-7s %14s %12s %8s %14s %10s\n", "ctx", "kind", "jobs run", "stolen", "stolen%",
            "steal misses", "asleep ms");
     uint64_t run_total = 0;
@@ -532,7 +538,7 @@ static void run_j2(phase *ph) {
 
 static void run_j3(phase *ph, size_t n, size_t grain, int passes) {
     bench_workload w = { 0 };
-    char title[80], detail[240];
+    char title[80], detail[400];
     ph->n = n;
     ph->grain = grain;
     ph->passes = passes;
@@ -541,8 +547,10 @@ static void run_j3(phase *ph, size_t n, size_t grain, int passes) {
     snprintf(title, sizeof title, "J3 parallel_for, grain %zu (T=%d threads)", grain, ph->threads);
     snprintf(detail, sizeof detail,
              "sum of %zu floats, ranges of at most %zu elements, each range's sum added to its "
-             "thread's slot, total checked; sample = one call; note: threads that ran ranges",
-             n, grain);
+             "thread's slot, total checked; sample = one call; note: threads that ran ranges\n"
+             "OpenMP dynamic: schedule(dynamic, 1) over ranges of %zu elements, i.e. "
+             "schedule(dynamic, %zu) over elements; static: schedule(static) over the same ranges",
+             n, grain, grain, grain);
     w.title = title;
     w.detail = detail;
     w.op = "elem";

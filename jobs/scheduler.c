@@ -90,7 +90,9 @@ static void run_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task);
 
 void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q) {
     /* Its own tasks only, never stolen ones: a stolen frame job would allocate from the
-     * frame arena that the detaching context deletes next, under its parent's feet. */
+     * frame arena that the detaching context deletes next, under its parent's feet. Nor
+     * may the jobs it runs now steal when they wait. */
+    q->steals = false;
     kiln_task task;
     while (take_pinned(q, &task) || kiln_deque_take(&q->deques[KILN_DEQUE_HIGH], &task) ||
            kiln_deque_take(&q->deques[KILN_DEQUE_NORMAL], &task) ||
@@ -201,10 +203,17 @@ static bool steal(kiln_job_system *sys, kiln_job_queue *q, int priority, kiln_ta
     q->rng ^= q->rng << 13;
     q->rng ^= q->rng >> 7;
     q->rng ^= q->rng << 17;
-    uint32_t start = (uint32_t)(q->rng % limit);
-    for (uint32_t i = 0; i < limit; i++) {
-        kiln_job_queue *victim = kiln_load_acquire(&sys->queues[(start + i) % limit]);
+    /* No division on this path (two divs were a fifth of a thief's time): the start is
+     * the rng's top 32 bits scaled to [0, limit), and the index wraps by a comparison. */
+    uint32_t start = (uint32_t)(((q->rng >> 32) * limit) >> 32);
+    for (uint32_t i = 0, index = start; i < limit; i++, index = index + 1 == limit ? 0 : index + 1) {
+        kiln_job_queue *victim = kiln_load_acquire(&sys->queues[index]);
         if (!victim || victim == q) continue;
+        /* No fence for a deque that looks empty (most of them, most of the time: the
+         * high-priority ones nearly always, and find_task tries those before every
+         * job): a stale look only misses a steal, as a lost race does, and a worker
+         * re-checks with work_visible after its fence before it sleeps. */
+        if (!kiln_deque_looks_busy(&victim->deques[priority])) continue;
         kiln_steal_result r;
         while ((r = kiln_deque_steal(&victim->deques[priority], task)) == KILN_STEAL_ABORT) {
             ck_pr_stall();   /* lost a race for a non-empty deque: try it again */
@@ -236,18 +245,47 @@ static bool find_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task, 
     return false;
 }
 
-/* Splits [begin, end) by halving down to the grain, pushing upper halves for thieves
- * (each counted like a submitted job), then runs the lowest piece here. */
-void kiln_jobs_run_range(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
-    int priority = (task->flags & KILN_TASK_HIGH) ? 1 : 0;
+static void wait_counter(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
+                         bool background);
+
+/* Halves task down to its grain, and submits the upper halves together, largest first
+ * (what thieves take first), counted on pieces: one counter write and one wake-up
+ * check (a fence) per split task instead of one per half. Not inlined: its 3.5 KiB of
+ * halves leave the stack before kiln_jobs_run_range waits (nested waits stack up). */
+static __attribute__((noinline)) void split_range(kiln_job_system *sys, kiln_job_queue *q,
+                                                  kiln_task *task, kiln_counter_state *pieces) {
+    kiln_task uppers[64];   /* halving a 64-bit range: at most 63 times */
+    size_t splits = 0;
     while (task->end - task->begin > task->grain) {
-        kiln_task upper = *task;
-        upper.begin = task->begin + (task->end - task->begin) / 2;
-        task->end = upper.begin;
-        if (upper.counter) kiln_add_relaxed(&upper.counter->pending, 1);
-        kiln_jobs_submit(sys, q, &upper, 1, priority, NULL);
+        kiln_task *upper = &uppers[splits++];
+        *upper = *task;
+        upper->begin = task->begin + (task->end - task->begin) / 2;
+        upper->counter = pieces;
+        task->end = upper->begin;
     }
+    kiln_store_relaxed(&pieces->pending, splits);   /* no other thread has seen it yet */
+    kiln_jobs_submit(sys, q, uppers, splits, (task->flags & KILN_TASK_HIGH) ? 1 : 0, NULL);
+}
+
+/* Splits [begin, end) by halving down to the grain, pushing upper halves for thieves
+ * (each counted like a submitted job), runs the lowest piece here, then waits for the
+ * upper halves. */
+void kiln_jobs_run_range(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
+    if (task->end - task->begin <= task->grain) {
+        task->fn.range((kiln_ctx *)q->owner, (size_t)task->begin, (size_t)task->end, task->arg);
+        return;
+    }
+    /* The upper halves count on a counter of this task's own, waited on here (running
+     * jobs meanwhile, as kiln_wait does): the loop's shared counter then moves once per
+     * task that splits, not once per split and once per piece. With grain 1 on two
+     * threads, that one cache line bouncing between them cost more than the pieces.
+     * Pieces of a background range sit on the background deque, which kiln_wait leaves
+     * to the workers: this wait takes them too, or two workers each waiting on pieces
+     * of their own would wait for ever. */
+    kiln_counter_state pieces = { 0, 0 };
+    split_range(sys, q, task, &pieces);
     task->fn.range((kiln_ctx *)q->owner, (size_t)task->begin, (size_t)task->end, task->arg);
+    wait_counter(sys, q, &pieces, sys->threads == 1 || (task->flags & KILN_TASK_BACKGROUND));
 }
 
 static void run_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
@@ -275,14 +313,19 @@ static void idle_pause(unsigned *idle) {
     else sched_yield();
 }
 
-void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter) {
+/* Runs tasks until the counter reads zero; background ones too when background. */
+static void wait_counter(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
+                         bool background) {
     unsigned idle = 0;
-    /* Background jobs only where no worker would ever take them. */
-    bool background = sys->threads == 1;
     while (kiln_load_acquire(&counter->pending) != 0) {
         if (kiln_jobs_run_one(sys, q, background)) idle = 0;
         else idle_pause(&idle);
     }
+}
+
+void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter) {
+    /* Background jobs only where no worker would ever take them. */
+    wait_counter(sys, q, counter, sys->threads == 1);
 }
 
 /* Every completed count first, then every submitted count (see the header). */
@@ -344,7 +387,11 @@ void kiln_jobs_worker_loop(kiln_job_system *sys, kiln_job_queue *q) {
         if (kiln_jobs_run_one(sys, q, true)) {
             idle = 0;
         } else if (++idle < KILN_IDLE_SPINS) {
-            ck_pr_stall();
+            /* Every 8th round past the 64th, give the core away: oversubscribed (more
+             * threads than cores), a thread holding a stolen job, or the waiter, may be
+             * waiting for one, and spinning here would keep it off for a time slice. */
+            if (idle < 64 || idle % 8 != 0) ck_pr_stall();
+            else sched_yield();
         } else {
             sleep_once(sys, q);
             idle = 0;

@@ -91,7 +91,8 @@ KILN_INTERNAL bool kiln_jobs_run_one(kiln_job_system *sys, kiln_job_queue *q, bo
 /* Owner of q: runs tasks until the counter reads zero. */
 KILN_INTERNAL void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter);
 
-/* Owner of q: runs a range task's splitting loop in place (parallel_for's root). */
+/* Owner of q: runs a range task's splitting loop in place (parallel_for's root), and
+ * returns when every piece of it is done (the pieces count on a counter of its own). */
 KILN_INTERNAL void kiln_jobs_run_range(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task);
 
 /* Owner of q: runs tasks until every frame job submitted so far has finished. */
