@@ -37,6 +37,7 @@
 #define kiln_add_seq_cst(p, v) atomic_fetch_add_explicit((p), (v), memory_order_seq_cst)
 #define kiln_sub_seq_cst(p, v) atomic_fetch_sub_explicit((p), (v), memory_order_seq_cst)
 #define kiln_load_seq_cst(p)   atomic_load_explicit((p), memory_order_seq_cst)
+#define kiln_store_seq_cst(p, v) atomic_store_explicit((p), (v), memory_order_seq_cst)
 
 /* A counter written by one thread and read by others: a relaxed load and store, no
  * read-modify-write (a plain mov on x86), so the owner's update costs nothing more

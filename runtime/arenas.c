@@ -59,6 +59,9 @@ void kiln_arena_reset(kiln_arena *arena) {
     /* A thread that resets its own frame arena keeps a clock of its own: from now on it
      * runs only its own jobs, never another thread's frame job, whose frame memory
      * would otherwise live in this arena and vanish at this thread's boundary. */
-    if (owner && kiln_load_relaxed(&owner->rt->driver) != owner) owner->queue.steals = false;
+    if (owner && kiln_load_relaxed(&owner->rt->driver) != owner) {
+        owner->queue.steals = false;
+        kiln_handles_quiescent(owner);   /* its frame boundary: it keeps no get pointer */
+    }
     kiln_arena_reset_all(arena);
 }

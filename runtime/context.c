@@ -45,6 +45,9 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
         return NULL;
     }
     for (int i = 0; i <= KILN_MAX_POOLS; i++) kiln_pool_cache_unbind(&ctx->pool_caches[i]);
+    kiln_handle_caches_init(ctx->handle_caches, KILN_MAX_HANDLE_TABLES);
+    /* Attaching is a quiescent point: the new thread holds no pointer from a get. */
+    kiln_store_seq_cst(&ctx->quiescent_epoch, kiln_load_seq_cst(&rt->handle_epoch));
     ctx->id = id;
     ctx->rt = rt;
     ctx->is_worker = is_worker;
@@ -105,6 +108,7 @@ static void context_release(kiln_ctx *ctx) {
     }
     kiln_job_queue_retire(&rt->jobs, &ctx->queue);   /* runs what it still holds */
     kiln_ctx_flush_pools(ctx);   /* cached objects go back to the depots, not lost */
+    kiln_ctx_flush_handles(ctx); /* and cached slots to their tables */
     /* Off the context list before its frame arena goes: kiln_stats_contexts reads the
      * frame arena of every listed context (under registry_lock). */
     pthread_mutex_lock(&rt->registry_lock);

@@ -57,5 +57,6 @@ void kiln_frame_end(kiln_ctx *ctx) {
     for (uint32_t i = 0; i < rt->workers_started; i++)
         kiln_arena_reset_all(rt->workers[i]->frame_arena);
     kiln_arena_reset_all(ctx->frame_arena);
+    kiln_handles_frame_end(rt, ctx);   /* slots freed before now may be reused */
     rt->frame_open = false;
 }

@@ -46,6 +46,8 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     pthread_mutex_init(&rt->registry_lock, NULL);
     kiln_job_system_init(&rt->jobs, d.worker_count, rt->log);
     rt->next_ctx_id = 1;
+    kiln_store_relaxed(&rt->handle_epoch, 1);
+    kiln_store_relaxed(&rt->handle_safe_epoch, 1);
     rt->magic = KILN_RUNTIME_MAGIC;
     if (!kiln_workers_start(rt)) {   /* logged */
         kiln_destroy(rt);
@@ -65,6 +67,7 @@ void kiln_destroy(kiln_runtime *rt) {
         kiln_detach(ctx);
     }
     kiln_runtime_pools_fini(rt);
+    kiln_runtime_handles_fini(rt);
     while (rt->arenas) {
         kiln_arena *arena = rt->arenas;
         kiln_arena_stats stats;

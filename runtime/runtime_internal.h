@@ -12,6 +12,7 @@
 #include "../base/atomics.h"
 #include "../base/log.h"
 #include "../jobs/scheduler.h"
+#include "handles.h"
 
 #define KILN_RUNTIME_MAGIC 0x6b696c6e52554e54ull   /* "kilnRUNT" */
 #define KILN_CTX_MAGIC     0x6b696c6e43545854ull   /* "kilnCTXT" */
@@ -36,6 +37,11 @@ struct kiln_ctx {
     pthread_t        thread;       /* workers: the thread running it */
     kiln_pool_cache  pool_caches[KILN_MAX_POOLS + 1];  /* by pool index; this thread's; the
                                                           last is never bound (destroyed pools) */
+    /* Handle tables: this thread's cache of free slots per table, and (for a thread
+     * outside the frame clock) the reclaim epoch at its last quiescent point, stored
+     * by this thread (seq_cst), read by the driver at frame end. */
+    _Atomic uint64_t  quiescent_epoch;
+    kiln_handle_cache handle_caches[KILN_MAX_HANDLE_TABLES];
 };
 
 struct kiln_runtime {
@@ -66,6 +72,14 @@ struct kiln_runtime {
     kiln_pool       *dead_pools;    /* destroyed pools, kept (figures, refusals) until destroy */
     uint32_t         pool_count;    /* live pools */
     uint64_t         pool_serial;   /* last serial handed out; never reused */
+
+    /* Handle tables (runtime/handles.c). The epochs: see runtime/handles.h. */
+    kiln_handles    *handle_tables[KILN_MAX_HANDLE_TABLES];  /* live tables by slot; registry_lock */
+    kiln_handles    *dead_handle_tables;   /* destroyed, kept until kiln_destroy */
+    _Atomic uint32_t handle_table_count;   /* live tables; changed under registry_lock */
+    _Atomic uint64_t handle_epoch;         /* frame ends so far + 1; bumped by the driver */
+    _Atomic uint64_t handle_safe_epoch;    /* slots freed before this epoch are reusable */
+    uint32_t         reclaim_stalled_frames;  /* driver only: frame ends with safe held back */
 };
 
 /* A new context (a worker's when is_worker). NULL on failure, logged. Any thread. */

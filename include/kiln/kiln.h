@@ -10,6 +10,7 @@
 #include <kiln/core.h>
 #include <kiln/memory.h>
 #include <kiln/pool.h>
+#include <kiln/handles.h>
 #include <kiln/jobs.h>
 #include <kiln/stats.h>
 

@@ -1,0 +1,176 @@
+/* kiln/handles.h — generational handle tables: references that stay safe across threads.
+ *
+ * A table stores items of one size inline in slots that never move. A handle names a
+ * slot and the generation the slot had when the item was made; freeing the item bumps
+ * the generation, so every copy of the handle, on every thread, goes stale at once.
+ *
+ *   kiln_handles *enemies = kiln_handles_create(rt, &(kiln_handles_desc){
+ *       .name = "enemies", .item_size = sizeof(struct enemy) });
+ *   struct enemy *e;
+ *   kiln_handle h = kiln_handle_alloc(ctx, enemies, (void **)&e);   // e is zeroed
+ *   ...
+ *   struct enemy *target = kiln_handle_get(enemies, h);   // any thread; NULL once freed
+ *   kiln_handle_free(ctx, enemies, h);                    // false if already stale
+ *
+ * Or typed, so the compiler rejects a bullet handle where an enemy handle is expected:
+ *   KILN_HANDLE_TYPE(enemy, struct enemy)
+ *   enemy_table t = enemy_table_create(rt, "enemies", 20000);
+ *   struct enemy *e; enemy_handle h = enemy_alloc(ctx, t, &e);
+ *   e = enemy_get(t, h); enemy_free(ctx, t, h);
+ *
+ * How long a pointer from kiln_handle_get stays valid (the reuse rule):
+ *   A freed slot is reused only after
+ *     1. the next kiln_frame_end (every frame job has finished: jobs and the driving
+ *        thread may keep pointers until the end of the frame), and
+ *     2. every other attached thread — one that runs outside the frame clock, such as a
+ *        render or IO thread — has passed a quiescent point after the free. Its
+ *        quiescent points are kiln_handles_quiescent(ctx), the reset of its own frame
+ *        arena (kiln_arena_reset(kiln_frame_arena(ctx)), its frame boundary) and
+ *        kiln_detach. Such a thread keeps a pointer only until its next quiescent point.
+ *   Background jobs (kiln_run_ex with .background) live across frames: they must not
+ *   keep a pointer from kiln_handle_get across a kiln_frame_end; copy what they need.
+ *   An attached thread that blocks for a long time without a quiescent point delays the
+ *   reuse of every freed slot (logged once as HANDLES_RECLAIM_STALLED); call
+ *   kiln_handles_quiescent before blocking.
+ *   Until reuse, the freed item's memory keeps its last contents.
+ *
+ * What a handle is: 24 bits of slot index, 8 bits of table tag (a process-wide counter
+ * cycling through 1..255 at each create), 32 bits of generation (odd while the slot is
+ * live). {0} is never valid. A handle of another table is detected by its tag (unless
+ * that table's tag is the same, 1 in 255 tables), and by the index and generation in any
+ * case; a slot whose generation would wrap is retired for good.
+ *
+ * Costs: get is wait-free — one load with acquire and a compare, no lock, no
+ * read-modify-write. alloc and free touch only the calling context's cache of the
+ * table (a short array of free slot indices) until it runs empty or full, then
+ * exchange a batch with the table under a lock taken once per batch. free also makes
+ * one compare-and-swap on the slot's generation, so that of two threads freeing the
+ * same handle exactly one succeeds. */
+#ifndef KILN_HANDLES_H
+#define KILN_HANDLES_H
+
+#include <kiln/core.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct kiln_handle { uint64_t bits; } kiln_handle;   /* bits == 0: no object */
+typedef struct kiln_handles kiln_handles;
+
+typedef struct kiln_handles_desc {
+    const char *name;          /* copied (47 bytes kept); NULL: "handles" */
+    size_t      item_size;     /* each slot holds one item of this size, zeroed on alloc;
+                                  1 byte to 1 MiB */
+    size_t      item_align;    /* a power of two up to 4096; 0: alignof(max_align_t) */
+    uint32_t    capacity;      /* most live items, up to 16777215; 0: a default of 65536 */
+} kiln_handles_desc;
+
+/* The figures of one table. Counts are exact when no thread allocates or frees
+ * meanwhile; read while others do, each figure is a recent value. */
+typedef struct kiln_handles_stats {
+    char     name[48];
+    uint64_t item_size;
+    uint64_t capacity;
+    uint64_t live;             /* allocs - frees */
+    uint64_t peak_live;        /* the most live seen at a frame end, a batch exchange or a
+                                  stats read (so it can miss a peak inside one frame) */
+    uint64_t allocs;
+    uint64_t frees;
+    uint64_t failures;         /* allocs that returned {0}: capacity reached */
+    uint64_t stale_lookups;    /* kiln_handle_get of a stale or zero handle */
+    uint64_t double_frees;     /* kiln_handle_free of a handle already freed */
+    uint64_t foreign_handles;  /* get or free of a handle of another table, or forged */
+    uint64_t retired_slots;    /* slots whose generation ran out; never used again */
+    uint64_t pending_reuse;    /* freed slots waiting for a frame end / quiescent point */
+} kiln_handles_stats;
+
+/* NULL on a bad desc (logged) or when memory runs out. The slots of the whole capacity
+ * are reserved at once (address space; pages are touched as slots are first used) and
+ * counted against memory_limit. At most 64 tables live per runtime.
+ * Concurrency: any thread, concurrently with other creates and destroys. */
+KILN_API kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *desc);
+
+/* Logs how many items are still live, then returns the slots' memory. No other thread
+ * may use the table during or after the call; later calls on it are logged and refused
+ * (its bookkeeping lives on until kiln_destroy). NULL is a no-op. */
+KILN_API void kiln_handles_destroy(kiln_handles *table);
+
+/* A handle to a new zeroed item, its address in *item (item may be NULL). {0} and
+ * *item = NULL when the table is full (counted; one warning naming the table until an
+ * alloc succeeds again). Slots freed in this frame are not reused yet, so a table
+ * can be full while live < capacity. The item is zeroed before the handle exists; what
+ * the caller writes into it afterwards reaches other threads the way the caller
+ * publishes the handle (a release store, kiln_run, a frame boundary), as with any
+ * memory. Concurrency: the context's thread only. */
+KILN_API kiln_handle kiln_handle_alloc(kiln_ctx *ctx, kiln_handles *table, void **item);
+
+/* The item, or NULL for a stale, freed, zero, forged or foreign handle (stale and
+ * foreign lookups are counted; not logged: looking up a stale handle is normal use).
+ * Concurrency: any thread, wait-free. The pointer is valid under the reuse rule above. */
+KILN_API void *kiln_handle_get(kiln_handles *table, kiln_handle h);
+
+/* Frees the item: h is stale at once for every thread. false, logged and counted, for a
+ * handle already freed (HANDLE_DOUBLE_FREE), a zero, forged or foreign one.
+ * Concurrency: any thread, whoever allocated it, with its own context. */
+KILN_API bool kiln_handle_free(kiln_ctx *ctx, kiln_handles *table, kiln_handle h);
+
+/* A quiescent point of the calling thread: it holds no pointer from kiln_handle_get
+ * now. For attached threads outside the frame clock (see the reuse rule); harmless on
+ * any other. Cheap: one store and a fence. Concurrency: the context's thread only. */
+KILN_API void kiln_handles_quiescent(kiln_ctx *ctx);
+
+/* Copies the figures of up to cap live tables (in slot order) and returns how many
+ * tables are live, which may exceed cap. out may be NULL when cap is 0. Any thread. */
+KILN_API size_t kiln_stats_handles(kiln_runtime *rt, kiln_handles_stats *out, size_t cap);
+
+/* The figures of one table (a destroyed one too, until kiln_destroy). false for bad
+ * input. Any thread. */
+KILN_API bool kiln_handles_stats_get(kiln_handles *table, kiln_handles_stats *out);
+
+/* The parts of a handle, for logs and debug overlays. */
+static inline uint32_t kiln_handle_index(kiln_handle h) { return (uint32_t)(h.bits & 0xffffffu); }
+static inline uint32_t kiln_handle_generation(kiln_handle h) { return (uint32_t)(h.bits >> 32); }
+static inline bool kiln_handle_is_null(kiln_handle h) { return h.bits == 0; }
+static inline bool kiln_handle_equal(kiln_handle a, kiln_handle b) { return a.bits == b.bits; }
+
+#ifdef __cplusplus
+#  define KILN_ALIGNOF(T) alignof(T)
+#else
+#  define KILN_ALIGNOF(T) _Alignof(T)
+#endif
+
+/* KILN_HANDLE_TYPE(name, T) declares a typed table and a typed handle for items of type
+ * T: name##_table, name##_handle, and inline name##_table_create(rt, label, capacity),
+ * name##_table_destroy(t), name##_alloc(ctx, t, T **item), name##_get(t, h),
+ * name##_free(ctx, t, h), name##_handle_is_null(h). Handles of two typed tables are
+ * distinct struct types, so passing one where the other is expected does not compile. */
+#define KILN_HANDLE_TYPE(name, T)                                                         \
+    typedef struct name##_handle { kiln_handle raw; } name##_handle;                      \
+    typedef struct name##_table { kiln_handles *raw; } name##_table;                      \
+    static inline name##_table name##_table_create(kiln_runtime *rt, const char *label,   \
+                                                   uint32_t capacity) {                   \
+        kiln_handles_desc desc = { label, sizeof(T), KILN_ALIGNOF(T), capacity };             \
+        name##_table t = { kiln_handles_create(rt, &desc) };                              \
+        return t;                                                                         \
+    }                                                                                     \
+    static inline void name##_table_destroy(name##_table t) { kiln_handles_destroy(t.raw); } \
+    static inline name##_handle name##_alloc(kiln_ctx *ctx, name##_table t, T **item) {   \
+        void *p = 0;                                                                      \
+        name##_handle h = { kiln_handle_alloc(ctx, t.raw, &p) };                          \
+        if (item) *item = (T *)p;                                                         \
+        return h;                                                                         \
+    }                                                                                     \
+    static inline T *name##_get(name##_table t, name##_handle h) {                        \
+        return (T *)kiln_handle_get(t.raw, h.raw);                                        \
+    }                                                                                     \
+    static inline bool name##_free(kiln_ctx *ctx, name##_table t, name##_handle h) {      \
+        return kiln_handle_free(ctx, t.raw, h.raw);                                       \
+    }                                                                                     \
+    static inline bool name##_handle_is_null(name##_handle h) { return h.raw.bits == 0; }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KILN_HANDLES_H */

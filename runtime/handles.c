@@ -1,0 +1,553 @@
+/* runtime/handles.c — generational handle tables: create and destroy, the wait-free get,
+ * alloc and free through each context's cache of free slots, the deferred reuse of freed
+ * slots (the reclaim epoch, advanced at frame end), and the tables' statistics.
+ * The layout and the ownership of every field: runtime/handles.h. */
+#include "runtime_internal.h"
+
+#include "../alloc/os.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Process-wide, so that a table of another runtime has another tag and a cache never
+ * matches a table it was not bound to. Relaxed: only uniqueness matters. */
+static _Atomic uint32_t next_tag;
+static _Atomic uint64_t next_serial;
+
+#define HANDLES_DEFAULT_CAPACITY  65536u
+#define HANDLES_MAX_ITEM          ((size_t)1 << 20)
+#define HANDLES_MAX_ALIGN         4096u
+/* Frame ends with the reclaim held back by an outside thread before it is logged. */
+#define HANDLES_STALL_WARN_FRAMES 120u
+
+static inline kiln_handle make_handle(const kiln_handles *table, uint32_t index, uint32_t gen) {
+    return (kiln_handle){ (uint64_t)gen << 32 | table->tag_bits | index };
+}
+
+static inline void *item_of(const kiln_handles *table, kiln_handle_slot *slot) {
+    return (char *)slot + table->header;
+}
+
+/* ---------- create and destroy ---------- */
+
+static bool desc_valid(kiln_runtime *rt, const kiln_handles_desc *desc, const char *name) {
+    const char *bad = NULL;
+    if (desc->item_size == 0 || desc->item_size > HANDLES_MAX_ITEM)
+        bad = "item_size must be 1 byte to 1 MiB";
+    else if (desc->item_align && (!kiln_is_pow2(desc->item_align) || desc->item_align > HANDLES_MAX_ALIGN))
+        bad = "item_align must be a power of two up to 4096";
+    else if (desc->capacity > KILN_HANDLES_MAX_CAPACITY)
+        bad = "capacity must be at most 16777215";
+    if (bad)
+        kiln_log_misuse(&rt->log, "HANDLES_BAD_DESC",
+                        "kiln_handles_create: table '%s': %s (item_size %zu, item_align %zu, "
+                        "capacity %u)", name, bad, desc->item_size, desc->item_align, desc->capacity);
+    return bad == NULL;
+}
+
+/* Fills the read-only layout and maps the slots. false when the block pool refuses. */
+static bool table_init(kiln_runtime *rt, kiln_handles *table, const kiln_handles_desc *desc,
+                       const char *name, uint32_t index) {
+    size_t align = desc->item_align ? desc->item_align : _Alignof(max_align_t);
+    if (align < sizeof(kiln_handle_slot)) align = sizeof(kiln_handle_slot);
+    table->header = kiln_align_up(sizeof(kiln_handle_slot), align);
+    table->stride = kiln_align_up(table->header + desc->item_size, align);
+    table->capacity = desc->capacity ? desc->capacity : HANDLES_DEFAULT_CAPACITY;
+    table->capacity_asked = table->capacity;
+    table->item_size = desc->item_size;
+    table->map_bytes = table->stride * table->capacity;
+    size_t map_align = align > kiln_os_page_size() ? align : kiln_os_page_size();
+    table->slots = kiln_block_pool_map_large(&rt->pool, table->map_bytes, map_align);
+    if (!table->slots) return false;   /* the block pool logged the refusal */
+    snprintf(table->name, sizeof table->name, "%s", name);
+    table->tag_bits = (kiln_add_relaxed(&next_tag, 1) % 255u + 1u) << KILN_HANDLE_TAG_SHIFT;
+    table->serial = kiln_add_relaxed(&next_serial, 1) + 1;
+    table->index = index;
+    table->gen_max = UINT32_MAX;
+    table->owner = rt;
+    table->log = rt->log;
+    table->limbo_head = table->limbo_tail = KILN_HANDLE_NO_SLOT;
+    pthread_mutex_init(&table->lock, NULL);
+    return true;
+}
+
+kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *desc) {
+    if (!kiln_runtime_check(rt, "kiln_handles_create")) return NULL;
+    if (!desc) {
+        kiln_log_misuse(&rt->log, "HANDLES_NULL_DESC", "kiln_handles_create: desc is NULL");
+        return NULL;
+    }
+    const char *name = desc->name ? desc->name : "handles";
+    if (!desc_valid(rt, desc, name)) return NULL;
+    kiln_handles *table = aligned_alloc(KILN_CACHE_LINE, kiln_align_up(sizeof *table, KILN_CACHE_LINE));
+    if (!table) {
+        kiln_log(&rt->log, KILN_LOG_ERROR, "HANDLES_OUT_OF_MEMORY",
+                 "kiln_handles_create: no memory for table '%s'", name);
+        return NULL;
+    }
+    memset(table, 0, sizeof *table);
+    pthread_mutex_lock(&rt->registry_lock);
+    int slot = -1;
+    for (int i = 0; i < KILN_MAX_HANDLE_TABLES && slot < 0; i++)
+        if (!rt->handle_tables[i]) slot = i;
+    bool made = slot >= 0 && table_init(rt, table, desc, name, (uint32_t)slot);
+    if (made) {
+        rt->handle_tables[slot] = table;
+        kiln_store_relaxed(&rt->handle_table_count, kiln_load_relaxed(&rt->handle_table_count) + 1);
+    }
+    pthread_mutex_unlock(&rt->registry_lock);
+    if (slot < 0)
+        kiln_log_misuse(&rt->log, "HANDLES_TOO_MANY", "kiln_handles_create: table '%s': all %d "
+                        "table slots are in use", name, KILN_MAX_HANDLE_TABLES);
+    if (!made) free(table);
+    return made ? table : NULL;
+}
+
+/* Under registry_lock: sums the counters of every context's cache bound to table. */
+static void tally_caches(kiln_handles *table, uint64_t *allocs, uint64_t *frees, uint64_t *freed) {
+    *allocs = kiln_load_relaxed(&table->folded_allocs);
+    *frees = kiln_load_relaxed(&table->folded_frees);
+    *freed = 0;
+    for (kiln_ctx *ctx = table->owner->contexts; ctx; ctx = ctx->next) {
+        kiln_handle_cache *cache = &ctx->handle_caches[table->index];
+        if (kiln_load_relaxed(&cache->serial) != table->serial) continue;
+        *allocs += kiln_load_relaxed(&cache->allocs);
+        *frees += kiln_load_relaxed(&cache->frees);
+        *freed += kiln_load_relaxed(&cache->freed_count);
+    }
+}
+
+static bool table_destroyed(kiln_handles *table, const char *function) {
+    if (kiln_likely(table->serial != 0)) return false;
+    kiln_log_misuse(&table->log, "HANDLES_DESTROYED",
+                    "%s: table '%s' has been destroyed; refused", function, table->name);
+    return true;
+}
+
+void kiln_handles_destroy(kiln_handles *table) {
+    if (!table || table_destroyed(table, "kiln_handles_destroy")) return;
+    kiln_runtime *rt = table->owner;
+    pthread_mutex_lock(&rt->registry_lock);
+    uint64_t allocs, frees, freed;
+    tally_caches(table, &allocs, &frees, &freed);
+    if (allocs != frees)
+        kiln_log(&rt->log, KILN_LOG_WARN, "HANDLES_ITEMS_LIVE",
+                 "kiln_handles_destroy: table '%s' still has %llu live items; their memory is "
+                 "returned now", table->name, (unsigned long long)(allocs - frees));
+    /* No thread may use the table now (the contract): every cache can be folded and
+     * unbound, and the slots returned. get, alloc and free through a stale pointer then
+     * meet serial 0 and capacity 0 and are refused. */
+    for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {
+        kiln_handle_cache *cache = &ctx->handle_caches[table->index];
+        if (kiln_load_relaxed(&cache->serial) != table->serial) continue;
+        kiln_store_relaxed(&cache->serial, 0);
+    }
+    kiln_store_relaxed(&table->folded_allocs, allocs);
+    kiln_store_relaxed(&table->folded_frees, frees);
+    kiln_store_relaxed(&table->limbo_count, 0);
+    kiln_block_pool_unmap_large(&rt->pool, table->slots, table->map_bytes);
+    table->slots = NULL;
+    table->capacity = 0;
+    table->serial = 0;
+    rt->handle_tables[table->index] = NULL;
+    kiln_store_relaxed(&rt->handle_table_count, kiln_load_relaxed(&rt->handle_table_count) - 1);
+    table->dead_next = rt->dead_handle_tables;
+    rt->dead_handle_tables = table;
+    pthread_mutex_unlock(&rt->registry_lock);
+    pthread_mutex_destroy(&table->lock);
+}
+
+void kiln_runtime_handles_fini(kiln_runtime *rt) {
+    for (int i = 0; i < KILN_MAX_HANDLE_TABLES; i++) {
+        kiln_handles *table = rt->handle_tables[i];
+        if (!table) continue;
+        kiln_log(&rt->log, KILN_LOG_WARN, "HANDLES_STILL_ALIVE",
+                 "kiln_destroy: handle table '%s' is still alive; destroying it", table->name);
+        kiln_handles_destroy(table);
+    }
+    for (kiln_handles *table = rt->dead_handle_tables, *next; table; table = next) {
+        next = table->dead_next;
+        free(table);
+    }
+    rt->dead_handle_tables = NULL;
+}
+
+void kiln_handles_set_generation_limit(kiln_handles *table, uint32_t max_generation) {
+    table->gen_max = max_generation | 1u;
+}
+
+/* ---------- get ---------- */
+
+/* Why a lookup missed, counted; never logged (a stale lookup is normal use). */
+static KILN_COLD void *get_miss(kiln_handles *table, kiln_handle h) {
+    if (!table) {
+        kiln_log_misuse(NULL, "HANDLES_NULL", "kiln_handle_get: the table is NULL");
+        return NULL;
+    }
+    if (table_destroyed(table, "kiln_handle_get")) return NULL;
+    uint32_t index = kiln_handle_index(h);
+    bool ours = h.bits == 0 ||
+                ((h.bits & ~(uint64_t)KILN_HANDLE_INDEX_MASK & 0xffffffffu) == table->tag_bits &&
+                 index < table->capacity && (kiln_handle_generation(h) & 1u));
+    if (ours) kiln_add_relaxed(&table->stale[index % KILN_HANDLES_STALE_STRIPES].count, 1);
+    else kiln_add_relaxed(&table->foreign, 1);
+    return NULL;
+}
+
+void *kiln_handle_get(kiln_handles *table, kiln_handle h) {
+    uint32_t index = kiln_handle_index(h);
+    uint32_t gen = kiln_handle_generation(h);
+    if (kiln_likely(table && (uint32_t)h.bits - index == table->tag_bits && index < table->capacity)) {
+        kiln_handle_slot *slot = kiln_handle_slot_at(table, index);
+        /* acquire: pairs with alloc's release store, so the zeroed item and whatever the
+         * allocating thread wrote before publishing the handle are visible. The parity
+         * test refuses a forged even generation that would match a freed slot. */
+        if (kiln_likely(kiln_load_acquire(&slot->gen) == gen && (gen & 1u)))
+            return item_of(table, slot);
+    }
+    return get_miss(table, h);
+}
+
+/* ---------- the per-context cache ---------- */
+
+void kiln_handle_caches_init(kiln_handle_cache *caches, size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        kiln_store_relaxed(&caches[i].serial, 0);
+        kiln_store_relaxed(&caches[i].ready_count, 0);
+        kiln_store_relaxed(&caches[i].freed_count, 0);
+    }
+}
+
+/* Under the table's lock: appends n slots to the limbo list (oldest first out). */
+static void limbo_append(kiln_handles *table, const uint32_t *indices, uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) {
+        kiln_handle_slot *slot = kiln_handle_slot_at(table, indices[i]);
+        slot->next = KILN_HANDLE_NO_SLOT;
+        if (table->limbo_tail == KILN_HANDLE_NO_SLOT) table->limbo_head = indices[i];
+        else kiln_handle_slot_at(table, table->limbo_tail)->next = indices[i];
+        table->limbo_tail = indices[i];
+    }
+    kiln_store_relaxed(&table->limbo_count, kiln_load_relaxed(&table->limbo_count) + n);
+}
+
+/* Under the table's lock: gives the cache's freed slots to the table. */
+static void cache_give_freed(kiln_handles *table, kiln_handle_cache *cache) {
+    uint32_t n = kiln_load_relaxed(&cache->freed_count);
+    limbo_append(table, cache->freed, n);
+    kiln_store_relaxed(&cache->freed_count, 0);
+}
+
+/* Whether a slot freed at epoch freed_epoch may be handed out, given the safe epoch
+ * (truncated to 32 bits; the difference is what counts, so wrapping is harmless). */
+static inline bool slot_reusable(const kiln_handle_slot *slot, uint64_t safe) {
+    return (int32_t)(slot->freed_epoch - (uint32_t)safe) < 0;
+}
+
+/* Under the table's lock: fills the (empty) cache's ready list, reusable limbo slots first (FIFO:
+ * the longest-freed first), then never-used ones. */
+static void cache_take_ready(kiln_handles *table, kiln_handle_cache *cache) {
+    /* acquire: pairs with the frame end's release of the safe epoch, so every read of an
+     * item through an old handle happens before this context zeroes the item. */
+    uint64_t safe = kiln_load_acquire(&table->owner->handle_safe_epoch);
+    uint32_t taken[KILN_HANDLES_BATCH], k = 0, reused;
+    while (k < KILN_HANDLES_BATCH && table->limbo_head != KILN_HANDLE_NO_SLOT) {
+        kiln_handle_slot *slot = kiln_handle_slot_at(table, table->limbo_head);
+        if (!slot_reusable(slot, safe)) break;
+        taken[k++] = table->limbo_head;
+        table->limbo_head = slot->next;
+    }
+    if (table->limbo_head == KILN_HANDLE_NO_SLOT) table->limbo_tail = KILN_HANDLE_NO_SLOT;
+    reused = k;
+    kiln_store_relaxed(&table->limbo_count, kiln_load_relaxed(&table->limbo_count) - reused);
+    while (k < KILN_HANDLES_BATCH && table->fresh < table->capacity) taken[k++] = table->fresh++;
+    /* alloc pops from the top: the first taken goes there, so slots come out in order. */
+    for (uint32_t j = 0; j < k; j++) cache->ready[k - 1 - j] = taken[j];
+    kiln_store_relaxed(&cache->ready_count, k);
+}
+
+/* Binds the cache to this life of the table (after an attach, or when a new table took
+ * the slot of a destroyed one: what the cache held belonged to the old table). */
+static void cache_bind(kiln_handles *table, kiln_handle_cache *cache) {
+    kiln_store_relaxed(&cache->ready_count, 0);
+    kiln_store_relaxed(&cache->freed_count, 0);
+    kiln_store_relaxed(&cache->allocs, 0);
+    kiln_store_relaxed(&cache->frees, 0);
+    kiln_store_relaxed(&cache->serial, table->serial);
+}
+
+/* Checks that ctx and table may meet; binds the cache when it is not bound yet. */
+static bool cache_ready_for(kiln_ctx *ctx, kiln_handles *table, const char *function) {
+    if (table_destroyed(table, function)) return false;
+    if (ctx->rt != table->owner) {
+        kiln_log_misuse(&table->log, "HANDLES_WRONG_RUNTIME", "%s: table '%s' belongs to "
+                        "another runtime than context %u; refused", function, table->name, ctx->id);
+        return false;
+    }
+    kiln_handle_cache *cache = &ctx->handle_caches[table->index];
+    if (kiln_load_relaxed(&cache->serial) != table->serial) {
+        pthread_mutex_lock(&ctx->rt->registry_lock);   /* stats readers sum bound caches */
+        cache_bind(table, cache);
+        pthread_mutex_unlock(&ctx->rt->registry_lock);
+    }
+    return true;
+}
+
+/* The cache ran empty: exchange a batch with the table. false when the table is full. */
+static KILN_COLD bool cache_refill(kiln_ctx *ctx, kiln_handles *table, kiln_handle_cache *cache) {
+    if (!cache_ready_for(ctx, table, "kiln_handle_alloc")) return false;
+    pthread_mutex_lock(&table->lock);
+    cache_give_freed(table, cache);   /* so its own frees of earlier frames come back too */
+    cache_take_ready(table, cache);
+    pthread_mutex_unlock(&table->lock);
+    if (kiln_load_relaxed(&cache->ready_count) != 0) {
+        if (kiln_load_relaxed(&table->full_warned)) kiln_store_relaxed(&table->full_warned, 0);
+        return true;
+    }
+    kiln_add_relaxed(&table->failures, 1);
+    if (kiln_exchange_relaxed(&table->full_warned, 1) == 0)
+        kiln_log(&table->log, KILN_LOG_WARN, "HANDLES_FULL",
+                 "kiln_handle_alloc: table '%s' is full: capacity %u, %u freed slots wait for a "
+                 "frame end or a quiescent point, %llu retired", table->name, table->capacity,
+                 kiln_load_relaxed(&table->limbo_count),
+                 (unsigned long long)kiln_load_relaxed(&table->retired));
+    return false;
+}
+
+kiln_handle kiln_handle_alloc(kiln_ctx *ctx, kiln_handles *table, void **item) {
+    if (item) *item = NULL;
+    if (kiln_unlikely(!ctx || !table)) {
+        kiln_log_misuse(table ? &table->log : NULL, ctx ? "HANDLES_NULL" : "CONTEXT_NULL",
+                        "kiln_handle_alloc: the %s is NULL", ctx ? "table" : "context");
+        return (kiln_handle){ 0 };
+    }
+    kiln_handle_cache *cache = &ctx->handle_caches[table->index];
+    uint32_t n = kiln_load_relaxed(&cache->ready_count);
+    if (kiln_unlikely(kiln_load_relaxed(&cache->serial) != table->serial || n == 0)) {
+        if (!cache_refill(ctx, table, cache)) return (kiln_handle){ 0 };
+        n = kiln_load_relaxed(&cache->ready_count);
+    }
+    uint32_t index = cache->ready[--n];
+    kiln_store_relaxed(&cache->ready_count, n);
+    kiln_handle_slot *slot = kiln_handle_slot_at(table, index);
+    uint32_t gen = kiln_load_relaxed(&slot->gen);   /* even: free; only we hold the slot */
+    void *p = item_of(table, slot);
+    if (gen != 0) memset(p, 0, table->item_size);   /* generation 0: fresh, zero from the OS */
+    /* release: the zeroed item happens before any get that sees the new generation. */
+    kiln_store_release(&slot->gen, gen + 1);
+    kiln_owner_add(&cache->allocs, 1);
+    if (item) *item = p;
+    return make_handle(table, index, gen + 1);
+}
+
+/* ---------- free ---------- */
+
+/* Why a free was refused: logged and counted. */
+static KILN_COLD bool refuse_free(kiln_handles *table, kiln_handle h, uint32_t seen_gen, bool ours) {
+    uint32_t index = kiln_handle_index(h), gen = kiln_handle_generation(h);
+    if (!ours) {
+        kiln_add_relaxed(&table->foreign, 1);
+        kiln_log_misuse(&table->log, h.bits ? "HANDLE_FOREIGN" : "HANDLE_NULL",
+                        "kiln_handle_free: table '%s': handle 0x%016llx %s; ignored", table->name,
+                        (unsigned long long)h.bits,
+                        h.bits ? "is not a handle of this table" : "is the zero handle");
+        return false;
+    }
+    kiln_add_relaxed(&table->double_frees, 1);
+    kiln_log_misuse(&table->log, "HANDLE_DOUBLE_FREE",
+                    "kiln_handle_free: table '%s': handle 0x%016llx (slot %u, generation %u) is "
+                    "stale: %s; ignored", table->name, (unsigned long long)h.bits, index, gen,
+                    seen_gen == gen + 1 ? "it was freed already"
+                                        : "it was freed and its slot reused since");
+    return false;
+}
+
+/* The cache's freed list is full (or unbound): give the batch to the table. */
+static KILN_COLD bool cache_flush_freed(kiln_ctx *ctx, kiln_handles *table, kiln_handle_cache *cache) {
+    if (!cache_ready_for(ctx, table, "kiln_handle_free")) return false;
+    if (kiln_load_relaxed(&cache->freed_count) < KILN_HANDLES_BATCH) return true;
+    pthread_mutex_lock(&table->lock);
+    cache_give_freed(table, cache);
+    pthread_mutex_unlock(&table->lock);
+    return true;
+}
+
+bool kiln_handle_free(kiln_ctx *ctx, kiln_handles *table, kiln_handle h) {
+    if (kiln_unlikely(!ctx || !table)) {
+        kiln_log_misuse(table ? &table->log : NULL, ctx ? "HANDLES_NULL" : "CONTEXT_NULL",
+                        "kiln_handle_free: the %s is NULL", ctx ? "table" : "context");
+        return false;
+    }
+    if (kiln_unlikely(table->serial == 0)) {
+        table_destroyed(table, "kiln_handle_free");
+        return false;
+    }
+    uint32_t index = kiln_handle_index(h);
+    uint32_t gen = kiln_handle_generation(h);
+    if (kiln_unlikely((uint32_t)h.bits - index != table->tag_bits || index >= table->capacity ||
+                      !(gen & 1u)))
+        return refuse_free(table, h, 0, false);
+    kiln_handle_cache *cache = &ctx->handle_caches[table->index];
+    if (kiln_unlikely(kiln_load_relaxed(&cache->serial) != table->serial ||
+                      kiln_load_relaxed(&cache->freed_count) == KILN_HANDLES_BATCH) &&
+        !cache_flush_freed(ctx, table, cache))
+        return false;
+    kiln_handle_slot *slot = kiln_handle_slot_at(table, index);
+    /* seq_cst: of two threads freeing the same handle exactly one wins, and the stale
+     * generation comes before the epoch read below in the single total order, which the
+     * reuse rule needs (runtime/handles.h). */
+    uint32_t seen = gen;
+    if (!kiln_cas_strong_seq_cst(&slot->gen, &seen, gen + 1)) return refuse_free(table, h, seen, true);
+    kiln_owner_add(&cache->frees, 1);
+    if ((uint64_t)gen + 2 > table->gen_max) {   /* the next generation would pass the limit */
+        kiln_add_relaxed(&table->retired, 1);
+        return true;
+    }
+    slot->freed_epoch = (uint32_t)kiln_load_seq_cst(&table->owner->handle_epoch);
+    uint32_t n = kiln_load_relaxed(&cache->freed_count);
+    cache->freed[n] = index;
+    kiln_store_relaxed(&cache->freed_count, n + 1);
+    return true;
+}
+
+/* ---------- quiescence and the frame end ---------- */
+
+void kiln_handles_quiescent(kiln_ctx *ctx) {
+    if (!kiln_ctx_check(ctx, "kiln_handles_quiescent")) return;
+    /* seq_cst store, then a full fence: the epoch read here comes after the frees it
+     * covers, and no get of this thread after this point can move before the store. */
+    kiln_store_seq_cst(&ctx->quiescent_epoch, kiln_load_seq_cst(&ctx->rt->handle_epoch));
+    kiln_fence_seq_cst();
+}
+
+void kiln_ctx_flush_handles(kiln_ctx *ctx) {
+    kiln_runtime *rt = ctx->rt;
+    pthread_mutex_lock(&rt->registry_lock);
+    for (int i = 0; i < KILN_MAX_HANDLE_TABLES; i++) {
+        kiln_handles *table = rt->handle_tables[i];
+        kiln_handle_cache *cache = &ctx->handle_caches[i];
+        if (!table || kiln_load_relaxed(&cache->serial) != table->serial) continue;
+        pthread_mutex_lock(&table->lock);
+        cache_give_freed(table, cache);
+        /* Ready slots are reusable now: one epoch below the safe one marks them so. */
+        uint32_t ready = kiln_load_relaxed(&cache->ready_count);
+        uint32_t reusable_at = (uint32_t)kiln_load_acquire(&rt->handle_safe_epoch) - 1;
+        for (uint32_t r = 0; r < ready; r++) kiln_handle_slot_at(table, cache->ready[r])->freed_epoch = reusable_at;
+        limbo_append(table, cache->ready, ready);
+        pthread_mutex_unlock(&table->lock);
+        kiln_add_relaxed(&table->folded_allocs, kiln_load_relaxed(&cache->allocs));
+        kiln_add_relaxed(&table->folded_frees, kiln_load_relaxed(&cache->frees));
+        kiln_store_relaxed(&cache->ready_count, 0);
+        kiln_store_relaxed(&cache->serial, 0);
+    }
+    pthread_mutex_unlock(&rt->registry_lock);
+}
+
+/* Under registry_lock: the oldest quiescent epoch of the attached threads outside the
+ * frame clock (not workers, not the driver), and the context holding it back. */
+static uint64_t oldest_quiescent(kiln_runtime *rt, kiln_ctx *driver, uint64_t epoch, kiln_ctx **holder) {
+    uint64_t oldest = epoch;
+    *holder = NULL;
+    for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {
+        if (ctx->is_worker || ctx == driver) continue;
+        /* seq_cst: pairs with the store in kiln_handles_quiescent (runtime/handles.h). */
+        uint64_t seen = kiln_load_seq_cst(&ctx->quiescent_epoch);
+        if (seen < oldest) {
+            oldest = seen;
+            *holder = ctx;
+        }
+    }
+    return oldest;
+}
+
+/* Under registry_lock: samples the live count of every table for its peak. */
+static void sample_peaks(kiln_runtime *rt) {
+    for (int i = 0; i < KILN_MAX_HANDLE_TABLES; i++) {
+        kiln_handles *table = rt->handle_tables[i];
+        if (!table) continue;
+        uint64_t allocs, frees, freed;
+        tally_caches(table, &allocs, &frees, &freed);
+        kiln_max_relaxed_u64(&table->peak_live, allocs - frees);
+    }
+}
+
+void kiln_handles_frame_end(kiln_runtime *rt, kiln_ctx *driver) {
+    /* seq_cst: every free that read the old epoch is ordered before this bump. */
+    uint64_t epoch = kiln_add_seq_cst(&rt->handle_epoch, 1) + 1;
+    if (kiln_load_relaxed(&rt->handle_table_count) == 0) {
+        kiln_store_release(&rt->handle_safe_epoch, epoch);
+        return;
+    }
+    pthread_mutex_lock(&rt->registry_lock);
+    kiln_ctx *holder;
+    uint64_t safe = oldest_quiescent(rt, driver, epoch, &holder);
+    sample_peaks(rt);
+    pthread_mutex_unlock(&rt->registry_lock);
+    /* release: pairs with the acquire in cache_take_ready. Everything the drained frame
+     * jobs and the quiescent threads did happens before a slot is reused. */
+    kiln_store_release(&rt->handle_safe_epoch, safe);
+    if (!holder) {
+        rt->reclaim_stalled_frames = 0;
+    } else if (++rt->reclaim_stalled_frames == HANDLES_STALL_WARN_FRAMES) {
+        kiln_log(&rt->log, KILN_LOG_WARN, "HANDLES_RECLAIM_STALLED",
+                 "kiln_frame_end: context %u has passed no quiescent point for %u frames; freed "
+                 "handle slots are not reused until it calls kiln_handles_quiescent, resets its "
+                 "frame arena or detaches", holder->id, HANDLES_STALL_WARN_FRAMES);
+    }
+}
+
+/* ---------- statistics ---------- */
+
+/* Under registry_lock (tally_caches walks the contexts). */
+static void stats_read(kiln_handles *table, kiln_handles_stats *out) {
+    uint64_t allocs, frees, freed;
+    tally_caches(table, &allocs, &frees, &freed);
+    uint64_t live = allocs - frees;
+    kiln_max_relaxed_u64(&table->peak_live, live);
+    uint64_t stale = 0;
+    for (int i = 0; i < KILN_HANDLES_STALE_STRIPES; i++) stale += kiln_load_relaxed(&table->stale[i].count);
+    *out = (kiln_handles_stats){
+        .item_size = table->item_size,
+        .capacity = table->capacity_asked,
+        .live = live,
+        .peak_live = kiln_load_relaxed(&table->peak_live),
+        .allocs = allocs,
+        .frees = frees,
+        .failures = kiln_load_relaxed(&table->failures),
+        .stale_lookups = stale,
+        .double_frees = kiln_load_relaxed(&table->double_frees),
+        .foreign_handles = kiln_load_relaxed(&table->foreign),
+        .retired_slots = kiln_load_relaxed(&table->retired),
+        .pending_reuse = kiln_load_relaxed(&table->limbo_count) + freed,
+    };
+    memcpy(out->name, table->name, sizeof out->name);
+}
+
+size_t kiln_stats_handles(kiln_runtime *rt, kiln_handles_stats *out, size_t cap) {
+    if (!kiln_runtime_check(rt, "kiln_stats_handles")) return 0;
+    if (!out) cap = 0;
+    size_t count = 0;
+    pthread_mutex_lock(&rt->registry_lock);
+    for (int i = 0; i < KILN_MAX_HANDLE_TABLES; i++) {
+        kiln_handles *table = rt->handle_tables[i];
+        if (!table) continue;
+        if (count < cap) stats_read(table, &out[count]);
+        count++;
+    }
+    pthread_mutex_unlock(&rt->registry_lock);
+    return count;
+}
+
+bool kiln_handles_stats_get(kiln_handles *table, kiln_handles_stats *out) {
+    if (!table || !out) {
+        if (out) memset(out, 0, sizeof *out);
+        kiln_log_misuse(NULL, table ? "STATS_NULL_OUT" : "HANDLES_NULL",
+                        "kiln_handles_stats_get: %s is NULL", table ? "out" : "the table");
+        return false;
+    }
+    kiln_runtime *rt = table->owner;
+    pthread_mutex_lock(&rt->registry_lock);
+    stats_read(table, out);
+    pthread_mutex_unlock(&rt->registry_lock);
+    return true;
+}
