@@ -11,6 +11,7 @@
 int headers_core_c(void);
 int headers_memory_c(void);
 int headers_stats_c(void);
+int headers_handles_c(kiln_runtime *rt, kiln_ctx *ctx);
 
 int main(void) {
     if (headers_core_c() + headers_memory_c() + headers_stats_c() != 0) return 1;
@@ -32,6 +33,7 @@ int main(void) {
         stats.contexts != 1 + stats.worker_count)
         return 7;   /* every worker has a context and a frame arena too */
     kiln_arena_destroy(level);
+    if (headers_handles_c(rt, ctx) != 0) return 8;
     kiln_detach(ctx);
     kiln_destroy(rt);
     puts("check-headers-c: ok");

@@ -7,6 +7,9 @@
 #include <cstdio>
 #include <cstring>
 
+struct enemy { int health; };
+KILN_HANDLE_TYPE(enemy, enemy)
+
 int main() {
     kiln_desc desc{};   // zero: every default
     desc.frame_budget = 1u << 20;
@@ -25,6 +28,11 @@ int main() {
         return 5;   // every worker has a context too
     kiln_mark mark{};
     (void)mark;
+    enemy_table enemies = enemy_table_create(rt, "enemies", 4);   // typed handles from C++
+    enemy *e = nullptr;
+    enemy_handle h = enemy_alloc(ctx, enemies, &e);
+    if (!e || enemy_get(enemies, h) != e || !enemy_free(ctx, enemies, h)) return 6;
+    enemy_table_destroy(enemies);
     kiln_detach(ctx);
     kiln_destroy(rt);
     std::puts("check-headers-cpp: ok");
