@@ -18,8 +18,6 @@ static _Atomic uint64_t next_serial;
 #define HANDLES_DEFAULT_CAPACITY  65536u
 #define HANDLES_MAX_ITEM          ((size_t)1 << 20)
 #define HANDLES_MAX_ALIGN         4096u
-/* Frame ends with the reclaim held back by an outside thread before it is logged. */
-#define HANDLES_STALL_WARN_FRAMES 120u
 
 static inline kiln_handle make_handle(const kiln_handles *table, uint32_t index, uint32_t gen) {
     return (kiln_handle){ (uint64_t)gen << 32 | table->tag_bits | index };
@@ -29,18 +27,30 @@ static inline void *item_of(const kiln_handles *table, kiln_handle_slot *slot) {
     return (char *)slot + table->header;
 }
 
+/* Whether a slot freed at epoch freed_epoch may be handed out, given the safe epoch
+ * (truncated to 32 bits; the difference is what counts, so wrapping is harmless). */
+static inline bool epoch_reusable(uint32_t freed_epoch, uint64_t safe) {
+    return (int32_t)(freed_epoch - (uint32_t)safe) < 0;
+}
+
+/* The safe epoch. acquire: pairs with the frame end's release, so every read of an item
+ * through an old handle happens before a slot judged reusable here is zeroed. */
+static inline uint64_t safe_epoch(const kiln_handles *table) {
+    return kiln_load_acquire(&table->owner->handle_safe_epoch);
+}
+
 /* ---------- create and destroy ---------- */
 
 static bool desc_valid(kiln_runtime *rt, const kiln_handles_desc *desc, const char *name) {
-    const char *bad = NULL;
+    const char *item = NULL, *bad = NULL;
     if (desc->item_size == 0 || desc->item_size > HANDLES_MAX_ITEM)
-        bad = "item_size must be 1 byte to 1 MiB";
+        item = "HANDLES_BAD_ITEM_SIZE", bad = "item_size must be 1 byte to 1 MiB";
     else if (desc->item_align && (!kiln_is_pow2(desc->item_align) || desc->item_align > HANDLES_MAX_ALIGN))
-        bad = "item_align must be a power of two up to 4096";
+        item = "HANDLES_BAD_ALIGN", bad = "item_align must be a power of two up to 4096";
     else if (desc->capacity > KILN_HANDLES_MAX_CAPACITY)
-        bad = "capacity must be at most 16777215";
+        item = "HANDLES_BAD_CAPACITY", bad = "capacity must be at most 16777215";
     if (bad)
-        kiln_log_misuse(&rt->log, "HANDLES_BAD_DESC",
+        kiln_log_misuse(&rt->log, item,
                         "kiln_handles_create: table '%s': %s (item_size %zu, item_align %zu, "
                         "capacity %u)", name, bad, desc->item_size, desc->item_align, desc->capacity);
     return bad == NULL;
@@ -67,7 +77,8 @@ static bool table_init(kiln_runtime *rt, kiln_handles *table, const kiln_handles
     table->gen_max = UINT32_MAX;
     table->owner = rt;
     table->log = rt->log;
-    table->limbo_head = table->limbo_tail = KILN_HANDLE_NO_SLOT;
+    table->limbo.head = table->limbo.tail = KILN_HANDLE_NO_SLOT;
+    table->reusable.head = table->reusable.tail = KILN_HANDLE_NO_SLOT;
     pthread_mutex_init(&table->lock, NULL);
     return true;
 }
@@ -105,16 +116,23 @@ kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *des
 }
 
 /* Under registry_lock: sums the counters of every context's cache bound to table. */
-static void tally_caches(kiln_handles *table, uint64_t *allocs, uint64_t *frees, uint64_t *freed) {
+static void tally_caches(kiln_handles *table, uint64_t *allocs, uint64_t *frees, uint64_t *pending) {
     *allocs = kiln_load_relaxed(&table->folded_allocs);
     *frees = kiln_load_relaxed(&table->folded_frees);
-    *freed = 0;
+    *pending = 0;
+    uint64_t safe = safe_epoch(table);
+    /* Destroyed: everything was folded in, and the caches with serial 0 are unbound ones
+     * (of no table, or of a later table in this slot), not this table's. */
+    if (table->serial == 0) return;
     for (kiln_ctx *ctx = table->owner->contexts; ctx; ctx = ctx->next) {
         kiln_handle_cache *cache = &ctx->handle_caches[table->index];
         if (kiln_load_relaxed(&cache->serial) != table->serial) continue;
         *allocs += kiln_load_relaxed(&cache->allocs);
         *frees += kiln_load_relaxed(&cache->frees);
-        *freed += kiln_load_relaxed(&cache->freed_count);
+        /* A cache's freed list is in epoch order: if its newest entry is reusable, all are;
+         * otherwise all count as pending (some may be reusable already: a bound). */
+        if (!epoch_reusable(kiln_load_relaxed(&cache->freed_last_epoch), safe))
+            *pending += kiln_load_relaxed(&cache->freed_count);
     }
 }
 
@@ -129,8 +147,8 @@ void kiln_handles_destroy(kiln_handles *table) {
     if (!table || table_destroyed(table, "kiln_handles_destroy")) return;
     kiln_runtime *rt = table->owner;
     pthread_mutex_lock(&rt->registry_lock);
-    uint64_t allocs, frees, freed;
-    tally_caches(table, &allocs, &frees, &freed);
+    uint64_t allocs, frees, pending;
+    tally_caches(table, &allocs, &frees, &pending);
     if (allocs != frees)
         kiln_log(&rt->log, KILN_LOG_WARN, "HANDLES_ITEMS_LIVE",
                  "kiln_handles_destroy: table '%s' still has %llu live items; their memory is "
@@ -141,11 +159,16 @@ void kiln_handles_destroy(kiln_handles *table) {
     for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {
         kiln_handle_cache *cache = &ctx->handle_caches[table->index];
         if (kiln_load_relaxed(&cache->serial) != table->serial) continue;
+        /* An unbound cache holds no slot: alloc through the destroyed table (serial 0
+         * too) then finds it empty and is refused, never pops a slot of the unmapped table. */
+        kiln_store_relaxed(&cache->ready_count, 0);
+        kiln_store_relaxed(&cache->freed_count, 0);
         kiln_store_relaxed(&cache->serial, 0);
     }
     kiln_store_relaxed(&table->folded_allocs, allocs);
     kiln_store_relaxed(&table->folded_frees, frees);
-    kiln_store_relaxed(&table->limbo_count, 0);
+    kiln_store_relaxed(&table->limbo.count, 0);
+    kiln_store_relaxed(&table->reusable.count, 0);
     kiln_block_pool_unmap_large(&rt->pool, table->slots, table->map_bytes);
     table->slots = NULL;
     table->capacity = 0;
@@ -219,47 +242,52 @@ void kiln_handle_caches_init(kiln_handle_cache *caches, size_t count) {
     }
 }
 
-/* Under the table's lock: appends n slots to the limbo list (oldest first out). */
-static void limbo_append(kiln_handles *table, const uint32_t *indices, uint32_t n) {
-    for (uint32_t i = 0; i < n; i++) {
-        kiln_handle_slot *slot = kiln_handle_slot_at(table, indices[i]);
-        slot->next = KILN_HANDLE_NO_SLOT;
-        if (table->limbo_tail == KILN_HANDLE_NO_SLOT) table->limbo_head = indices[i];
-        else kiln_handle_slot_at(table, table->limbo_tail)->next = indices[i];
-        table->limbo_tail = indices[i];
-    }
-    kiln_store_relaxed(&table->limbo_count, kiln_load_relaxed(&table->limbo_count) + n);
+/* Under the table's lock: appends a slot to a queue. */
+static void queue_push(kiln_handles *table, kiln_slot_queue *queue, uint32_t index) {
+    kiln_handle_slot_at(table, index)->next = KILN_HANDLE_NO_SLOT;
+    if (queue->tail == KILN_HANDLE_NO_SLOT) queue->head = index;
+    else kiln_handle_slot_at(table, queue->tail)->next = index;
+    queue->tail = index;
+    kiln_store_relaxed(&queue->count, kiln_load_relaxed(&queue->count) + 1);
 }
 
-/* Under the table's lock: gives the cache's freed slots to the table. */
+/* Under the table's lock: the oldest slot of a non-empty queue, taken off it. */
+static uint32_t queue_pop(kiln_handles *table, kiln_slot_queue *queue) {
+    uint32_t index = queue->head;
+    queue->head = kiln_handle_slot_at(table, index)->next;
+    if (queue->head == KILN_HANDLE_NO_SLOT) queue->tail = KILN_HANDLE_NO_SLOT;
+    kiln_store_relaxed(&queue->count, kiln_load_relaxed(&queue->count) - 1);
+    return index;
+}
+
+/* Under the table's lock: gives the cache's freed slots to the table, each to the queue
+ * it belongs in now. */
 static void cache_give_freed(kiln_handles *table, kiln_handle_cache *cache) {
     uint32_t n = kiln_load_relaxed(&cache->freed_count);
-    limbo_append(table, cache->freed, n);
+    uint64_t safe = safe_epoch(table);
+    for (uint32_t i = 0; i < n; i++) {
+        kiln_handle_slot *slot = kiln_handle_slot_at(table, cache->freed[i]);
+        queue_push(table, epoch_reusable(slot->freed_epoch, safe) ? &table->reusable : &table->limbo,
+                   cache->freed[i]);
+    }
     kiln_store_relaxed(&cache->freed_count, 0);
 }
 
-/* Whether a slot freed at epoch freed_epoch may be handed out, given the safe epoch
- * (truncated to 32 bits; the difference is what counts, so wrapping is harmless). */
-static inline bool slot_reusable(const kiln_handle_slot *slot, uint64_t safe) {
-    return (int32_t)(slot->freed_epoch - (uint32_t)safe) < 0;
+/* Under the table's lock: moves the limbo slots that became reusable (the oldest first;
+ * it stops at the first that is not, which keeps the frame end's work to the slots
+ * moved). */
+static void promote_reusable(kiln_handles *table, uint64_t safe) {
+    while (table->limbo.head != KILN_HANDLE_NO_SLOT &&
+           epoch_reusable(kiln_handle_slot_at(table, table->limbo.head)->freed_epoch, safe))
+        queue_push(table, &table->reusable, queue_pop(table, &table->limbo));
 }
 
-/* Under the table's lock: fills the (empty) cache's ready list, reusable limbo slots first (FIFO:
- * the longest-freed first), then never-used ones. */
+/* Under the table's lock: fills the (empty) cache's ready list, reusable slots first
+ * (FIFO: the longest-freed first), then never-used ones. */
 static void cache_take_ready(kiln_handles *table, kiln_handle_cache *cache) {
-    /* acquire: pairs with the frame end's release of the safe epoch, so every read of an
-     * item through an old handle happens before this context zeroes the item. */
-    uint64_t safe = kiln_load_acquire(&table->owner->handle_safe_epoch);
-    uint32_t taken[KILN_HANDLES_BATCH], k = 0, reused;
-    while (k < KILN_HANDLES_BATCH && table->limbo_head != KILN_HANDLE_NO_SLOT) {
-        kiln_handle_slot *slot = kiln_handle_slot_at(table, table->limbo_head);
-        if (!slot_reusable(slot, safe)) break;
-        taken[k++] = table->limbo_head;
-        table->limbo_head = slot->next;
-    }
-    if (table->limbo_head == KILN_HANDLE_NO_SLOT) table->limbo_tail = KILN_HANDLE_NO_SLOT;
-    reused = k;
-    kiln_store_relaxed(&table->limbo_count, kiln_load_relaxed(&table->limbo_count) - reused);
+    uint32_t taken[KILN_HANDLES_BATCH], k = 0;
+    while (k < KILN_HANDLES_BATCH && table->reusable.head != KILN_HANDLE_NO_SLOT)
+        taken[k++] = queue_pop(table, &table->reusable);
     while (k < KILN_HANDLES_BATCH && table->fresh < table->capacity) taken[k++] = table->fresh++;
     /* alloc pops from the top: the first taken goes there, so slots come out in order. */
     for (uint32_t j = 0; j < k; j++) cache->ready[k - 1 - j] = taken[j];
@@ -309,7 +337,7 @@ static KILN_COLD bool cache_refill(kiln_ctx *ctx, kiln_handles *table, kiln_hand
         kiln_log(&table->log, KILN_LOG_WARN, "HANDLES_FULL",
                  "kiln_handle_alloc: table '%s' is full: capacity %u, %u freed slots wait for a "
                  "frame end or a quiescent point, %llu retired", table->name, table->capacity,
-                 kiln_load_relaxed(&table->limbo_count),
+                 kiln_load_relaxed(&table->limbo.count),
                  (unsigned long long)kiln_load_relaxed(&table->retired));
     return false;
 }
@@ -342,9 +370,12 @@ kiln_handle kiln_handle_alloc(kiln_ctx *ctx, kiln_handles *table, void **item) {
 
 /* ---------- free ---------- */
 
-/* Why a free was refused: logged and counted. */
+/* Why a free was refused: logged and counted. ours: the handle has this table's tag,
+ * an index in range and an odd generation; seen_gen is the slot's generation then. A
+ * generation the slot has not reached yet was never handed out: forged, not stale. */
 static KILN_COLD bool refuse_free(kiln_handles *table, kiln_handle h, uint32_t seen_gen, bool ours) {
     uint32_t index = kiln_handle_index(h), gen = kiln_handle_generation(h);
+    if (ours && (int32_t)(seen_gen - gen) <= 0) ours = false;
     if (!ours) {
         kiln_add_relaxed(&table->foreign, 1);
         kiln_log_misuse(&table->log, h.bits ? "HANDLE_FOREIGN" : "HANDLE_NULL",
@@ -403,9 +434,11 @@ bool kiln_handle_free(kiln_ctx *ctx, kiln_handles *table, kiln_handle h) {
         kiln_add_relaxed(&table->retired, 1);
         return true;
     }
-    slot->freed_epoch = (uint32_t)kiln_load_seq_cst(&table->owner->handle_epoch);
+    uint32_t epoch = (uint32_t)kiln_load_seq_cst(&table->owner->handle_epoch);
+    slot->freed_epoch = epoch;
     uint32_t n = kiln_load_relaxed(&cache->freed_count);
     cache->freed[n] = index;
+    kiln_store_relaxed(&cache->freed_last_epoch, epoch);
     kiln_store_relaxed(&cache->freed_count, n + 1);
     return true;
 }
@@ -429,11 +462,8 @@ void kiln_ctx_flush_handles(kiln_ctx *ctx) {
         if (!table || kiln_load_relaxed(&cache->serial) != table->serial) continue;
         pthread_mutex_lock(&table->lock);
         cache_give_freed(table, cache);
-        /* Ready slots are reusable now: one epoch below the safe one marks them so. */
-        uint32_t ready = kiln_load_relaxed(&cache->ready_count);
-        uint32_t reusable_at = (uint32_t)kiln_load_acquire(&rt->handle_safe_epoch) - 1;
-        for (uint32_t r = 0; r < ready; r++) kiln_handle_slot_at(table, cache->ready[r])->freed_epoch = reusable_at;
-        limbo_append(table, cache->ready, ready);
+        uint32_t ready = kiln_load_relaxed(&cache->ready_count);   /* free and safe */
+        for (uint32_t r = ready; r-- > 0;) queue_push(table, &table->reusable, cache->ready[r]);
         pthread_mutex_unlock(&table->lock);
         kiln_add_relaxed(&table->folded_allocs, kiln_load_relaxed(&cache->allocs));
         kiln_add_relaxed(&table->folded_frees, kiln_load_relaxed(&cache->frees));
@@ -460,13 +490,17 @@ static uint64_t oldest_quiescent(kiln_runtime *rt, kiln_ctx *driver, uint64_t ep
     return oldest;
 }
 
-/* Under registry_lock: samples the live count of every table for its peak. */
-static void sample_peaks(kiln_runtime *rt) {
+/* Under registry_lock: for every table, the slots that the new safe epoch makes
+ * reusable move out of limbo, and the live count is sampled for the peak. */
+static void tables_frame_end(kiln_runtime *rt, uint64_t safe) {
     for (int i = 0; i < KILN_MAX_HANDLE_TABLES; i++) {
         kiln_handles *table = rt->handle_tables[i];
         if (!table) continue;
-        uint64_t allocs, frees, freed;
-        tally_caches(table, &allocs, &frees, &freed);
+        pthread_mutex_lock(&table->lock);
+        promote_reusable(table, safe);
+        pthread_mutex_unlock(&table->lock);
+        uint64_t allocs, frees, pending;
+        tally_caches(table, &allocs, &frees, &pending);
         kiln_max_relaxed_u64(&table->peak_live, allocs - frees);
     }
 }
@@ -481,18 +515,27 @@ void kiln_handles_frame_end(kiln_runtime *rt, kiln_ctx *driver) {
     pthread_mutex_lock(&rt->registry_lock);
     kiln_ctx *holder;
     uint64_t safe = oldest_quiescent(rt, driver, epoch, &holder);
-    sample_peaks(rt);
-    pthread_mutex_unlock(&rt->registry_lock);
-    /* release: pairs with the acquire in cache_take_ready. Everything the drained frame
-     * jobs and the quiescent threads did happens before a slot is reused. */
+    /* Read under the lock: once it is released the holder may detach, and its memory
+     * be reused by the next attach. */
+    uint32_t holder_id = holder ? holder->id : 0;
+    /* The driver is the only writer of the safe epoch: relaxed reads its own store. */
+    uint64_t previous_safe = kiln_load_relaxed(&rt->handle_safe_epoch);
+    /* release: pairs with the acquire in safe_epoch(). Everything the drained frame jobs
+     * and the quiescent threads did happens before a slot is reused. The slots moved to
+     * the reusable queues below are published by the tables' locks. */
     kiln_store_release(&rt->handle_safe_epoch, safe);
-    if (!holder) {
+    tables_frame_end(rt, safe);
+    pthread_mutex_unlock(&rt->registry_lock);
+    /* Stalled: the safe epoch has not moved for that many frame ends. An outside thread
+     * lags a frame end or two behind in normal use (its quiescent points are not the
+     * frame's), so "some thread holds safe below the epoch" alone is no stall. */
+    if (!holder || safe > previous_safe) {
         rt->reclaim_stalled_frames = 0;
-    } else if (++rt->reclaim_stalled_frames == HANDLES_STALL_WARN_FRAMES) {
+    } else if (++rt->reclaim_stalled_frames == KILN_HANDLES_STALL_WARN_FRAMES) {
         kiln_log(&rt->log, KILN_LOG_WARN, "HANDLES_RECLAIM_STALLED",
                  "kiln_frame_end: context %u has passed no quiescent point for %u frames; freed "
                  "handle slots are not reused until it calls kiln_handles_quiescent, resets its "
-                 "frame arena or detaches", holder->id, HANDLES_STALL_WARN_FRAMES);
+                 "frame arena or detaches", holder_id, KILN_HANDLES_STALL_WARN_FRAMES);
     }
 }
 
@@ -500,8 +543,8 @@ void kiln_handles_frame_end(kiln_runtime *rt, kiln_ctx *driver) {
 
 /* Under registry_lock (tally_caches walks the contexts). */
 static void stats_read(kiln_handles *table, kiln_handles_stats *out) {
-    uint64_t allocs, frees, freed;
-    tally_caches(table, &allocs, &frees, &freed);
+    uint64_t allocs, frees, pending;
+    tally_caches(table, &allocs, &frees, &pending);
     uint64_t live = allocs - frees;
     kiln_max_relaxed_u64(&table->peak_live, live);
     uint64_t stale = 0;
@@ -518,7 +561,7 @@ static void stats_read(kiln_handles *table, kiln_handles_stats *out) {
         .double_frees = kiln_load_relaxed(&table->double_frees),
         .foreign_handles = kiln_load_relaxed(&table->foreign),
         .retired_slots = kiln_load_relaxed(&table->retired),
-        .pending_reuse = kiln_load_relaxed(&table->limbo_count) + freed,
+        .pending_reuse = kiln_load_relaxed(&table->limbo.count) + pending,
     };
     memcpy(out->name, table->name, sizeof out->name);
 }

@@ -9,11 +9,12 @@
  *                       the slot to the table, then the table (under lock).
  *   kiln_handle_cache   one context's cache of one table: written by that context's
  *                       thread only; counts are atomics so stats readers may sum them.
- *   limbo, fresh        under the table's lock (a batch exchange: once per 32 calls).
+ *   limbo, reusable,    under the table's lock (a batch exchange: once per 32 calls;
+ *   fresh               and the frame end, which moves slots from limbo to reusable).
  *
  * Slot accounting (all counts summed over contexts):
  *   used slots (fresh) == live + pending + ready + retired
- *   pending            == limbo_count + every cache's freed_count  (freed, not reusable yet)
+ *   freed, not handed out again == limbo.count + reusable.count + every cache's freed_count
  *   live               == allocs - frees
  *
  * Reuse (the reclaim epoch): rt->handle_epoch counts frame ends. A free records the
@@ -40,6 +41,15 @@
 #define KILN_HANDLES_MAX_CAPACITY KILN_HANDLE_INDEX_MASK
 #define KILN_HANDLE_NO_SLOT      UINT32_MAX  /* end of the limbo list */
 #define KILN_HANDLES_STALE_STRIPES 8         /* stale-lookup counters, a cache line each */
+/* Frame ends with the reclaim held back by one outside thread before it is logged. */
+#define KILN_HANDLES_STALL_WARN_FRAMES 120u
+
+/* A FIFO of slots linked through slot->next; under the table's lock (count is atomic
+ * for stats readers). */
+typedef struct kiln_slot_queue {
+    uint32_t         head, tail;      /* KILN_HANDLE_NO_SLOT when empty */
+    _Atomic uint32_t count;
+} kiln_slot_queue;
 
 /* The header before every item. An item starts header bytes after its slot. */
 typedef struct kiln_handle_slot {
@@ -60,6 +70,7 @@ typedef struct kiln_handle_cache {
     _Atomic uint64_t serial;       /* the table life this cache is bound to; 0: unbound */
     _Atomic uint32_t ready_count;
     _Atomic uint32_t freed_count;
+    _Atomic uint32_t freed_last_epoch;  /* epoch of the newest entry of freed[] */
     _Atomic uint64_t allocs;       /* owner-written counters, read by stats */
     _Atomic uint64_t frees;
     uint32_t         ready[KILN_HANDLES_BATCH];
@@ -98,8 +109,8 @@ struct kiln_handles {
     /* Batch exchanges: under lock. */
     pthread_mutex_t  lock;
     uint32_t         fresh;           /* slots [0, fresh) have been handed out at least once */
-    uint32_t         limbo_head, limbo_tail;
-    _Atomic uint32_t limbo_count;     /* atomic for stats readers */
+    kiln_slot_queue  limbo;           /* freed, not reusable yet (oldest first) */
+    kiln_slot_queue  reusable;        /* freed and safe to hand out (oldest first) */
     _Atomic uint64_t folded_allocs;   /* counters of caches that were unbound */
     _Atomic uint64_t folded_frees;
 

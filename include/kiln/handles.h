@@ -73,8 +73,9 @@ typedef struct kiln_handles_stats {
     uint64_t item_size;
     uint64_t capacity;
     uint64_t live;             /* allocs - frees */
-    uint64_t peak_live;        /* the most live seen at a frame end, a batch exchange or a
-                                  stats read (so it can miss a peak inside one frame) */
+    uint64_t peak_live;        /* the most live seen at a frame end or a stats read (a burst
+                                  made and freed inside one frame is not seen: an exact peak
+                                  would need a shared counter on every alloc) */
     uint64_t allocs;
     uint64_t frees;
     uint64_t failures;         /* allocs that returned {0}: capacity reached */
@@ -82,10 +83,12 @@ typedef struct kiln_handles_stats {
     uint64_t double_frees;     /* kiln_handle_free of a handle already freed */
     uint64_t foreign_handles;  /* get or free of a handle of another table, or forged */
     uint64_t retired_slots;    /* slots whose generation ran out; never used again */
-    uint64_t pending_reuse;    /* freed slots waiting for a frame end / quiescent point */
+    uint64_t pending_reuse;    /* freed slots not reusable yet: waiting for a frame end or an
+                                  outside thread's quiescent point */
 } kiln_handles_stats;
 
-/* NULL on a bad desc (logged) or when memory runs out. The slots of the whole capacity
+/* NULL on a bad desc (logged: HANDLES_BAD_ITEM_SIZE, HANDLES_BAD_ALIGN,
+ * HANDLES_BAD_CAPACITY, HANDLES_NULL_DESC) or when memory runs out. The slots of the whole capacity
  * are reserved at once (address space; pages are touched as slots are first used) and
  * counted against memory_limit. At most 64 tables live per runtime.
  * Concurrency: any thread, concurrently with other creates and destroys. */
@@ -98,8 +101,9 @@ KILN_API void kiln_handles_destroy(kiln_handles *table);
 
 /* A handle to a new zeroed item, its address in *item (item may be NULL). {0} and
  * *item = NULL when the table is full (counted; one warning naming the table until an
- * alloc succeeds again). Slots freed in this frame are not reused yet, so a table
- * can be full while live < capacity. The item is zeroed before the handle exists; what
+ * alloc succeeds again). Slots freed in this frame are not reused yet, and each other
+ * context may hold up to 32 free slots in its cache (given back at its detach), so a
+ * table can be full while live < capacity. The item is zeroed before the handle exists; what
  * the caller writes into it afterwards reaches other threads the way the caller
  * publishes the handle (a release store, kiln_run, a frame boundary), as with any
  * memory. Concurrency: the context's thread only. */
