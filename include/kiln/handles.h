@@ -143,6 +143,12 @@ static inline bool kiln_handle_equal(kiln_handle a, kiln_handle b) { return a.bi
 #else
 #  define KILN_ALIGNOF(T) _Alignof(T)
 #endif
+/* The typed wrappers a file does not call must not warn (clang's -Wunused-function). */
+#if defined(__GNUC__) || defined(__clang__)
+#  define KILN_TYPED_FN static inline __attribute__((unused))
+#else
+#  define KILN_TYPED_FN static inline
+#endif
 
 /* KILN_HANDLE_TYPE(name, T) declares a typed table and a typed handle for items of type
  * T: name##_table, name##_handle, and inline name##_table_create(rt, label, capacity),
@@ -152,26 +158,26 @@ static inline bool kiln_handle_equal(kiln_handle a, kiln_handle b) { return a.bi
 #define KILN_HANDLE_TYPE(name, T)                                                         \
     typedef struct name##_handle { kiln_handle raw; } name##_handle;                      \
     typedef struct name##_table { kiln_handles *raw; } name##_table;                      \
-    static inline name##_table name##_table_create(kiln_runtime *rt, const char *label,   \
+    KILN_TYPED_FN name##_table name##_table_create(kiln_runtime *rt, const char *label,   \
                                                    uint32_t capacity) {                   \
         kiln_handles_desc desc = { label, sizeof(T), KILN_ALIGNOF(T), capacity };             \
         name##_table t = { kiln_handles_create(rt, &desc) };                              \
         return t;                                                                         \
     }                                                                                     \
-    static inline void name##_table_destroy(name##_table t) { kiln_handles_destroy(t.raw); } \
-    static inline name##_handle name##_alloc(kiln_ctx *ctx, name##_table t, T **item) {   \
+    KILN_TYPED_FN void name##_table_destroy(name##_table t) { kiln_handles_destroy(t.raw); } \
+    KILN_TYPED_FN name##_handle name##_alloc(kiln_ctx *ctx, name##_table t, T **item) {   \
         void *p = 0;                                                                      \
         name##_handle h = { kiln_handle_alloc(ctx, t.raw, &p) };                          \
         if (item) *item = (T *)p;                                                         \
         return h;                                                                         \
     }                                                                                     \
-    static inline T *name##_get(name##_table t, name##_handle h) {                        \
+    KILN_TYPED_FN T *name##_get(name##_table t, name##_handle h) {                        \
         return (T *)kiln_handle_get(t.raw, h.raw);                                        \
     }                                                                                     \
-    static inline bool name##_free(kiln_ctx *ctx, name##_table t, name##_handle h) {      \
+    KILN_TYPED_FN bool name##_free(kiln_ctx *ctx, name##_table t, name##_handle h) {      \
         return kiln_handle_free(ctx, t.raw, h.raw);                                       \
     }                                                                                     \
-    static inline bool name##_handle_is_null(name##_handle h) { return h.raw.bits == 0; }
+    KILN_TYPED_FN bool name##_handle_is_null(name##_handle h) { return h.raw.bits == 0; }
 
 #ifdef __cplusplus
 }
