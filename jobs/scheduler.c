@@ -288,11 +288,25 @@ void kiln_jobs_run_range(kiln_job_system *sys, kiln_job_queue *q, kiln_task *tas
     wait_counter(sys, q, &pieces, sys->threads == 1 || (task->flags & KILN_TASK_BACKGROUND));
 }
 
+static inline void call_fn(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
+    if (task->flags & KILN_TASK_RANGE) kiln_jobs_run_range(sys, q, task);
+    else task->fn.job((kiln_ctx *)q->owner, task->arg);
+}
+
+/* The outermost background job of this thread, between the two on_background calls. */
+static KILN_COLD void call_background(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
+    sys->on_background(q->owner, true);
+    call_fn(sys, q, task);
+    sys->on_background(q->owner, false);
+}
+
 static void run_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
     uint32_t outer = q->running_flags;
     q->running_flags = (uint32_t)task->flags;
-    if (task->flags & KILN_TASK_RANGE) kiln_jobs_run_range(sys, q, task);
-    else task->fn.job((kiln_ctx *)q->owner, task->arg);
+    if (kiln_unlikely((task->flags & ~outer & KILN_TASK_BACKGROUND) && sys->on_background))
+        call_background(sys, q, task);
+    else
+        call_fn(sys, q, task);
     q->running_flags = outer;
     kiln_owner_add(&q->jobs_run, 1);
     if (!(task->flags & KILN_TASK_BACKGROUND))   /* release: frame end then sees its writes */

@@ -19,6 +19,11 @@
 
 #define KILN_MAX_QUEUES 64
 
+/* Called on the running thread when it enters (running true) and leaves the outermost
+ * background job, with the queue's owner: the runtime's handle tables keep the slots
+ * that job may still read until it returns. Set once before any job runs. */
+typedef void (*kiln_background_fn)(void *owner, bool running);
+
 /* The deques of a queue. Background jobs have their own, which only workers take from
  * (and waits on a runtime without workers): frame end and kiln_wait must never start
  * an asset load that would stall the frame. */
@@ -59,6 +64,7 @@ typedef struct kiln_job_system {
     pthread_mutex_t     table_lock;      /* registration, retirement, frame_quiet */
     uint64_t            retired_submitted, retired_completed;  /* of retired queues; table_lock */
     uint32_t            threads;         /* workers + 1: for the default grain */
+    kiln_background_fn  on_background;   /* NULL: none; read-only once jobs run */
 
     _Alignas(KILN_CACHE_LINE) _Atomic uint32_t sleepers;   /* workers asleep or about to be */
     _Atomic uint32_t    wake_epoch;      /* the futex word sleepers wait on */

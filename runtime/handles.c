@@ -27,18 +27,6 @@ static inline void *item_of(const kiln_handles *table, kiln_handle_slot *slot) {
     return (char *)slot + table->header;
 }
 
-/* Whether a slot freed at epoch freed_epoch may be handed out, given the safe epoch
- * (truncated to 32 bits; the difference is what counts, so wrapping is harmless). */
-static inline bool epoch_reusable(uint32_t freed_epoch, uint64_t safe) {
-    return (int32_t)(freed_epoch - (uint32_t)safe) < 0;
-}
-
-/* The safe epoch. acquire: pairs with the frame end's release, so every read of an item
- * through an old handle happens before a slot judged reusable here is zeroed. */
-static inline uint64_t safe_epoch(const kiln_handles *table) {
-    return kiln_load_acquire(&table->owner->handle_safe_epoch);
-}
-
 /* ---------- create and destroy ---------- */
 
 static bool desc_valid(kiln_runtime *rt, const kiln_handles_desc *desc, const char *name) {
@@ -60,16 +48,19 @@ static bool desc_valid(kiln_runtime *rt, const kiln_handles_desc *desc, const ch
 static bool table_init(kiln_runtime *rt, kiln_handles *table, const kiln_handles_desc *desc,
                        const char *name, uint32_t index) {
     size_t align = desc->item_align ? desc->item_align : _Alignof(max_align_t);
-    if (align < sizeof(kiln_handle_slot)) align = sizeof(kiln_handle_slot);
+    if (align < _Alignof(kiln_handle_slot)) align = _Alignof(kiln_handle_slot);
     table->header = kiln_align_up(sizeof(kiln_handle_slot), align);
     table->stride = kiln_align_up(table->header + desc->item_size, align);
     table->capacity = desc->capacity ? desc->capacity : HANDLES_DEFAULT_CAPACITY;
     table->capacity_asked = table->capacity;
     table->item_size = desc->item_size;
-    table->map_bytes = table->stride * table->capacity;
+    /* One mapping: the slots, then the reuse ring (an entry per slot). */
+    size_t ring_offset = kiln_align_up(table->stride * table->capacity, _Alignof(kiln_reuse_entry));
+    table->map_bytes = ring_offset + sizeof(kiln_reuse_entry) * table->capacity;
     size_t map_align = align > kiln_os_page_size() ? align : kiln_os_page_size();
     table->slots = kiln_block_pool_map_large(&rt->pool, table->map_bytes, map_align);
     if (!table->slots) return false;   /* the block pool logged the refusal */
+    table->ring = (kiln_reuse_entry *)(table->slots + ring_offset);
     snprintf(table->name, sizeof table->name, "%s", name);
     table->tag_bits = (kiln_add_relaxed(&next_tag, 1) % 255u + 1u) << KILN_HANDLE_TAG_SHIFT;
     table->serial = kiln_add_relaxed(&next_serial, 1) + 1;
@@ -77,8 +68,6 @@ static bool table_init(kiln_runtime *rt, kiln_handles *table, const kiln_handles
     table->gen_max = UINT32_MAX;
     table->owner = rt;
     table->log = rt->log;
-    table->limbo.head = table->limbo.tail = KILN_HANDLE_NO_SLOT;
-    table->reusable.head = table->reusable.tail = KILN_HANDLE_NO_SLOT;
     pthread_mutex_init(&table->lock, NULL);
     return true;
 }
@@ -115,27 +104,6 @@ kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *des
     return made ? table : NULL;
 }
 
-/* Under registry_lock: sums the counters of every context's cache bound to table. */
-static void tally_caches(kiln_handles *table, uint64_t *allocs, uint64_t *frees, uint64_t *pending) {
-    *allocs = kiln_load_relaxed(&table->folded_allocs);
-    *frees = kiln_load_relaxed(&table->folded_frees);
-    *pending = 0;
-    uint64_t safe = safe_epoch(table);
-    /* Destroyed: everything was folded in, and the caches with serial 0 are unbound ones
-     * (of no table, or of a later table in this slot), not this table's. */
-    if (table->serial == 0) return;
-    for (kiln_ctx *ctx = table->owner->contexts; ctx; ctx = ctx->next) {
-        kiln_handle_cache *cache = &ctx->handle_caches[table->index];
-        if (kiln_load_relaxed(&cache->serial) != table->serial) continue;
-        *allocs += kiln_load_relaxed(&cache->allocs);
-        *frees += kiln_load_relaxed(&cache->frees);
-        /* A cache's freed list is in epoch order: if its newest entry is reusable, all are;
-         * otherwise all count as pending (some may be reusable already: a bound). */
-        if (!epoch_reusable(kiln_load_relaxed(&cache->freed_last_epoch), safe))
-            *pending += kiln_load_relaxed(&cache->freed_count);
-    }
-}
-
 static bool table_destroyed(kiln_handles *table, const char *function) {
     if (kiln_likely(table->serial != 0)) return false;
     kiln_log_misuse(&table->log, "HANDLES_DESTROYED",
@@ -148,7 +116,7 @@ void kiln_handles_destroy(kiln_handles *table) {
     kiln_runtime *rt = table->owner;
     pthread_mutex_lock(&rt->registry_lock);
     uint64_t allocs, frees, pending;
-    tally_caches(table, &allocs, &frees, &pending);
+    kiln_handles_tally(table, &allocs, &frees, &pending);
     if (allocs != frees)
         kiln_log(&rt->log, KILN_LOG_WARN, "HANDLES_ITEMS_LIVE",
                  "kiln_handles_destroy: table '%s' still has %llu live items; their memory is "
@@ -167,8 +135,9 @@ void kiln_handles_destroy(kiln_handles *table) {
     }
     kiln_store_relaxed(&table->folded_allocs, allocs);
     kiln_store_relaxed(&table->folded_frees, frees);
-    kiln_store_relaxed(&table->limbo.count, 0);
-    kiln_store_relaxed(&table->reusable.count, 0);
+    kiln_store_relaxed(&table->limbo_count, 0);
+    kiln_store_relaxed(&table->reusable_count, 0);
+    table->ring = NULL;
     kiln_block_pool_unmap_large(&rt->pool, table->slots, table->map_bytes);
     table->slots = NULL;
     table->capacity = 0;
@@ -202,6 +171,13 @@ void kiln_handles_set_generation_limit(kiln_handles *table, uint32_t max_generat
 
 /* ---------- get ---------- */
 
+/* A miss counter: a relaxed load and store, no read-modify-write, so that get stays
+ * wait-free and a stale lookup costs no locked instruction. Two threads missing at the
+ * same instant may count once: the figure is a lower bound under contention. */
+static inline void count_miss(_Atomic uint64_t *counter) {
+    kiln_owner_add(counter, 1);
+}
+
 /* Why a lookup missed, counted; never logged (a stale lookup is normal use). */
 static KILN_COLD void *get_miss(kiln_handles *table, kiln_handle h) {
     if (!table) {
@@ -213,8 +189,7 @@ static KILN_COLD void *get_miss(kiln_handles *table, kiln_handle h) {
     bool ours = h.bits == 0 ||
                 ((h.bits & ~(uint64_t)KILN_HANDLE_INDEX_MASK & 0xffffffffu) == table->tag_bits &&
                  index < table->capacity && (kiln_handle_generation(h) & 1u));
-    if (ours) kiln_add_relaxed(&table->stale[index % KILN_HANDLES_STALE_STRIPES].count, 1);
-    else kiln_add_relaxed(&table->foreign, 1);
+    count_miss(ours ? &table->stale[index % KILN_HANDLES_STALE_STRIPES].count : &table->foreign);
     return NULL;
 }
 
@@ -223,9 +198,8 @@ void *kiln_handle_get(kiln_handles *table, kiln_handle h) {
     uint32_t gen = kiln_handle_generation(h);
     if (kiln_likely(table && (uint32_t)h.bits - index == table->tag_bits && index < table->capacity)) {
         kiln_handle_slot *slot = kiln_handle_slot_at(table, index);
-        /* acquire: pairs with alloc's release store, so the zeroed item and whatever the
-         * allocating thread wrote before publishing the handle are visible. The parity
-         * test refuses a forged even generation that would match a freed slot. */
+        /* acquire: pairs with alloc's release store, so the zeroed item is visible. The
+         * parity test refuses a forged even generation that would match a freed slot. */
         if (kiln_likely(kiln_load_acquire(&slot->gen) == gen && (gen & 1u)))
             return item_of(table, slot);
     }
@@ -242,58 +216,6 @@ void kiln_handle_caches_init(kiln_handle_cache *caches, size_t count) {
     }
 }
 
-/* Under the table's lock: appends a slot to a queue. */
-static void queue_push(kiln_handles *table, kiln_slot_queue *queue, uint32_t index) {
-    kiln_handle_slot_at(table, index)->next = KILN_HANDLE_NO_SLOT;
-    if (queue->tail == KILN_HANDLE_NO_SLOT) queue->head = index;
-    else kiln_handle_slot_at(table, queue->tail)->next = index;
-    queue->tail = index;
-    kiln_store_relaxed(&queue->count, kiln_load_relaxed(&queue->count) + 1);
-}
-
-/* Under the table's lock: the oldest slot of a non-empty queue, taken off it. */
-static uint32_t queue_pop(kiln_handles *table, kiln_slot_queue *queue) {
-    uint32_t index = queue->head;
-    queue->head = kiln_handle_slot_at(table, index)->next;
-    if (queue->head == KILN_HANDLE_NO_SLOT) queue->tail = KILN_HANDLE_NO_SLOT;
-    kiln_store_relaxed(&queue->count, kiln_load_relaxed(&queue->count) - 1);
-    return index;
-}
-
-/* Under the table's lock: gives the cache's freed slots to the table, each to the queue
- * it belongs in now. */
-static void cache_give_freed(kiln_handles *table, kiln_handle_cache *cache) {
-    uint32_t n = kiln_load_relaxed(&cache->freed_count);
-    uint64_t safe = safe_epoch(table);
-    for (uint32_t i = 0; i < n; i++) {
-        kiln_handle_slot *slot = kiln_handle_slot_at(table, cache->freed[i]);
-        queue_push(table, epoch_reusable(slot->freed_epoch, safe) ? &table->reusable : &table->limbo,
-                   cache->freed[i]);
-    }
-    kiln_store_relaxed(&cache->freed_count, 0);
-}
-
-/* Under the table's lock: moves the limbo slots that became reusable (the oldest first;
- * it stops at the first that is not, which keeps the frame end's work to the slots
- * moved). */
-static void promote_reusable(kiln_handles *table, uint64_t safe) {
-    while (table->limbo.head != KILN_HANDLE_NO_SLOT &&
-           epoch_reusable(kiln_handle_slot_at(table, table->limbo.head)->freed_epoch, safe))
-        queue_push(table, &table->reusable, queue_pop(table, &table->limbo));
-}
-
-/* Under the table's lock: fills the (empty) cache's ready list, reusable slots first
- * (FIFO: the longest-freed first), then never-used ones. */
-static void cache_take_ready(kiln_handles *table, kiln_handle_cache *cache) {
-    uint32_t taken[KILN_HANDLES_BATCH], k = 0;
-    while (k < KILN_HANDLES_BATCH && table->reusable.head != KILN_HANDLE_NO_SLOT)
-        taken[k++] = queue_pop(table, &table->reusable);
-    while (k < KILN_HANDLES_BATCH && table->fresh < table->capacity) taken[k++] = table->fresh++;
-    /* alloc pops from the top: the first taken goes there, so slots come out in order. */
-    for (uint32_t j = 0; j < k; j++) cache->ready[k - 1 - j] = taken[j];
-    kiln_store_relaxed(&cache->ready_count, k);
-}
-
 /* Binds the cache to this life of the table (after an attach, or when a new table took
  * the slot of a destroyed one: what the cache held belonged to the old table). */
 static void cache_bind(kiln_handles *table, kiln_handle_cache *cache) {
@@ -304,13 +226,19 @@ static void cache_bind(kiln_handles *table, kiln_handle_cache *cache) {
     kiln_store_relaxed(&cache->serial, table->serial);
 }
 
-/* Checks that ctx and table may meet; binds the cache when it is not bound yet. */
-static bool cache_ready_for(kiln_ctx *ctx, kiln_handles *table, const char *function) {
-    if (table_destroyed(table, function)) return false;
+/* Checks the arguments of a slow path (NULLs, a destroyed table, another runtime's
+ * context) and binds the cache when it is not bound yet; NULL when refused (logged). */
+static kiln_handle_cache *cache_for(kiln_ctx *ctx, kiln_handles *table, const char *function) {
+    if (!ctx || !table) {
+        kiln_log_misuse(table ? &table->log : NULL, ctx ? "HANDLES_NULL" : "CONTEXT_NULL",
+                        "%s: the %s is NULL", function, ctx ? "table" : "context");
+        return NULL;
+    }
+    if (table_destroyed(table, function)) return NULL;
     if (ctx->rt != table->owner) {
         kiln_log_misuse(&table->log, "HANDLES_WRONG_RUNTIME", "%s: table '%s' belongs to "
                         "another runtime than context %u; refused", function, table->name, ctx->id);
-        return false;
+        return NULL;
     }
     kiln_handle_cache *cache = &ctx->handle_caches[table->index];
     if (kiln_load_relaxed(&cache->serial) != table->serial) {
@@ -318,54 +246,59 @@ static bool cache_ready_for(kiln_ctx *ctx, kiln_handles *table, const char *func
         cache_bind(table, cache);
         pthread_mutex_unlock(&ctx->rt->registry_lock);
     }
-    return true;
+    return cache;
 }
 
-/* The cache ran empty: exchange a batch with the table. false when the table is full. */
-static KILN_COLD bool cache_refill(kiln_ctx *ctx, kiln_handles *table, kiln_handle_cache *cache) {
-    if (!cache_ready_for(ctx, table, "kiln_handle_alloc")) return false;
+/* ---------- alloc ---------- */
+
+/* Hands out the top slot of a cache that has n > 0 ready. */
+static inline kiln_handle alloc_from(kiln_handles *table, kiln_handle_cache *cache, uint32_t n,
+                                     void **item) {
+    uint32_t index = cache->ready[--n];
+    kiln_store_relaxed(&cache->ready_count, n);
+    kiln_handle_slot *slot = kiln_handle_slot_at(table, index);
+    uint32_t gen = kiln_load_relaxed(&slot->gen) + 1;   /* was even: free; only we hold it */
+    void *p = item_of(table, slot);
+    if (gen != 1) memset(p, 0, table->item_size);       /* generation 0: zero from the OS */
+    /* release: the zeroed item happens before any get that sees the new generation. */
+    kiln_store_release(&slot->gen, gen);
+    kiln_owner_add(&cache->allocs, 1);
+    if (item) *item = p;
+    return make_handle(table, index, gen);
+}
+
+/* The cache is empty, unbound, or the arguments are bad: exchange a batch with the table
+ * (its own freed slots go back first, so its frees of earlier frames come back too). */
+static KILN_COLD kiln_handle alloc_slow(kiln_ctx *ctx, kiln_handles *table, void **item) {
+    if (item) *item = NULL;
+    kiln_handle_cache *cache = cache_for(ctx, table, "kiln_handle_alloc");
+    if (!cache) return (kiln_handle){ 0 };
     pthread_mutex_lock(&table->lock);
-    cache_give_freed(table, cache);   /* so its own frees of earlier frames come back too */
-    cache_take_ready(table, cache);
+    kiln_handles_give_freed(table, cache);
+    kiln_handles_take_ready(table, cache);
     pthread_mutex_unlock(&table->lock);
-    if (kiln_load_relaxed(&cache->ready_count) != 0) {
+    uint32_t n = kiln_load_relaxed(&cache->ready_count);
+    if (n != 0) {
         if (kiln_load_relaxed(&table->full_warned)) kiln_store_relaxed(&table->full_warned, 0);
-        return true;
+        return alloc_from(table, cache, n, item);
     }
     kiln_add_relaxed(&table->failures, 1);
     if (kiln_exchange_relaxed(&table->full_warned, 1) == 0)
         kiln_log(&table->log, KILN_LOG_WARN, "HANDLES_FULL",
                  "kiln_handle_alloc: table '%s' is full: capacity %u, %u freed slots wait for a "
                  "frame end or a quiescent point, %llu retired", table->name, table->capacity,
-                 kiln_load_relaxed(&table->limbo.count),
+                 kiln_load_relaxed(&table->limbo_count),
                  (unsigned long long)kiln_load_relaxed(&table->retired));
-    return false;
+    return (kiln_handle){ 0 };
 }
 
 kiln_handle kiln_handle_alloc(kiln_ctx *ctx, kiln_handles *table, void **item) {
-    if (item) *item = NULL;
-    if (kiln_unlikely(!ctx || !table)) {
-        kiln_log_misuse(table ? &table->log : NULL, ctx ? "HANDLES_NULL" : "CONTEXT_NULL",
-                        "kiln_handle_alloc: the %s is NULL", ctx ? "table" : "context");
-        return (kiln_handle){ 0 };
-    }
+    if (kiln_unlikely(!ctx || !table)) return alloc_slow(ctx, table, item);
     kiln_handle_cache *cache = &ctx->handle_caches[table->index];
     uint32_t n = kiln_load_relaxed(&cache->ready_count);
-    if (kiln_unlikely(kiln_load_relaxed(&cache->serial) != table->serial || n == 0)) {
-        if (!cache_refill(ctx, table, cache)) return (kiln_handle){ 0 };
-        n = kiln_load_relaxed(&cache->ready_count);
-    }
-    uint32_t index = cache->ready[--n];
-    kiln_store_relaxed(&cache->ready_count, n);
-    kiln_handle_slot *slot = kiln_handle_slot_at(table, index);
-    uint32_t gen = kiln_load_relaxed(&slot->gen);   /* even: free; only we hold the slot */
-    void *p = item_of(table, slot);
-    if (gen != 0) memset(p, 0, table->item_size);   /* generation 0: fresh, zero from the OS */
-    /* release: the zeroed item happens before any get that sees the new generation. */
-    kiln_store_release(&slot->gen, gen + 1);
-    kiln_owner_add(&cache->allocs, 1);
-    if (item) *item = p;
-    return make_handle(table, index, gen + 1);
+    if (kiln_unlikely(kiln_load_relaxed(&cache->serial) != table->serial || n == 0))
+        return alloc_slow(ctx, table, item);
+    return alloc_from(table, cache, n, item);
 }
 
 /* ---------- free ---------- */
@@ -393,150 +326,57 @@ static KILN_COLD bool refuse_free(kiln_handles *table, kiln_handle h, uint32_t s
     return false;
 }
 
-/* The cache's freed list is full (or unbound): give the batch to the table. */
-static KILN_COLD bool cache_flush_freed(kiln_ctx *ctx, kiln_handles *table, kiln_handle_cache *cache) {
-    if (!cache_ready_for(ctx, table, "kiln_handle_free")) return false;
-    if (kiln_load_relaxed(&cache->freed_count) < KILN_HANDLES_BATCH) return true;
-    pthread_mutex_lock(&table->lock);
-    cache_give_freed(table, cache);
-    pthread_mutex_unlock(&table->lock);
-    return true;
+/* Whether h has this table's tag, an index in range and a live (odd) generation. */
+static inline bool handle_shape_ok(const kiln_handles *table, kiln_handle h) {
+    uint32_t index = kiln_handle_index(h);
+    return (uint32_t)h.bits - index == table->tag_bits && index < table->capacity &&
+           (kiln_handle_generation(h) & 1u);
 }
 
-bool kiln_handle_free(kiln_ctx *ctx, kiln_handles *table, kiln_handle h) {
-    if (kiln_unlikely(!ctx || !table)) {
-        kiln_log_misuse(table ? &table->log : NULL, ctx ? "HANDLES_NULL" : "CONTEXT_NULL",
-                        "kiln_handle_free: the %s is NULL", ctx ? "table" : "context");
-        return false;
-    }
-    if (kiln_unlikely(table->serial == 0)) {
-        table_destroyed(table, "kiln_handle_free");
-        return false;
-    }
-    uint32_t index = kiln_handle_index(h);
-    uint32_t gen = kiln_handle_generation(h);
-    if (kiln_unlikely((uint32_t)h.bits - index != table->tag_bits || index >= table->capacity ||
-                      !(gen & 1u)))
-        return refuse_free(table, h, 0, false);
-    kiln_handle_cache *cache = &ctx->handle_caches[table->index];
-    if (kiln_unlikely(kiln_load_relaxed(&cache->serial) != table->serial ||
-                      kiln_load_relaxed(&cache->freed_count) == KILN_HANDLES_BATCH) &&
-        !cache_flush_freed(ctx, table, cache))
-        return false;
+/* Frees a well-shaped handle into a bound cache with room. */
+static inline bool free_into(kiln_handles *table, kiln_handle_cache *cache, kiln_handle h) {
+    uint32_t index = kiln_handle_index(h), gen = kiln_handle_generation(h);
     kiln_handle_slot *slot = kiln_handle_slot_at(table, index);
     /* seq_cst: of two threads freeing the same handle exactly one wins, and the stale
      * generation comes before the epoch read below in the single total order, which the
      * reuse rule needs (runtime/handles.h). */
     uint32_t seen = gen;
-    if (!kiln_cas_strong_seq_cst(&slot->gen, &seen, gen + 1)) return refuse_free(table, h, seen, true);
+    if (kiln_unlikely(!kiln_cas_strong_seq_cst(&slot->gen, &seen, gen + 1)))
+        return refuse_free(table, h, seen, true);
     kiln_owner_add(&cache->frees, 1);
-    if ((uint64_t)gen + 2 > table->gen_max) {   /* the next generation would pass the limit */
+    if (kiln_unlikely((uint64_t)gen + 2 > table->gen_max)) {   /* generations ran out */
         kiln_add_relaxed(&table->retired, 1);
         return true;
     }
     uint32_t epoch = (uint32_t)kiln_load_seq_cst(&table->owner->handle_epoch);
-    slot->freed_epoch = epoch;
     uint32_t n = kiln_load_relaxed(&cache->freed_count);
-    cache->freed[n] = index;
+    cache->freed[n] = (kiln_reuse_entry){ index, epoch };
     kiln_store_relaxed(&cache->freed_last_epoch, epoch);
     kiln_store_relaxed(&cache->freed_count, n + 1);
     return true;
 }
 
-/* ---------- quiescence and the frame end ---------- */
-
-void kiln_handles_quiescent(kiln_ctx *ctx) {
-    if (!kiln_ctx_check(ctx, "kiln_handles_quiescent")) return;
-    /* seq_cst store, then a full fence: the epoch read here comes after the frees it
-     * covers, and no get of this thread after this point can move before the store. */
-    kiln_store_seq_cst(&ctx->quiescent_epoch, kiln_load_seq_cst(&ctx->rt->handle_epoch));
-    kiln_fence_seq_cst();
-}
-
-void kiln_ctx_flush_handles(kiln_ctx *ctx) {
-    kiln_runtime *rt = ctx->rt;
-    pthread_mutex_lock(&rt->registry_lock);
-    for (int i = 0; i < KILN_MAX_HANDLE_TABLES; i++) {
-        kiln_handles *table = rt->handle_tables[i];
-        kiln_handle_cache *cache = &ctx->handle_caches[i];
-        if (!table || kiln_load_relaxed(&cache->serial) != table->serial) continue;
+/* Bad arguments, an unbound cache or a full freed list: checked, bound, flushed. */
+static KILN_COLD bool free_slow(kiln_ctx *ctx, kiln_handles *table, kiln_handle h) {
+    kiln_handle_cache *cache = cache_for(ctx, table, "kiln_handle_free");
+    if (!cache) return false;
+    if (!handle_shape_ok(table, h)) return refuse_free(table, h, 0, false);
+    if (kiln_load_relaxed(&cache->freed_count) == KILN_HANDLES_BATCH) {
         pthread_mutex_lock(&table->lock);
-        cache_give_freed(table, cache);
-        uint32_t ready = kiln_load_relaxed(&cache->ready_count);   /* free and safe */
-        for (uint32_t r = ready; r-- > 0;) queue_push(table, &table->reusable, cache->ready[r]);
+        kiln_handles_give_freed(table, cache);
         pthread_mutex_unlock(&table->lock);
-        kiln_add_relaxed(&table->folded_allocs, kiln_load_relaxed(&cache->allocs));
-        kiln_add_relaxed(&table->folded_frees, kiln_load_relaxed(&cache->frees));
-        kiln_store_relaxed(&cache->ready_count, 0);
-        kiln_store_relaxed(&cache->serial, 0);
     }
-    pthread_mutex_unlock(&rt->registry_lock);
+    return free_into(table, cache, h);
 }
 
-/* Under registry_lock: the oldest quiescent epoch of the attached threads outside the
- * frame clock (not workers, not the driver), and the context holding it back. */
-static uint64_t oldest_quiescent(kiln_runtime *rt, kiln_ctx *driver, uint64_t epoch, kiln_ctx **holder) {
-    uint64_t oldest = epoch;
-    *holder = NULL;
-    for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {
-        if (ctx->is_worker || ctx == driver) continue;
-        /* seq_cst: pairs with the store in kiln_handles_quiescent (runtime/handles.h). */
-        uint64_t seen = kiln_load_seq_cst(&ctx->quiescent_epoch);
-        if (seen < oldest) {
-            oldest = seen;
-            *holder = ctx;
-        }
-    }
-    return oldest;
-}
-
-/* Under registry_lock: for every table, the slots that the new safe epoch makes
- * reusable move out of limbo, and the live count is sampled for the peak. */
-static void tables_frame_end(kiln_runtime *rt, uint64_t safe) {
-    for (int i = 0; i < KILN_MAX_HANDLE_TABLES; i++) {
-        kiln_handles *table = rt->handle_tables[i];
-        if (!table) continue;
-        pthread_mutex_lock(&table->lock);
-        promote_reusable(table, safe);
-        pthread_mutex_unlock(&table->lock);
-        uint64_t allocs, frees, pending;
-        tally_caches(table, &allocs, &frees, &pending);
-        kiln_max_relaxed_u64(&table->peak_live, allocs - frees);
-    }
-}
-
-void kiln_handles_frame_end(kiln_runtime *rt, kiln_ctx *driver) {
-    /* seq_cst: every free that read the old epoch is ordered before this bump. */
-    uint64_t epoch = kiln_add_seq_cst(&rt->handle_epoch, 1) + 1;
-    if (kiln_load_relaxed(&rt->handle_table_count) == 0) {
-        kiln_store_release(&rt->handle_safe_epoch, epoch);
-        return;
-    }
-    pthread_mutex_lock(&rt->registry_lock);
-    kiln_ctx *holder;
-    uint64_t safe = oldest_quiescent(rt, driver, epoch, &holder);
-    /* Read under the lock: once it is released the holder may detach, and its memory
-     * be reused by the next attach. */
-    uint32_t holder_id = holder ? holder->id : 0;
-    /* The driver is the only writer of the safe epoch: relaxed reads its own store. */
-    uint64_t previous_safe = kiln_load_relaxed(&rt->handle_safe_epoch);
-    /* release: pairs with the acquire in safe_epoch(). Everything the drained frame jobs
-     * and the quiescent threads did happens before a slot is reused. The slots moved to
-     * the reusable queues below are published by the tables' locks. */
-    kiln_store_release(&rt->handle_safe_epoch, safe);
-    tables_frame_end(rt, safe);
-    pthread_mutex_unlock(&rt->registry_lock);
-    /* Stalled: the safe epoch has not moved for that many frame ends. An outside thread
-     * lags a frame end or two behind in normal use (its quiescent points are not the
-     * frame's), so "some thread holds safe below the epoch" alone is no stall. */
-    if (!holder || safe > previous_safe) {
-        rt->reclaim_stalled_frames = 0;
-    } else if (++rt->reclaim_stalled_frames == KILN_HANDLES_STALL_WARN_FRAMES) {
-        kiln_log(&rt->log, KILN_LOG_WARN, "HANDLES_RECLAIM_STALLED",
-                 "kiln_frame_end: context %u has passed no quiescent point for %u frames; freed "
-                 "handle slots are not reused until it calls kiln_handles_quiescent, resets its "
-                 "frame arena or detaches", holder_id, KILN_HANDLES_STALL_WARN_FRAMES);
-    }
+bool kiln_handle_free(kiln_ctx *ctx, kiln_handles *table, kiln_handle h) {
+    if (kiln_unlikely(!ctx || !table)) return free_slow(ctx, table, h);
+    kiln_handle_cache *cache = &ctx->handle_caches[table->index];
+    if (kiln_unlikely(!handle_shape_ok(table, h) ||
+                      kiln_load_relaxed(&cache->serial) != table->serial ||
+                      kiln_load_relaxed(&cache->freed_count) == KILN_HANDLES_BATCH))
+        return free_slow(ctx, table, h);
+    return free_into(table, cache, h);
 }
 
 /* ---------- statistics ---------- */
@@ -544,7 +384,7 @@ void kiln_handles_frame_end(kiln_runtime *rt, kiln_ctx *driver) {
 /* Under registry_lock (tally_caches walks the contexts). */
 static void stats_read(kiln_handles *table, kiln_handles_stats *out) {
     uint64_t allocs, frees, pending;
-    tally_caches(table, &allocs, &frees, &pending);
+    kiln_handles_tally(table, &allocs, &frees, &pending);
     uint64_t live = allocs - frees;
     kiln_max_relaxed_u64(&table->peak_live, live);
     uint64_t stale = 0;
@@ -561,7 +401,7 @@ static void stats_read(kiln_handles *table, kiln_handles_stats *out) {
         .double_frees = kiln_load_relaxed(&table->double_frees),
         .foreign_handles = kiln_load_relaxed(&table->foreign),
         .retired_slots = kiln_load_relaxed(&table->retired),
-        .pending_reuse = kiln_load_relaxed(&table->limbo.count) + pending,
+        .pending_reuse = kiln_load_relaxed(&table->limbo_count) + pending,
     };
     memcpy(out->name, table->name, sizeof out->name);
 }

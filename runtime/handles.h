@@ -1,29 +1,27 @@
 /* runtime/handles.h — the handle table's layout, the per-context cache of free slots,
- * and what the frame clock calls. Never installed.
+ * the reuse ring, and what the frame clock calls. Never installed. runtime/handles.c
+ * owns the table and the get/alloc/free paths; runtime/handle_reuse.c owns when a freed
+ * slot may be handed out again.
  *
  * Who owns what:
  *   slot->gen           any thread: get loads it (acquire); alloc stores it (release,
  *                       after zeroing the item); free moves it odd -> even by CAS.
- *   slot->next, ->freed_epoch
- *                       whoever holds the freed slot: the freeing context until it hands
- *                       the slot to the table, then the table (under lock).
  *   kiln_handle_cache   one context's cache of one table: written by that context's
- *                       thread only; counts are atomics so stats readers may sum them.
- *   limbo, reusable,    under the table's lock (a batch exchange: once per 32 calls;
- *   fresh               and the frame end, which moves slots from limbo to reusable).
+ *                       thread only; its counts are atomics so stats readers may sum them.
+ *   the reuse ring,     under the table's lock: a batch exchange (once per 32 calls of a
+ *   fresh               context) and the frame end, which promotes entries.
  *
  * Slot accounting (all counts summed over contexts):
- *   used slots (fresh) == live + pending + ready + retired
- *   freed, not handed out again == limbo.count + reusable.count + every cache's freed_count
- *   live               == allocs - frees
+ *   fresh == live + every cache's ready and freed counts + ring entries + retired
+ *   live  == allocs - frees
  *
  * Reuse (the reclaim epoch): rt->handle_epoch counts frame ends. A free records the
- * epoch it read (after its CAS made the handle stale) in the slot. A frame end, after
+ * epoch it read (after its CAS made the handle stale) with the slot. A frame end, after
  * every frame job has finished, bumps the epoch and computes safe = the new epoch,
- * lowered to the quiescent epoch of every attached thread outside the frame clock. A slot
- * freed at epoch F is reusable once safe > F: a frame end and each outside thread's
- * quiescent point came after the free, so no pointer from get taken before the free is
- * still in use. */
+ * lowered to the quiescent epoch of every attached thread outside the frame clock and of
+ * every worker running a background job. A slot freed at epoch F is reusable once
+ * safe > F: a frame end and each such thread's quiescent point came after the free, so
+ * no pointer from get taken before the free is still in use. */
 #ifndef KILN_RUNTIME_HANDLES_H
 #define KILN_RUNTIME_HANDLES_H
 
@@ -39,26 +37,20 @@
 #define KILN_HANDLE_INDEX_MASK   0xffffffu   /* 24 bits of slot index */
 #define KILN_HANDLE_TAG_SHIFT    24          /* then 8 bits of table tag */
 #define KILN_HANDLES_MAX_CAPACITY KILN_HANDLE_INDEX_MASK
-#define KILN_HANDLE_NO_SLOT      UINT32_MAX  /* end of the limbo list */
 #define KILN_HANDLES_STALE_STRIPES 8         /* stale-lookup counters, a cache line each */
 /* Frame ends with the reclaim held back by one outside thread before it is logged. */
 #define KILN_HANDLES_STALL_WARN_FRAMES 120u
 
-/* A FIFO of slots linked through slot->next; under the table's lock (count is atomic
- * for stats readers). */
-typedef struct kiln_slot_queue {
-    uint32_t         head, tail;      /* KILN_HANDLE_NO_SLOT when empty */
-    _Atomic uint32_t count;
-} kiln_slot_queue;
-
 /* The header before every item. An item starts header bytes after its slot. */
 typedef struct kiln_handle_slot {
     _Atomic uint32_t gen;          /* odd: live; even: free (0: never used, still zero) */
-    uint32_t         next;         /* limbo list link */
-    uint32_t         freed_epoch;  /* the reclaim epoch when it was freed (truncated) */
-    uint32_t         unused;
 } kiln_handle_slot;
-_Static_assert(sizeof(kiln_handle_slot) == 16, "a slot header is 16 bytes");
+
+/* A freed slot and the reclaim epoch of its free (truncated: differences count). */
+typedef struct kiln_reuse_entry {
+    uint32_t index;
+    uint32_t epoch;
+} kiln_reuse_entry;
 
 typedef struct kiln_handle_stripe {
     _Alignas(KILN_CACHE_LINE) _Atomic uint64_t count;
@@ -73,8 +65,8 @@ typedef struct kiln_handle_cache {
     _Atomic uint32_t freed_last_epoch;  /* epoch of the newest entry of freed[] */
     _Atomic uint64_t allocs;       /* owner-written counters, read by stats */
     _Atomic uint64_t frees;
-    uint32_t         ready[KILN_HANDLES_BATCH];
-    uint32_t         freed[KILN_HANDLES_BATCH];
+    uint32_t         ready[KILN_HANDLES_BATCH];   /* popped from the top */
+    kiln_reuse_entry freed[KILN_HANDLES_BATCH];   /* in the order of the frees */
 } kiln_handle_cache;
 
 struct kiln_handles {
@@ -82,7 +74,7 @@ struct kiln_handles {
      * when no thread may use the table). */
     char            *slots;
     size_t           stride;          /* bytes per slot: header + item, aligned */
-    size_t           header;          /* bytes before the item: 16 rounded up to the align */
+    size_t           header;          /* bytes before the item: the slot rounded up to the align */
     uint32_t         capacity;
     uint32_t         tag_bits;        /* tag << KILN_HANDLE_TAG_SHIFT */
     uint64_t         serial;          /* process-unique, never reused; 0 once destroyed */
@@ -106,11 +98,16 @@ struct kiln_handles {
     _Atomic uint64_t peak_live;
     _Atomic int      full_warned;     /* 1 after a full table was logged, 0 after a success */
 
-    /* Batch exchanges: under lock. */
+    /* Batch exchanges: under lock. The reuse ring holds every freed slot not handed out
+     * again, oldest first: positions [head, promoted) are reusable, [promoted, tail)
+     * wait for the safe epoch (limbo). Positions only grow; position p is ring[p %
+     * capacity], and tail - head <= capacity because each slot is in the ring once. */
     pthread_mutex_t  lock;
     uint32_t         fresh;           /* slots [0, fresh) have been handed out at least once */
-    kiln_slot_queue  limbo;           /* freed, not reusable yet (oldest first) */
-    kiln_slot_queue  reusable;        /* freed and safe to hand out (oldest first) */
+    kiln_reuse_entry *ring;           /* capacity entries, in the slots' mapping */
+    uint64_t         ring_head, ring_promoted, ring_tail;
+    _Atomic uint32_t reusable_count;  /* promoted - head, for stats readers */
+    _Atomic uint32_t limbo_count;     /* tail - promoted, for stats readers */
     _Atomic uint64_t folded_allocs;   /* counters of caches that were unbound */
     _Atomic uint64_t folded_frees;
 
@@ -121,6 +118,24 @@ static inline kiln_handle_slot *kiln_handle_slot_at(const kiln_handles *table, u
     return (kiln_handle_slot *)(table->slots + (size_t)index * table->stride);
 }
 
+/* Whether a slot freed at epoch freed_epoch may be handed out, given the safe epoch. */
+static inline bool kiln_epoch_reusable(uint32_t freed_epoch, uint64_t safe) {
+    return (int32_t)(freed_epoch - (uint32_t)safe) < 0;
+}
+
+/* ---- runtime/handle_reuse.c ---- */
+
+/* The safe epoch. acquire: pairs with the frame end's release, so every read of an item
+ * through an old handle happens before a slot judged reusable with it is zeroed. */
+KILN_INTERNAL uint64_t kiln_handles_safe_epoch(const kiln_handles *table);
+
+/* Under the table's lock: gives the cache's freed slots to the ring. */
+KILN_INTERNAL void kiln_handles_give_freed(kiln_handles *table, kiln_handle_cache *cache);
+
+/* Under the table's lock: fills the (empty) cache's ready list, reusable slots first
+ * (the longest-freed first), then never-used ones. */
+KILN_INTERNAL void kiln_handles_take_ready(kiln_handles *table, kiln_handle_cache *cache);
+
 /* At attach: every cache unbound. */
 KILN_INTERNAL void kiln_handle_caches_init(kiln_handle_cache *caches, size_t count);
 
@@ -128,8 +143,17 @@ KILN_INTERNAL void kiln_handle_caches_init(kiln_handle_cache *caches, size_t cou
  * folds their counters in. Takes registry_lock. */
 KILN_INTERNAL void kiln_ctx_flush_handles(struct kiln_ctx *ctx);
 
+/* Under registry_lock: the live count of a table (allocs - frees over every cache), and
+ * the freed slots its caches hold that are not reusable yet. */
+KILN_INTERNAL void kiln_handles_tally(kiln_handles *table, uint64_t *allocs, uint64_t *frees,
+                                      uint64_t *pending);
+
+/* A worker starts or ends a background job: while one runs, its context takes part in
+ * the reclaim like an outside thread (its pointers stay valid until the job returns). */
+KILN_INTERNAL void kiln_handles_background(struct kiln_ctx *ctx, bool running);
+
 /* At frame end, on the driver, after every frame job has finished: advances the reclaim
- * epoch, recomputes the safe epoch, samples peaks. */
+ * epoch, recomputes the safe epoch, promotes what it made reusable, samples peaks. */
 KILN_INTERNAL void kiln_handles_frame_end(struct kiln_runtime *rt, struct kiln_ctx *driver);
 
 /* kiln_destroy: destroys the tables still alive (logged) and frees every table. */

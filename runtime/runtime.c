@@ -20,6 +20,11 @@ static kiln_desc desc_with_defaults(const kiln_desc *desc) {
     return d;
 }
 
+/* The scheduler's background hook: jobs/ knows contexts only as opaque owners. */
+static void background_changed(void *owner, bool running) {
+    kiln_handles_background(owner, running);
+}
+
 kiln_runtime *kiln_create(const kiln_desc *desc) {
     kiln_desc d = desc_with_defaults(desc);
     kiln_log_sink early = { d.log, d.log_user, NULL };
@@ -45,6 +50,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     }
     pthread_mutex_init(&rt->registry_lock, NULL);
     kiln_job_system_init(&rt->jobs, d.worker_count, rt->log);
+    rt->jobs.on_background = background_changed;
     rt->next_ctx_id = 1;
     kiln_store_relaxed(&rt->handle_epoch, 1);
     kiln_store_relaxed(&rt->handle_safe_epoch, 1);

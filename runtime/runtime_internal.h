@@ -41,6 +41,7 @@ struct kiln_ctx {
      * outside the frame clock) the reclaim epoch at its last quiescent point, stored
      * by this thread (seq_cst), read by the driver at frame end. */
     _Atomic uint64_t  quiescent_epoch;
+    _Atomic bool      in_background;   /* a worker running a background job (seq_cst) */
     kiln_handle_cache handle_caches[KILN_MAX_HANDLE_TABLES];
 };
 

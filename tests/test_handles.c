@@ -13,6 +13,7 @@
 #define _DEFAULT_SOURCE   /* pthread barriers */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdalign.h>
 #include <stdatomic.h>
 #include <stddef.h>
@@ -691,6 +692,57 @@ Test(handles, outside_thread_arena_reset_releases_freed_slots) {
 
 Test(handles, outside_thread_detach_releases_freed_slots) {
     check_quiescent_point_releases(OUTSIDE_DETACH);
+}
+
+/* A background job may run across frame ends: while it runs, the slots freed after it
+ * started stay held (its worker counts as a thread outside the frame clock), and the
+ * pointer it got keeps reading the item; once it returns, the next frame end frees them. */
+typedef struct background_reader {
+    kiln_handles    *table;
+    kiln_handle      handle;
+    _Atomic int      stage;     /* 1: got the pointer; 2: main freed the handle; 3: done */
+    _Atomic uint64_t seen;      /* what the job read through its pointer after the free */
+} background_reader;
+
+static void read_in_background(kiln_ctx *job_ctx, void *arg) {
+    (void)job_ctx;
+    background_reader *r = arg;
+    uint64_t *item = kiln_handle_get(r->table, r->handle);
+    atomic_store(&r->stage, 1);
+    while (atomic_load(&r->stage) != 2) sched_yield();
+    atomic_store(&r->seen, item ? *item : 0);
+    atomic_store(&r->stage, 3);
+}
+
+Test(handles, background_job_holds_freed_slots_until_it_returns) {
+    stop_runtime();
+    start_runtime(1);
+    kiln_handles *t = create_table("streamed", 8, 0, 4);
+    kiln_handle h[4];
+    cr_assert_eq(alloc_until_full(ctx, t, h, 4), 4);
+    *(uint64_t *)kiln_handle_get(t, h[1]) = 0x5eed;
+    static background_reader reader;   /* static: outlives the frame if an assertion fails */
+    reader = (background_reader){ .table = t, .handle = h[1] };
+    kiln_counter done = { 0 };
+    kiln_run_ex(ctx, &(kiln_job){ read_in_background, &reader }, 1, &done,
+                &(kiln_run_desc){ .background = true });
+    while (atomic_load(&reader.stage) != 1) sched_yield();
+    cr_assert(kiln_handle_free(ctx, t, h[1]));
+    for (int frame = 0; frame < 3; frame++) {
+        next_frame();
+        alloc_refused(ctx, t);   /* the job may still read the item */
+        assert_pending(t, 1, "held back by the background job");
+    }
+    atomic_store(&reader.stage, 2);
+    kiln_wait(ctx, &done);
+    cr_assert_eq(atomic_load(&reader.seen), 0x5eed, "the item kept its contents for the job");
+    next_frame();
+    assert_pending(t, 0, "the job returned before this frame end");
+    kiln_handle again = alloc_ok(ctx, t, NULL);
+    cr_assert_eq(kiln_handle_index(again), kiln_handle_index(h[1]));
+    h[1] = again;
+    free_all(ctx, t, h, 4);
+    kiln_handles_destroy(t);
 }
 
 /* A quiescent point before the free does not count: it must come after. */

@@ -27,8 +27,10 @@
  *        quiescent points are kiln_handles_quiescent(ctx), the reset of its own frame
  *        arena (kiln_arena_reset(kiln_frame_arena(ctx)), its frame boundary) and
  *        kiln_detach. Such a thread keeps a pointer only until its next quiescent point.
- *   Background jobs (kiln_run_ex with .background) live across frames: they must not
- *   keep a pointer from kiln_handle_get across a kiln_frame_end; copy what they need.
+ *   Background jobs (kiln_run_ex with .background) live across frames: while a worker
+ *   runs one, that worker counts as a thread outside the frame clock whose quiescent
+ *   point is the job's return, so its pointers stay valid until the job returns (a long
+ *   job may call kiln_handles_quiescent(ctx) between pieces of work to let reuse go on).
  *   An attached thread that blocks for a long time without a quiescent point delays the
  *   reuse of every freed slot (logged once as HANDLES_RECLAIM_STALLED); call
  *   kiln_handles_quiescent before blocking.
@@ -41,7 +43,7 @@
  * case; a slot whose generation would wrap is retired for good.
  *
  * Costs: get is wait-free — one load with acquire and a compare, no lock, no
- * read-modify-write. alloc and free touch only the calling context's cache of the
+ * read-modify-write, on a hit or a miss. alloc and free touch only the calling context's cache of the
  * table (a short array of free slot indices) until it runs empty or full, then
  * exchange a batch with the table under a lock taken once per batch. free also makes
  * one compare-and-swap on the slot's generation, so that of two threads freeing the
@@ -79,9 +81,12 @@ typedef struct kiln_handles_stats {
     uint64_t allocs;
     uint64_t frees;
     uint64_t failures;         /* allocs that returned {0}: capacity reached */
-    uint64_t stale_lookups;    /* kiln_handle_get of a stale or zero handle */
+    uint64_t stale_lookups;    /* kiln_handle_get of a stale or zero handle; counted without a
+                                  read-modify-write, so a lower bound when threads miss at the
+                                  same instant */
     uint64_t double_frees;     /* kiln_handle_free of a handle already freed */
-    uint64_t foreign_handles;  /* get or free of a handle of another table, or forged */
+    uint64_t foreign_handles;  /* get or free of a handle of another table, or forged (the
+                                  get side counted like stale_lookups) */
     uint64_t retired_slots;    /* slots whose generation ran out; never used again */
     uint64_t pending_reuse;    /* freed slots not reusable yet: waiting for a frame end or an
                                   outside thread's quiescent point */
