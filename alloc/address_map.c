@@ -7,13 +7,15 @@
 
 bool kiln_address_map_init(kiln_address_map *map, unsigned block_shift) {
     map->block_shift = block_shift;
+    map->leaf_lo = KILN_ADDRESS_LEAVES;
+    map->leaf_hi = 0;
     map->leaves = calloc(KILN_ADDRESS_LEAVES, sizeof *map->leaves);
     return map->leaves != NULL;
 }
 
 void kiln_address_map_fini(kiln_address_map *map) {
     if (!map->leaves) return;
-    for (size_t i = 0; i < KILN_ADDRESS_LEAVES; i++) free((void *)kiln_load_relaxed(&map->leaves[i]));
+    for (size_t i = map->leaf_lo; i < map->leaf_hi; i++) free((void *)kiln_load_relaxed(&map->leaves[i]));
     free(map->leaves);
     map->leaves = NULL;
 }
@@ -29,6 +31,8 @@ bool kiln_address_map_add(kiln_address_map *map, const void *base, size_t size) 
         _Atomic uint64_t *leaf = calloc(leaf_words, sizeof *leaf);
         if (!leaf) return false;
         kiln_store_release(&map->leaves[region], leaf);
+        if (region < map->leaf_lo) map->leaf_lo = region;
+        if (region + 1 > map->leaf_hi) map->leaf_hi = region + 1;
     }
     for (uintptr_t addr = begin; addr < end; addr += (uintptr_t)1 << map->block_shift) {
         _Atomic uint64_t *leaf = kiln_load_relaxed(&map->leaves[addr >> KILN_ADDRESS_REGION]);

@@ -23,6 +23,9 @@ typedef struct kiln_address_map {
      * acquire load, so a reader never sees a leaf before its memory. */
     _Atomic(_Atomic uint64_t *) *leaves;   /* 2^(47-32) entries, calloc'd (untouched pages cost nothing) */
     unsigned                    block_shift;
+    /* Writer only: the range of leaf indices that may be allocated, so fini visits those
+     * and not all 32768 entries (a runtime's teardown used to read every one). */
+    size_t                      leaf_lo, leaf_hi;
 } kiln_address_map;
 
 /* false when the top level cannot be allocated. */

@@ -1,20 +1,26 @@
 /* alloc/arena.c — the arena's slow paths: new blocks, large mappings, the budget
- * check, marks, release, reset with its keep policy, and the stats snapshot. */
+ * check, marks, release, reset with its keep policy, and the stats snapshot. The debug
+ * layer (arena_debug.c) hooks into allocation, release, reset and destroy. */
 #include "arena.h"
 
 #include <stdalign.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "os.h"
+
 /* Alignment when the caller passes 0: that of max_align_t (16 on x86_64). */
 #define KILN_DEFAULT_ALIGN alignof(max_align_t)
 
-/* Header of a dedicated mapping for one large allocation. */
+/* Header of a dedicated mapping for one large allocation. With KILN_DEBUG_GUARD_PAGES
+ * the mapping is [guard page][header ... allocation][guard page], the allocation ending
+ * right below the last page (within its alignment), so an overrun faults at once. */
 struct kiln_large {
     kiln_large *prev;       /* the next older large allocation (or next kept mapping) */
-    size_t      map_size;   /* bytes mapped */
+    size_t      map_size;   /* bytes mapped, guard pages included */
     size_t      map_align;  /* alignment of the mapping */
     size_t      size;       /* bytes asked */
+    size_t      guard;      /* bytes of each guard page (before this header); 0: none */
 };
 
 static kiln_arena_block *first_block(const kiln_arena *arena) {
@@ -27,7 +33,12 @@ static uintptr_t data_start(const kiln_arena *arena, const kiln_arena_block *blo
 }
 
 static uintptr_t block_end(const kiln_arena *arena, const kiln_arena_block *block) {
-    return (uintptr_t)block + arena->pool->block_size;
+    return (uintptr_t)block + arena->usable;
+}
+
+/* The arena position of addr in block (on the chain): bytes in use before it. */
+static size_t position(const kiln_arena *arena, const kiln_arena_block *block, uintptr_t addr) {
+    return block->used_before + (size_t)(addr - data_start(arena, block));
 }
 
 /* Owner: bytes in use in blocks (without large allocations). */
@@ -48,7 +59,8 @@ static void record_peak(kiln_arena *arena) {
 }
 
 /* Owner: the fast path's bound is the block end, or the point where the budget would be
- * crossed if that comes first and this frame has not been warned yet. */
+ * crossed if that comes first and this frame has not been warned yet; 0 when a debug bit
+ * wants every allocation out of line. */
 static void set_limit(kiln_arena *arena) {
     uintptr_t limit = block_end(arena, arena->current);
     if (arena->budget != 0 && !arena->budget_warned) {
@@ -57,7 +69,7 @@ static void set_limit(kiln_arena *arena) {
         uintptr_t point = below >= arena->budget ? base : base + (arena->budget - below);
         if (point < limit) limit = point;
     }
-    arena->limit = limit;
+    arena->limit = (arena->debug & KILN_ARENA_SLOW_BITS) ? 0 : limit;
 }
 
 /* Owner: makes block current with the cursor at cursor; published to stats readers. */
@@ -90,6 +102,24 @@ static void check_budget(kiln_arena *arena) {
     set_limit(arena);
 }
 
+void *kiln_arena_take_block(kiln_arena *arena) {
+    void *block = kiln_block_get(arena->pool);
+    if (!block) return NULL;
+    if (kiln_unlikely(arena->debug))
+        kiln_debug_block_taken(arena->debug, block, arena->pool->block_size, &arena->log);
+    kiln_owner_add(&arena->blocks_taken, 1);
+    kiln_owner_add(&arena->blocks_held, 1);
+    return block;
+}
+
+void kiln_arena_give_block(kiln_arena *arena, void *block) {
+    /* Read first: the arena itself lives in its first block, which goes last. */
+    kiln_block_pool *pool = arena->pool;
+    kiln_store_relaxed(&arena->blocks_held, kiln_load_relaxed(&arena->blocks_held) - 1);
+    if (kiln_unlikely(arena->debug)) kiln_debug_block_leaving(arena->debug, block, pool->block_size);
+    kiln_block_put(pool, block);
+}
+
 /* Owner: pushes a fresh block (a kept spare first, else one from the pool). */
 static bool push_block(kiln_arena *arena) {
     kiln_arena_block *block = arena->spare;
@@ -97,10 +127,8 @@ static bool push_block(kiln_arena *arena) {
         arena->spare = block->prev;
         arena->spare_blocks--;
     } else {
-        block = kiln_block_get(arena->pool);
+        block = kiln_arena_take_block(arena);
         if (!block) return false;
-        kiln_owner_add(&arena->blocks_taken, 1);
-        kiln_owner_add(&arena->blocks_held, 1);
     }
     block->prev = arena->current;
     block->used_before = block_bytes(arena);
@@ -133,20 +161,43 @@ static kiln_large *take_kept_large(kiln_arena *arena, size_t map_size, size_t al
     return NULL;
 }
 
+/* Where the allocation of a large mapping starts: right after the header, or with guard
+ * pages as high as its alignment allows below the last page. */
+static char *large_data(const kiln_large *large, size_t align) {
+    if (large->guard == 0) return (char *)large + kiln_align_up(sizeof(kiln_large), align);
+    uintptr_t end = (uintptr_t)large - large->guard + large->map_size - large->guard;
+    return (char *)((end - large->size) & ~(uintptr_t)(align - 1));
+}
+
+/* A new mapping of map_size bytes for the header and an allocation (guard pages around
+ * it under KILN_DEBUG_GUARD_PAGES). */
+static kiln_large *map_large(kiln_arena *arena, size_t map_size, size_t align, size_t guard) {
+    char *map = kiln_block_pool_map_large(arena->pool, map_size, align);
+    if (!map) return NULL;
+    if (guard) {
+        kiln_debug_protect(map, guard, &arena->log);
+        kiln_debug_protect(map + map_size - guard, guard, &arena->log);
+    }
+    kiln_large *large = (kiln_large *)(map + guard);
+    large->map_size = map_size;
+    large->map_align = align;
+    large->guard = guard;
+    return large;
+}
+
 static void *alloc_large(kiln_arena *arena, size_t size, size_t align) {
+    size_t guard = (arena->debug & KILN_DEBUG_GUARD_PAGES) ? kiln_os_page_size() : 0;
     size_t header = kiln_align_up(sizeof(kiln_large), align);
-    if (size > SIZE_MAX / 2 - header) {
+    if (size > SIZE_MAX / 2 - header - 2 * guard) {
         kiln_log(&arena->log, KILN_LOG_ERROR, "ARENA_SIZE_OVERFLOW",
                  "arena '%s': an allocation of %zu bytes cannot be represented", arena->name, size);
         return NULL;
     }
-    kiln_large *large = take_kept_large(arena, header + size, align);
-    if (!large) {
-        large = kiln_block_pool_map_large(arena->pool, header + size, align);
-        if (!large) return NULL;
-        large->map_size = header + size;
-        large->map_align = align;
-    }
+    size_t map_size = guard ? 2 * guard + kiln_align_up(sizeof(kiln_large) + align + size, guard)
+                            : header + size;
+    kiln_large *large = take_kept_large(arena, map_size, align);
+    if (!large) large = map_large(arena, map_size, align, guard);
+    if (!large) return NULL;
     large->prev = arena->large;
     large->size = size;
     arena->large = large;
@@ -155,7 +206,7 @@ static void *alloc_large(kiln_arena *arena, size_t size, size_t align) {
     kiln_owner_add(&arena->large_allocs, 1);
     kiln_owner_add(&arena->allocs, 1);
     check_budget(arena);
-    return (char *)large + header;
+    return large_data(large, align);
 }
 
 /* Owner: frees large allocations down to count; their mappings are kept for reuse
@@ -171,17 +222,54 @@ static void free_large_down_to(kiln_arena *arena, uint32_t count) {
     }
 }
 
-/* Owner: unmaps every kept mapping. */
+/* Owner: unmaps every kept mapping (poison lifted first: the address range may come
+ * back from the OS to anyone). */
 static void unmap_kept_large(kiln_arena *arena) {
     for (kiln_large *large = arena->large_kept, *prev; large; large = prev) {
         prev = large->prev;
-        kiln_block_pool_unmap_large(arena->pool, large, large->map_size);
+        char *map = (char *)large - large->guard;
+        if (arena->debug & KILN_DEBUG_POISON) kiln_debug_unpoison(map, large->map_size);
+        kiln_block_pool_unmap_large(arena->pool, map, large->map_size);
     }
     arena->large_kept = NULL;
 }
 
-void *kiln_arena_alloc_slow(kiln_arena *arena, size_t size, size_t align) {
-    if (align == 0) return kiln_arena_bump(arena, size, KILN_DEFAULT_ALIGN);
+/* Owner: the allocation itself, bounded by the block end (the fast path's limit may lie
+ * lower: the budget point, or 0 in a debug arena): in the current block, else in a
+ * fresh one if it fits after the block header at this alignment, else in a mapping of
+ * its own. A failure is counted. */
+static void *alloc_in_blocks(kiln_arena *arena, size_t size, size_t align) {
+    size_t fresh_offset = sizeof(kiln_arena_block) > align ? sizeof(kiln_arena_block) : align;
+    bool fits_fresh = fresh_offset < arena->usable && size <= arena->usable - fresh_offset;
+    for (;;) {
+        uintptr_t start = kiln_align_up(kiln_load_relaxed(&arena->cursor), align);
+        uintptr_t end;
+        if (!__builtin_add_overflow(start, size, &end) && end <= block_end(arena, arena->current)) {
+            kiln_store_relaxed(&arena->cursor, end);
+            kiln_owner_add(&arena->allocs, 1);
+            check_budget(arena);
+            return (void *)start;
+        }
+        if (!fits_fresh) break;
+        if (!push_block(arena)) {
+            kiln_owner_add(&arena->failures, 1);
+            return NULL;
+        }
+    }
+    void *p = alloc_large(arena, size, align);
+    if (!p) kiln_owner_add(&arena->failures, 1);
+    return p;
+}
+
+/* kiln_arena_alloc_slow with the caller's site (kept by the debug layer). Inlined into
+ * both callers, so that the plain slow path pays nothing for the site it never has. */
+static inline __attribute__((always_inline)) void *
+alloc_slow_at(kiln_arena *arena, size_t size, size_t align, kiln_debug_site site) {
+    bool debug = (arena->debug & KILN_ARENA_SLOW_BITS) != 0;
+    if (align == 0) {
+        if (!debug) return kiln_arena_bump(arena, size, KILN_DEFAULT_ALIGN);
+        align = KILN_DEFAULT_ALIGN;
+    }
     if (!kiln_is_pow2(align) || align > arena->max_align) {
         kiln_owner_add(&arena->failures, 1);
         kiln_log_misuse(&arena->log, "ARENA_BAD_ALIGN",
@@ -189,29 +277,21 @@ void *kiln_arena_alloc_slow(kiln_arena *arena, size_t size, size_t align) {
                         arena->name, align, arena->max_align);
         return NULL;
     }
-    uintptr_t start = kiln_align_up(kiln_load_relaxed(&arena->cursor), align);
-    uintptr_t end;
-    if (!__builtin_add_overflow(start, size, &end) && end <= block_end(arena, arena->current)) {
-        /* It fits the block: only the budget point stopped the fast path. */
-        kiln_store_relaxed(&arena->cursor, end);
-        kiln_owner_add(&arena->allocs, 1);
-        check_budget(arena);
-        return (void *)start;
-    }
-    /* A fresh block serves it if it fits after the block header at this alignment;
-     * otherwise it gets a mapping of its own. */
-    size_t block_size = arena->pool->block_size;
-    size_t fresh_offset = sizeof(kiln_arena_block) > align ? sizeof(kiln_arena_block) : align;
-    if (fresh_offset < block_size && size <= block_size - fresh_offset) {
-        if (!push_block(arena)) {
-            kiln_owner_add(&arena->failures, 1);
-            return NULL;
-        }
-        set_limit(arena);
-        return kiln_arena_bump(arena, size, align);
-    }
-    void *p = alloc_large(arena, size, align);
-    if (!p) kiln_owner_add(&arena->failures, 1);
+    if (debug) return kiln_arena_debug_alloc(arena, size, align, site);
+    return alloc_in_blocks(arena, size, align);
+}
+
+void *kiln_arena_alloc_slow(kiln_arena *arena, size_t size, size_t align) {
+    return alloc_slow_at(arena, size, align, (kiln_debug_site){ NULL, 0 });
+}
+
+void *kiln_arena_alloc_raw(kiln_arena *arena, size_t size, size_t align, kiln_arena_spot *spot) {
+    uint32_t large_before = arena->large_count;
+    void *p = alloc_in_blocks(arena, size, align);
+    if (!p) return NULL;
+    spot->large = arena->large_count != large_before;
+    spot->large_index = large_before;
+    spot->pos = spot->large ? 0 : position(arena, arena->current, (uintptr_t)p);
     return p;
 }
 
@@ -233,30 +313,44 @@ kiln_arena *kiln_arena_init(const kiln_arena_config *config) {
     arena->keep_blocks = 1;
     kiln_store_relaxed(&arena->blocks_held, 1);
     kiln_store_relaxed(&arena->blocks_taken, 1);
+    arena->debug = config->debug & (KILN_ARENA_SLOW_BITS | KILN_DEBUG_GUARD_PAGES);
+    arena->audit_sample = config->audit_sample;
+    arena->usable = kiln_debug_block_usable(arena->debug, config->pool->block_size);
+    if (arena->debug) kiln_arena_debug_init(arena);
     switch_block(arena, first, data_start(arena, first));
     set_limit(arena);
     return arena;
 }
 
 void kiln_arena_fini(kiln_arena *arena) {
+    if (arena->debug) kiln_arena_debug_fini(arena);
     free_large_down_to(arena, 0);
     unmap_kept_large(arena);
     kiln_arena_block *first = first_block(arena);
-    kiln_block_pool *pool = arena->pool;
     while (arena->current != first) pop_block(arena);
     for (kiln_arena_block *b = arena->spare, *next; b; b = next) {
         next = b->prev;
-        kiln_block_put(pool, b);
+        kiln_arena_give_block(arena, b);
     }
-    kiln_block_put(pool, first);   /* the arena itself lives here: last */
+    kiln_arena_give_block(arena, first);   /* the arena itself lives here: last */
+}
+
+static KILN_COLD void *refuse_null_arena(const char *function) {
+    kiln_log_misuse(NULL, "ARENA_NULL", "%s: arena is NULL", function);
+    return NULL;
 }
 
 void *kiln_arena_alloc(kiln_arena *arena, size_t size, size_t align) {
-    if (kiln_unlikely(!arena)) {
-        kiln_log_misuse(NULL, "ARENA_NULL", "kiln_arena_alloc: arena is NULL");
-        return NULL;
-    }
+    if (kiln_unlikely(!arena)) return refuse_null_arena("kiln_arena_alloc");
     return kiln_arena_bump(arena, size, align);
+}
+
+void *kiln_arena_alloc_at(kiln_arena *arena, size_t size, size_t align, const char *file,
+                          int line) {
+    if (kiln_unlikely(!arena)) return refuse_null_arena("kiln_arena_alloc_at");
+    if (kiln_likely(!(arena->debug & KILN_ARENA_SLOW_BITS)))
+        return kiln_arena_bump(arena, size, align);
+    return alloc_slow_at(arena, size, align, (kiln_debug_site){ file, line });
 }
 
 kiln_mark kiln_arena_mark(kiln_arena *arena) {
@@ -264,6 +358,8 @@ kiln_mark kiln_arena_mark(kiln_arena *arena) {
         kiln_log_misuse(NULL, "ARENA_NULL", "kiln_arena_mark: arena is NULL");
         return (kiln_mark){ { 0, 0 } };
     }
+    if (kiln_unlikely(arena->debug & KILN_DEBUG_OWNERSHIP))
+        kiln_arena_debug_use(arena, "kiln_arena_mark");
     uint64_t tags = ((uint64_t)arena->epoch << 32) | arena->large_count;
     return (kiln_mark){ { (uint64_t)kiln_load_relaxed(&arena->cursor), tags } };
 }
@@ -287,6 +383,8 @@ void kiln_arena_release(kiln_arena *arena, kiln_mark mark) {
         kiln_log_misuse(NULL, "ARENA_NULL", "kiln_arena_release: arena is NULL");
         return;
     }
+    if (kiln_unlikely(arena->debug & KILN_DEBUG_OWNERSHIP))
+        kiln_arena_debug_use(arena, "kiln_arena_release");
     uintptr_t cursor = (uintptr_t)mark.opaque[0];
     uint32_t epoch = (uint32_t)(mark.opaque[1] >> 32);
     uint32_t large_count = (uint32_t)mark.opaque[1];
@@ -311,6 +409,8 @@ void kiln_arena_release(kiln_arena *arena, kiln_mark mark) {
                         arena->name, problem);
         return;
     }
+    if (arena->records)
+        kiln_arena_debug_release(arena, position(arena, block, cursor), large_count, "at release");
     record_peak(arena);
     free_large_down_to(arena, large_count);
     while (arena->current != block) pop_block(arena);
@@ -320,6 +420,7 @@ void kiln_arena_release(kiln_arena *arena, kiln_mark mark) {
 }
 
 void kiln_arena_reset_all(kiln_arena *arena) {
+    if (arena->records) kiln_arena_debug_release(arena, 0, 0, "at reset");
     record_peak(arena);
     kiln_store_relaxed(&arena->peak_last_frame, kiln_load_relaxed(&arena->peak_frame));
     kiln_store_relaxed(&arena->peak_frame, 0);
@@ -337,8 +438,7 @@ void kiln_arena_reset_all(kiln_arena *arena) {
         kiln_arena_block *block = arena->spare;
         arena->spare = block->prev;
         arena->spare_blocks--;
-        kiln_block_put(arena->pool, block);
-        kiln_store_relaxed(&arena->blocks_held, kiln_load_relaxed(&arena->blocks_held) - 1);
+        kiln_arena_give_block(arena, block);
     }
     switch_block(arena, first, data_start(arena, first));
     arena->epoch++;
@@ -378,6 +478,8 @@ void kiln_arena_stats_read(const kiln_arena *arena, kiln_arena_stats *out) {
         .large_allocs = kiln_load_relaxed(&a->large_allocs),
         .blocks_held = kiln_load_relaxed(&a->blocks_held),
         .blocks_taken = kiln_load_relaxed(&a->blocks_taken),
+        .guard_errors = kiln_load_relaxed(&a->guard_errors),
+        .wrong_thread = kiln_load_relaxed(&a->wrong_thread),
     };
     memcpy(out->name, a->name, sizeof out->name);
 }

@@ -19,6 +19,7 @@
 #include <kiln/stats.h>
 
 #include "block_pool.h"
+#include "debug.h"
 
 typedef struct kiln_arena_block {
     struct kiln_arena_block *prev;   /* the block below in the chain, or the next spare */
@@ -72,6 +73,19 @@ struct kiln_arena {
     struct kiln_arena *registry_prev, *registry_next;
     void              *registry_owner;
     void              *frame_owner;   /* frame arenas: the context owning it; else NULL */
+
+    /* Debug layer (arena_debug.c). debug, audit_sample and usable are read-only after
+     * creation; the record stack is owner-only; the rest is written by any thread that
+     * uses the arena (relaxed) and read by stats and the frame-end audit. */
+    uint32_t          debug;          /* the KILN_DEBUG_* bits that concern arenas */
+    uint32_t          audit_sample;   /* newest records the frame-end audit checks */
+    size_t            usable;         /* bytes of each block in use: block_size, less the
+                                         guard page with KILN_DEBUG_GUARD_PAGES */
+    struct kiln_record_block *records;       /* live allocations' records, newest on top */
+    struct kiln_record_block *record_spare;  /* emptied record blocks, kept until destroy */
+    _Atomic uintptr_t owner_thread;   /* kiln_debug_thread() of the owner (any debug bit) */
+    _Atomic uintptr_t reported_thread;   /* last thread reported as ARENA_WRONG_THREAD */
+    _Atomic uint64_t  guard_errors, wrong_thread;
 };
 
 typedef struct kiln_arena_config {
@@ -81,6 +95,8 @@ typedef struct kiln_arena_config {
     const _Atomic uint64_t *frame_clock;  /* may be NULL */
     bool                    is_frame;
     kiln_log_sink           log;
+    uint32_t                debug;        /* KILN_DEBUG_* bits */
+    uint32_t                audit_sample; /* KILN_DEBUG_GUARDS: records per frame-end audit */
 } kiln_arena_config;
 
 /* Takes a block, builds the arena in it. NULL when the pool refuses (it logged why). */
@@ -90,7 +106,8 @@ KILN_INTERNAL kiln_arena *kiln_arena_init(const kiln_arena_config *config);
 KILN_INTERNAL void kiln_arena_fini(kiln_arena *arena);
 
 /* Out of line: the current block is full, the budget point is crossed, the size is
- * large, the alignment unusual or bad. */
+ * large, the alignment unusual or bad, or a debug bit sends every allocation here (the
+ * limit is then 0: the bump itself needs no test of its own for the debug layer). */
 KILN_INTERNAL void *kiln_arena_alloc_slow(kiln_arena *arena, size_t size, size_t align);
 
 /* The bump: a few instructions, then the slow path. align must be checked by the
@@ -114,5 +131,73 @@ KILN_INTERNAL void kiln_arena_reset_all(kiln_arena *arena);
 
 /* Any thread; see the header comment. */
 KILN_INTERNAL void kiln_arena_stats_read(const kiln_arena *arena, kiln_arena_stats *out);
+
+/* ---- the debug layer (arena_debug.c; see KILN_DEBUG_* in kiln/core.h) ----
+ * With a record bit (KILN_ARENA_RECORD_BITS) every allocation has a record on a stack
+ * kept in blocks of its own, out of the allocations' way (an overrun damages guard
+ * bytes, never the bookkeeping that finds them): the object, its size, its site and its
+ * position in the arena, so that release and reset know exactly which allocations they
+ * end. With KILN_DEBUG_GUARDS an allocation is [front guard][object][back guard]. */
+
+/* Where a raw allocation went: its arena position (the bytes in use in blocks before
+ * it, which only grows along the chain, so "after a mark" is "position >= the mark's"),
+ * or for a dedicated mapping how many live large allocations came before it. */
+typedef struct kiln_arena_spot {
+    size_t   pos;
+    uint32_t large_index;
+    bool     large;
+} kiln_arena_spot;
+
+/* size bytes at align (valid, nonzero), bounded by the block end: the allocation under
+ * a debug allocation's guards. Counted as one allocation; NULL when memory runs out
+ * (counted as a failure). Owner thread only. */
+KILN_INTERNAL void *kiln_arena_alloc_raw(kiln_arena *arena, size_t size, size_t align,
+                                         kiln_arena_spot *spot);
+
+/* Set-up and teardown of the debug state: the creating thread owns the arena, the
+ * first block gets its guard page, the arena becomes a memcheck pool; at destroy the
+ * records are checked and their blocks go back. */
+KILN_INTERNAL void kiln_arena_debug_init(kiln_arena *arena);
+KILN_INTERNAL void kiln_arena_debug_fini(kiln_arena *arena);
+
+/* A block for the arena's own use (stats count it as held), with its guard page under
+ * KILN_DEBUG_GUARD_PAGES; NULL when the block pool refuses. And its way back. */
+KILN_INTERNAL void *kiln_arena_take_block(kiln_arena *arena);
+KILN_INTERNAL void  kiln_arena_give_block(kiln_arena *arena, void *block);
+
+/* kiln_arena_alloc_slow's work when a debug bit closed the fast path: the owner check,
+ * the record, guards, fill and poisoning. align is valid. Owner thread only. */
+KILN_INTERNAL void *kiln_arena_debug_alloc(kiln_arena *arena, size_t size, size_t align,
+                                           kiln_debug_site site);
+
+/* Ends the records of every allocation after (pos, large_count) — all of them for
+ * (0, 0) — checking their guards (ARENA_GUARD_DAMAGED, found `when`), filling them
+ * with 0xDD and poisoning them as the bits say. Called before release, reset and
+ * destroy give the memory back. Owner thread (or, at frame end, the driver). */
+KILN_INTERNAL void kiln_arena_debug_release(kiln_arena *arena, size_t pos, uint32_t large_count,
+                                            const char *when);
+
+/* KILN_DEBUG_OWNERSHIP: logs ARENA_WRONG_THREAD (once per offending thread until the
+ * owner changes) and counts the call when the calling thread does not own the arena.
+ * what names the call. Any thread. */
+KILN_INTERNAL void kiln_arena_debug_use(kiln_arena *arena, const char *what);
+
+/* The calling thread owns the arena from now on (a worker claims its frame arena when
+ * it starts; a reset of an arena that is no frame arena hands it to the caller). */
+KILN_INTERNAL void kiln_arena_debug_claim(kiln_arena *arena);
+
+/* kiln_arena_reset by the calling thread: a frame arena's owner is its context's thread
+ * for good, so another thread resetting it is a wrong-thread use; any other arena
+ * passes to the caller. */
+KILN_INTERNAL void kiln_arena_debug_reset(kiln_arena *arena);
+
+/* KILN_DEBUG_GUARDS, at frame end: checks the guards of the newest audit_sample live
+ * allocations, if the calling thread owns the arena and it is no frame arena (a frame
+ * arena's reset checks every allocation). A damaged guard is reported and repaired. */
+KILN_INTERNAL void kiln_arena_audit(kiln_arena *arena);
+
+/* KILN_DEBUG_SITES: logs the live allocations grouped by site (ARENA_LEAK_SITE, then
+ * ARENA_LEAK_SUMMARY). The owner, or anyone once the owner is done with the arena. */
+KILN_INTERNAL void kiln_arena_report_leaks(kiln_arena *arena);
 
 #endif /* KILN_ALLOC_ARENA_H */

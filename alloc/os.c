@@ -1,5 +1,5 @@
-/* alloc/os.c — mmap, munmap and madvise, the only OS memory calls in kiln, and the
- * switch that makes the nth map fail for tests. */
+/* alloc/os.c — mmap, munmap, madvise and mprotect, the only OS memory calls in kiln,
+ * and the switch that makes the nth map fail for tests. */
 #define _DEFAULT_SOURCE
 #include "os.h"
 
@@ -62,4 +62,8 @@ void kiln_os_unmap(void *ptr, size_t size) {
 
 bool kiln_os_decommit(void *ptr, size_t size) {
     return madvise(ptr, size, MADV_DONTNEED) == 0;
+}
+
+bool kiln_os_protect(void *ptr, size_t size, bool accessible) {
+    return mprotect(ptr, size, accessible ? PROT_READ | PROT_WRITE : PROT_NONE) == 0;
 }

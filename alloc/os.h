@@ -23,6 +23,11 @@ KILN_INTERNAL void kiln_os_unmap(void *ptr, size_t size);
  * touched. Page-aligned range. Concurrency: any thread. */
 KILN_INTERNAL bool kiln_os_decommit(void *ptr, size_t size);
 
+/* Makes a page-aligned range inaccessible (PROT_NONE: any access faults) or
+ * read-write again. false when the OS refuses (for instance at its limit of mapping
+ * entries). Concurrency: any thread. */
+KILN_INTERNAL bool kiln_os_protect(void *ptr, size_t size, bool accessible);
+
 /* Fault injection for tests: the nth map call from now (1 = the next one) fails,
  * and only that one. 0 switches injection off. Concurrency: any thread. */
 KILN_INTERNAL void kiln_os_fail_nth_map(unsigned nth);

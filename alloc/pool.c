@@ -1,5 +1,6 @@
-/* alloc/pool.c — pools: desc validation, carving objects and magazines from blocks, the
- * magazine exchange with the depot, the checks of bad frees, flushing and statistics. */
+/* alloc/pool.c — pools: desc validation, the slot layout, carving objects and magazines
+ * from blocks, the magazine exchange with the depot, the checks of bad frees, flushing
+ * and statistics. The debug layer (pool_debug.c) hooks into carving, alloc and free. */
 #include "pool.h"
 
 #include <stdio.h>
@@ -34,6 +35,40 @@ static void know_block(kiln_pool *pool, const kiln_pool_block *block) {
     kiln_store_relaxed(&pool->known[(base >> pool->map.block_shift) % KILN_POOL_KNOWN], base);
 }
 
+/* Bytes of the CHECKED bitmap in an object block (a bit per slot that could fit). */
+static size_t bitmap_bytes(const kiln_pool *pool) {
+    if (!(pool->flags & KILN_POOL_CHECKED)) return 0;
+    return ((pool->blocks->block_size / pool->slot + 63) / 64) * sizeof(uint64_t);
+}
+
+/* The layout of an object block: the header, the CHECKED bitmap, the debug layer's slot
+ * entries, then the slots on their alignment grid — or, with a guard page, the slots
+ * packed against it, so that an overrun of the last object faults. With guards a slot
+ * is [front guard][object][back guard], 16 bytes each at least, on a grid of 16 at least
+ * (ASan poisons in 8-byte granules). Sets slot, slots_per_block, first_offset and the
+ * debug offsets; false when not one slot fits. */
+static bool plan_slots(kiln_pool *pool) {
+    size_t grid = pool->align, front = 0, back = 0;
+    if (pool->debug & KILN_DEBUG_GUARDS) {
+        grid = grid > KILN_GUARD_BYTES ? grid : KILN_GUARD_BYTES;
+        front = kiln_align_up(KILN_GUARD_BYTES, grid);
+        back = KILN_GUARD_BYTES;
+    }
+    pool->slot = kiln_align_up(front + pool->size + back, grid);
+    pool->debug_front = front;
+    size_t info = (pool->debug & KILN_POOL_HEADER_BITS) ? KILN_POOL_SLOT_INFO : 0;
+    size_t head = sizeof(kiln_pool_block) + bitmap_bytes(pool), usable = pool->usable;
+    pool->info_offset = head;
+    size_t n = usable > head ? (usable - head) / (pool->slot + info) : 0;
+    while (n > 0 && kiln_align_up(head + n * info, grid) + n * pool->slot > usable) n--;
+    if (n == 0) return false;
+    bool packed = usable != pool->blocks->block_size;   /* against the guard page */
+    size_t slot0 = packed ? usable - n * pool->slot : kiln_align_up(head + n * info, grid);
+    pool->slots_per_block = (uint32_t)n;
+    pool->first_offset = slot0 + front;
+    return true;
+}
+
 bool kiln_pool_init(kiln_pool *pool, const kiln_pool_config *config) {
     const kiln_pool_desc *d = &config->desc;
     /* Validate before touching *pool: a refused create must leave a destroyed pool in
@@ -60,25 +95,34 @@ bool kiln_pool_init(kiln_pool *pool, const kiln_pool_config *config) {
                         name, d->magazine_size, KILN_POOL_MAX_MAGAZINE);
         return false;
     }
-    memset(pool, 0, sizeof *pool);
-    pool->log = config->log;
-    memcpy(pool->name, name, sizeof pool->name);
-    pool->size = d->size;
-    pool->align = align;
-    pool->slot = kiln_align_up(d->size, align);
-    pool->capacity = d->capacity;
-    pool->flags = d->flags | (config->checked ? KILN_POOL_CHECKED : 0);
-    pool->magazine_size = d->magazine_size ? d->magazine_size : default_magazine_size(pool->slot);
-    pool->blocks = config->blocks;
-    pool->map = config->blocks->map;
-    pool->block_mask = config->blocks->block_mask;
-    pool->index = config->index;
-    /* The header, then (checked) a bit per slot, then the slots at their alignment. */
-    size_t bitmap = (pool->flags & KILN_POOL_CHECKED)
-                        ? ((block_size / pool->slot + 63) / 64) * sizeof(uint64_t) : 0;
-    size_t first = kiln_align_up(sizeof(kiln_pool_block) + bitmap, align);
-    pool->slots_per_block = (uint32_t)((block_size - first) / pool->slot);
-    pool->first_offset = first;
+    /* Built in a copy, for the same reason: the layout may still refuse. */
+    kiln_pool made = {
+        .size = d->size,
+        .align = align,
+        .capacity = d->capacity,
+        .index = config->index,
+        .blocks = config->blocks,
+        .map = config->blocks->map,
+        .block_mask = config->blocks->block_mask,
+        .log = config->log,
+        .debug = config->debug & (KILN_POOL_HOOK_BITS | KILN_DEBUG_GUARD_PAGES),
+        .audit_sample = config->audit_sample,
+    };
+    made.flags = (d->flags & (KILN_POOL_ZERO | KILN_POOL_CHECKED)) |
+                 (config->checked ? KILN_POOL_CHECKED : 0) |
+                 ((made.debug & KILN_POOL_HOOK_BITS) ? KILN_POOL_DEBUG_HOOKS : 0);
+    made.usable = kiln_debug_block_usable(made.debug, block_size);
+    if (!plan_slots(&made)) {
+        kiln_log_misuse(&config->log, "POOL_BAD_SIZE",
+                        "pool '%s': not one object of %zu bytes aligned to %zu fits a block of "
+                        "%zu bytes with its header%s", name, d->size, align, block_size,
+                        made.debug ? ", guards and guard page" : "");
+        return false;
+    }
+    memcpy(made.name, name, sizeof made.name);
+    made.magazine_size = d->magazine_size ? d->magazine_size : default_magazine_size(made.slot);
+    memcpy(pool, &made, sizeof *pool);
+    if (pool->debug & KILN_DEBUG_POISON) kiln_debug_mempool_create(pool);
     forget_blocks(pool);
     pthread_mutex_init(&pool->carve_lock, NULL);
     kiln_store_release(&pool->serial, config->serial);
@@ -91,8 +135,10 @@ void kiln_pool_fini(kiln_pool *pool) {
     for (kiln_pool_block *b = pool->block_list, *next; b; b = next) {
         next = b->next;
         b->magic = 0;   /* a stale pointer into a recycled block is no longer ours */
+        if (pool->debug) kiln_debug_block_leaving(pool->debug, b, pool->blocks->block_size);
         kiln_block_put(pool->blocks, b);
     }
+    if (pool->debug & KILN_DEBUG_POISON) kiln_debug_mempool_destroy(pool);
     pool->block_list = NULL;
     kiln_store_relaxed(&pool->blocks_held, 0);
     pool->full = (kiln_lifo){ 0 };
@@ -104,6 +150,7 @@ void kiln_pool_fini(kiln_pool *pool) {
 static kiln_pool_block *new_block(kiln_pool *pool, uint64_t magic) {
     kiln_pool_block *block = kiln_block_get(pool->blocks);
     if (!block) return NULL;
+    if (pool->debug) kiln_debug_block_taken(pool->debug, block, pool->blocks->block_size, &pool->log);
     size_t bitmap_words = (pool->flags & KILN_POOL_CHECKED) && magic == KILN_POOL_BLOCK_MAGIC
                               ? (pool->slots_per_block + 63) / 64 : 0;
     *block = (kiln_pool_block){
@@ -112,11 +159,11 @@ static kiln_pool_block *new_block(kiln_pool *pool, uint64_t magic) {
         .serial = kiln_load_relaxed(&pool->serial),
         .next = pool->block_list,
         .in_use = bitmap_words ? (_Atomic uint64_t *)(block + 1) : NULL,
+        .first = (uintptr_t)block + pool->first_offset,
     };
     for (size_t i = 0; i < bitmap_words; i++) kiln_store_relaxed(&block->in_use[i], 0);
-    size_t bitmap = (pool->flags & KILN_POOL_CHECKED)
-                        ? ((pool->blocks->block_size / pool->slot + 63) / 64) * sizeof(uint64_t) : 0;
-    block->first = kiln_align_up((uintptr_t)(block + 1) + bitmap, pool->align);
+    if (magic == KILN_POOL_BLOCK_MAGIC && (pool->flags & KILN_POOL_DEBUG_HOOKS))
+        kiln_pool_debug_block(pool, block);
     pool->block_list = block;
     kiln_store_relaxed(&pool->blocks_held, kiln_load_relaxed(&pool->blocks_held) + 1);
     return block;
@@ -129,7 +176,7 @@ static kiln_magazine *new_magazine(kiln_pool *pool) {
         kiln_pool_block *block = new_block(pool, KILN_POOL_MAGAZINE_MAGIC);
         if (!block) return NULL;
         pool->magazine_next = (char *)kiln_align_up((uintptr_t)(block + 1), 16);
-        pool->magazine_end = (char *)block + pool->blocks->block_size;
+        pool->magazine_end = (char *)block + pool->usable;
     }
     kiln_magazine *mag = (kiln_magazine *)pool->magazine_next;
     pool->magazine_next += bytes;
@@ -296,6 +343,7 @@ void kiln_pool_free_slow(kiln_pool *pool, kiln_pool_cache *cache, void *obj) {
 }
 
 void *kiln_pool_on_alloc(kiln_pool *pool, void *obj) {
+    if (pool->flags & KILN_POOL_DEBUG_HOOKS) kiln_pool_debug_alloc(pool, obj);
     if (pool->flags & KILN_POOL_ZERO) memset(obj, 0, pool->size);
     if (pool->flags & KILN_POOL_CHECKED) {
         kiln_pool_block *block = kiln_block_of(pool->blocks, obj);
@@ -306,7 +354,9 @@ void *kiln_pool_on_alloc(kiln_pool *pool, void *obj) {
 }
 
 void kiln_pool_free_checked(kiln_pool *pool, kiln_pool_cache *cache, void *obj) {
-    if (kiln_pool_check_free(pool, obj)) kiln_pool_cache_free(pool, cache, obj);
+    if ((pool->flags & KILN_POOL_CHECKED) && !kiln_pool_check_free(pool, obj)) return;
+    if ((pool->flags & KILN_POOL_DEBUG_HOOKS) && !kiln_pool_debug_free(pool, obj)) return;
+    kiln_pool_cache_free(pool, cache, obj);
 }
 
 void kiln_pool_reject_free(kiln_pool *pool, void *obj) {
@@ -322,25 +372,30 @@ void kiln_pool_reject_free(kiln_pool *pool, void *obj) {
                     pool->name, obj, owner);
 }
 
+bool kiln_pool_reject_double_free(kiln_pool *pool, const void *obj) {
+    kiln_add_relaxed(&pool->double_frees, 1);
+    kiln_log_misuse(&pool->log, "POOL_DOUBLE_FREE",
+                    "pool '%s': object %p is not live (freed twice?); ignored", pool->name, obj);
+    return false;
+}
+
+bool kiln_pool_check_interior(kiln_pool *pool, const kiln_pool_block *block, const void *obj) {
+    size_t offset = (uintptr_t)obj - block->first;
+    if (offset % pool->slot == 0 && offset / pool->slot < pool->slots_per_block) return true;
+    kiln_add_relaxed(&pool->bad_frees, 1);
+    kiln_log_misuse(&pool->log, "POOL_INTERIOR_POINTER",
+                    "pool '%s': %p points %zu bytes into an object, not at its start; ignored",
+                    pool->name, obj, offset % pool->slot);
+    return false;
+}
+
 bool kiln_pool_check_free(kiln_pool *pool, void *obj) {
     kiln_pool_block *block = kiln_block_of(pool->blocks, obj);
-    size_t offset = (uintptr_t)obj - block->first;
-    size_t slot = offset / pool->slot;
-    if (offset % pool->slot != 0 || slot >= pool->slots_per_block) {
-        kiln_add_relaxed(&pool->bad_frees, 1);
-        kiln_log_misuse(&pool->log, "POOL_INTERIOR_POINTER",
-                        "pool '%s': %p points %zu bytes into an object, not at its start; ignored",
-                        pool->name, obj, offset % pool->slot);
-        return false;
-    }
+    if (!kiln_pool_check_interior(pool, block, obj)) return false;
+    size_t slot = ((uintptr_t)obj - block->first) / pool->slot;
     uint64_t bit = (uint64_t)1 << (slot % 64);
     uint64_t before = kiln_and_relaxed(&block->in_use[slot / 64], ~bit);
-    if (!(before & bit)) {
-        kiln_add_relaxed(&pool->double_frees, 1);
-        kiln_log_misuse(&pool->log, "POOL_DOUBLE_FREE",
-                        "pool '%s': object %p is not live (freed twice?); ignored", pool->name, obj);
-        return false;
-    }
+    if (!(before & bit)) return kiln_pool_reject_double_free(pool, obj);
     return true;
 }
 
@@ -404,6 +459,7 @@ void kiln_pool_stats_read(kiln_pool *pool, const kiln_pool_tally *caches, kiln_p
         .cached = in > gone ? in - gone : 0,
         .bad_frees = kiln_load_relaxed(&pool->bad_frees),
         .double_frees = kiln_load_relaxed(&pool->double_frees),
+        .guard_errors = kiln_load_relaxed(&pool->guard_errors),
     };
     out->cached_bytes = out->cached * pool->slot;
     if (out->live > out->peak_live) out->peak_live = out->live;

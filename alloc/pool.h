@@ -20,10 +20,17 @@
 
 #include "address_map.h"
 #include "block_pool.h"
+#include "debug.h"
 
 #define KILN_POOL_BLOCK_MAGIC 0x6b696c6e504f4f4cull   /* "kilnPOOL" */
 #define KILN_POOL_KNOWN       32   /* entries of a pool's table of its object blocks */
 #define KILN_POOL_NO_BLOCK    ((uintptr_t)1)   /* an empty entry: never a block address */
+
+/* An internal flag beside the public KILN_POOL_* ones: the debug layer's alloc and free
+ * hooks (pool_debug.c). The fast paths test the flag word they tested before the debug
+ * layer existed, so it costs them nothing. */
+#define KILN_POOL_DEBUG_HOOKS (1u << 31)
+#define KILN_POOL_FREE_HOOKS  (KILN_POOL_CHECKED | KILN_POOL_DEBUG_HOOKS)
 
 typedef struct kiln_magazine {
     kiln_lifo_node link;          /* on a depot LIFO; first: the LIFO's link word */
@@ -64,7 +71,7 @@ typedef struct kiln_pool_block {
     uint64_t                serial;   /* the pool's serial when carved */
     struct kiln_pool_block *next;     /* the pool's block list (carve_lock) */
     _Atomic uint64_t       *in_use;   /* KILN_POOL_CHECKED: a bit per slot, else NULL */
-    uintptr_t               first;    /* address of slot 0 */
+    uintptr_t               first;    /* address of slot 0's object */
 } kiln_pool_block;
 
 struct kiln_pool {
@@ -81,7 +88,7 @@ struct kiln_pool {
     kiln_address_map    map;            /* copy of blocks->map (its table never moves): one
                                            load less on every free */
     uintptr_t           block_mask;     /* copy of blocks->block_mask */
-    uintptr_t           first_offset;   /* where slot 0 lies in every object block */
+    uintptr_t           first_offset;   /* where slot 0's object lies in every object block */
     kiln_log_sink       log;
     char                name[48];
     void               *owner;          /* the runtime (runtime/ sets it after init) */
@@ -120,6 +127,21 @@ struct kiln_pool {
     uintptr_t           carve_end;
     char               *magazine_next;  /* magazine storage carved from blocks */
     char               *magazine_end;
+
+    /* Debug layer (pool_debug.c). Read-only while the pool lives but the audit cursor,
+     * which only the frame-end audit touches (under carve_lock). With KILN_DEBUG_GUARDS
+     * a slot is [front guard][object][back guard], the object debug_front bytes in; the
+     * per-slot state and site live in the block header (kiln_pool_block.info), out of
+     * the objects' way, so an overrun never damages what finds and names it. */
+    uint32_t            debug;          /* the KILN_DEBUG_* bits that concern pools */
+    uint32_t            audit_sample;   /* live objects each frame-end audit checks */
+    size_t              debug_front;    /* front guard bytes (0 without guards) */
+    size_t              info_offset;    /* KILN_POOL_HEADER_BITS: where an object block's
+                                           table of slot entries starts (after the bitmap) */
+    size_t              usable;         /* bytes of each block in use (less a guard page) */
+    kiln_pool_block    *audit_block;    /* where the next audit starts; NULL: the newest */
+    uint32_t            audit_slot;
+    _Atomic uint64_t    guard_errors;
 };
 
 typedef struct kiln_pool_config {
@@ -129,6 +151,8 @@ typedef struct kiln_pool_config {
     uint64_t         serial;
     bool             checked;           /* the runtime's KILN_DEBUG_CHECKS */
     kiln_log_sink    log;
+    uint32_t         debug;             /* the runtime's KILN_DEBUG_* bits */
+    uint32_t         audit_sample;      /* KILN_DEBUG_GUARDS: objects per frame-end audit */
 } kiln_pool_config;
 
 /* Validates the desc (logging what is wrong) and sets the pool up; carves nothing yet.
@@ -147,6 +171,12 @@ KILN_INTERNAL void  kiln_pool_reject_free(kiln_pool *pool, void *obj);
 /* KILN_POOL_CHECKED: false (logged, counted) for an interior pointer or a double free;
  * otherwise clears the object's in-use bit. */
 KILN_INTERNAL bool  kiln_pool_check_free(kiln_pool *pool, void *obj);
+/* Logs and counts a double free of obj (POOL_DOUBLE_FREE); false, for the checks. */
+KILN_INTERNAL KILN_COLD bool kiln_pool_reject_double_free(kiln_pool *pool, const void *obj);
+/* false (logged, counted) when obj, in an object block of the pool, is not at the
+ * start of one of its slots. */
+KILN_INTERNAL bool  kiln_pool_check_interior(kiln_pool *pool, const kiln_pool_block *block,
+                                             const void *obj);
 
 /* Gives the cache's magazines back to the depot and folds its counters into the pool.
  * The cache's owner, or anyone once the owner is gone; excluded from kiln_pool_fini. */
@@ -170,9 +200,41 @@ KILN_INTERNAL void kiln_pool_stats_read(kiln_pool *pool, const kiln_pool_tally *
  * that the fast path reaches it by a tail call and needs no callee-saved register. */
 KILN_INTERNAL void *kiln_pool_on_alloc(kiln_pool *pool, void *obj);
 
-/* KILN_POOL_CHECKED: kiln_pool_check_free, then the cache free when it passed. Out of
- * line for the same reason. */
+/* KILN_POOL_FREE_HOOKS: kiln_pool_check_free (checked) and the debug layer's free hook,
+ * then the cache free when they passed. Out of line for the same reason. */
 KILN_INTERNAL void kiln_pool_free_checked(kiln_pool *pool, kiln_pool_cache *cache, void *obj);
+
+/* ---- the debug layer (pool_debug.c; see KILN_DEBUG_* in kiln/core.h) ---- */
+
+/* Bytes per slot of an object block's table of slot entries (state and site), which
+ * follows the header and the bitmap (pool->info_offset). */
+#define KILN_POOL_SLOT_INFO 16
+
+/* A new object block (under carve_lock, before any of its objects is handed out):
+ * every slot's entry free, its guards written, its object poisoned. */
+KILN_INTERNAL void kiln_pool_debug_block(kiln_pool *pool, kiln_pool_block *block);
+
+/* The hooks: an object handed out (unpoisoned, filled 0xCD, live, no site yet); an
+ * object freed (true when the free may proceed): interior pointers and double frees
+ * refused (POOL_INTERIOR_POINTER, POOL_DOUBLE_FREE), guards checked
+ * (POOL_GUARD_DAMAGED), filled 0xDD, poisoned. Any thread (the object's user). */
+KILN_INTERNAL void kiln_pool_debug_alloc(kiln_pool *pool, void *obj);
+KILN_INTERNAL bool kiln_pool_debug_free(kiln_pool *pool, void *obj);
+
+/* KILN_DEBUG_SITES: records where a live object was allocated. Its user's thread. */
+KILN_INTERNAL void kiln_pool_debug_site(kiln_pool *pool, void *obj, kiln_debug_site site);
+
+/* KILN_DEBUG_GUARDS, at frame end: checks the guards of up to audit_sample live
+ * objects, going on where the last audit stopped (so that over frames it covers the
+ * whole pool); a damage is reported once. Concurrency: while other threads allocate
+ * and free (the entries' state is atomic, guard bytes are read with atomic loads);
+ * excluded from kiln_pool_fini by the caller; takes carve_lock. */
+KILN_INTERNAL void kiln_pool_audit(kiln_pool *pool);
+
+/* KILN_DEBUG_SITES: logs the live objects grouped by site (POOL_LEAK_SITE, then
+ * POOL_LEAK_SUMMARY). No other thread may use the pool meanwhile (kiln_pool_destroy). */
+KILN_INTERNAL void kiln_pool_report_leaks(kiln_pool *pool);
+
 
 /* Whether obj lies in a block this pool carved, in its object area: the address bitmap
  * first (nothing is read at an address kiln does not own), then the block header. A
@@ -202,11 +264,11 @@ static inline void *kiln_pool_cache_alloc(kiln_pool *pool, kiln_pool_cache *cach
     if (kiln_unlikely(mag->count == 0)) return kiln_pool_alloc_slow(pool, cache);
     void *obj = mag->objects[--mag->count];
     kiln_owner_add(&cache->allocs, 1);
-    if (kiln_unlikely(pool->flags != 0)) return kiln_pool_on_alloc(pool, obj);
+    if (kiln_unlikely(pool->flags != 0)) return kiln_pool_on_alloc(pool, obj);   /* debug too */
     return obj;
 }
 
-/* obj has passed kiln_pool_owns (and, checked, kiln_pool_check_free). */
+/* obj has passed kiln_pool_owns (and, with KILN_POOL_FREE_HOOKS, the hooks). */
 static inline void kiln_pool_cache_free(kiln_pool *pool, kiln_pool_cache *cache, void *obj) {
     kiln_magazine *mag = cache->loaded;
     if (kiln_unlikely(mag->count == mag->capacity)) {

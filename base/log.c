@@ -36,6 +36,9 @@ static void deliver(const kiln_log_sink *sink, kiln_log_level level, const char 
     vsnprintf(message + head, sizeof message - (size_t)head, fmt, args);
     if (sink && sink->fn) sink->fn(sink->user, level, message);
     else kiln_log_stderr(NULL, level, message);
+    /* After the log: a hook that stops in the debugger finds the message delivered. */
+    if (level == KILN_LOG_ERROR && sink && sink->error_hook)
+        sink->error_hook(sink->error_hook_user, message);
 }
 
 void kiln_log(const kiln_log_sink *sink, kiln_log_level level, const char *item,

@@ -9,16 +9,19 @@
 
 /* Where a component's messages go. Written once at creation, then read-only. */
 typedef struct kiln_log_sink {
-    kiln_log_fn       fn;      /* NULL: the stderr default */
-    void             *user;
-    _Atomic uint64_t *misuse;  /* the runtime's api_errors counter; NULL: not counted */
+    kiln_log_fn        fn;      /* NULL: the stderr default */
+    void              *user;
+    _Atomic uint64_t  *misuse;  /* the runtime's api_errors counter; NULL: not counted */
+    kiln_error_hook_fn error_hook;  /* called after fn for ERROR messages; NULL: none */
+    void              *error_hook_user;
 } kiln_log_sink;
 
 /* The default sink: "kiln <level>: <message>\n" on stderr, one write per message. */
 KILN_INTERNAL void kiln_log_stderr(void *user, kiln_log_level level, const char *message);
 
 /* Formats "ITEM: details" (at most 511 bytes, truncated beyond) and hands it to the
- * sink. Concurrency: any thread; the sink is called concurrently. */
+ * sink, then an ERROR to the sink's error hook. Concurrency: any thread; the sink and
+ * the hook are called concurrently. */
 KILN_INTERNAL KILN_COLD KILN_PRINTF(4, 5)
 void kiln_log(const kiln_log_sink *sink, kiln_log_level level, const char *item,
               const char *fmt, ...);

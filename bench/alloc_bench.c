@@ -3,9 +3,11 @@
  * workload.
  *
  * Usage:
- *   alloc_bench [--quick] [--only a1|a1u|a5]
+ *   alloc_bench [--quick] [--only a1|a1u|a5] [--debug BITS[,BITS...]]
  *       the tables; --quick: a few frames per round, seconds in all; a1u: A1 with the
- *       touches left out, a diagnostic of the allocators' own cost
+ *       touches left out, a diagnostic of the allocators' own cost; --debug: A1 compares
+ *       kiln with desc.debug 0 against kiln with each of these KILN_DEBUG_* masks (one
+ *       row each, same rounds; the peers are left out), the cost of the debug layer
  *   alloc_bench --callgrind-frame-alloc N
  *       N kiln_frame_alloc calls in A1 frames, for valgrind --tool=callgrind (callgrind.sh)
  *   alloc_bench --child EXPECT a1 FRAMES TOUCH
@@ -28,6 +30,7 @@
 
 #include "alloc/block_pool.h"
 #include "bench_config.h"
+#include "debug_masks.h"
 #include "harness.h"
 
 #ifdef BENCH_HAVE_MIMALLOC
@@ -260,26 +263,44 @@ static void run_a1(const run_size *size, bool touch) {
                          .detail = detail, .op = "alloc", .sample = "frame",
                          .rounds = size->a1_rounds };
     bench_add_entry(&w, "kiln frame_alloc+frame_end", a1_kiln_round, &a);
-    char why[160];
-    if (bench_glibc_find(&glibc, BENCH_FOREIGN_MALLOC, why, sizeof why))
-        bench_add_entry(&w, "glibc malloc+free", a1_glibc_round, &a);
-    else bench_add_skipped(&w, "glibc malloc+free", "%s", why);
+    /* --debug: one more kiln row per mask, each with a runtime of its own. */
+    a1_state debug_rows[MAX_DEBUG_ROWS];
+    kiln_runtime *debug_rts[MAX_DEBUG_ROWS];
+    char debug_names[MAX_DEBUG_ROWS][48];
+    for (int i = 0; i < debug_mask_count; i++) {
+        debug_rows[i] = a;
+        debug_rts[i] = kiln_create(&(kiln_desc){ .debug = debug_masks[i] });
+        if (!debug_rts[i] || !(debug_rows[i].ctx = kiln_attach(debug_rts[i])))
+            bench_die("A1: kiln_create with debug 0x%x failed", debug_masks[i]);
+        snprintf(debug_names[i], sizeof debug_names[i], "kiln, desc.debug = 0x%02x", debug_masks[i]);
+        bench_add_entry(&w, debug_names[i], a1_kiln_round, &debug_rows[i]);
+    }
+    bench_child *children[BENCH_PRELOAD_PEERS] = { 0 };
+    if (debug_mask_count == 0) {
+        char why[160];
+        if (bench_glibc_find(&glibc, BENCH_FOREIGN_MALLOC, why, sizeof why))
+            bench_add_entry(&w, "glibc malloc+free", a1_glibc_round, &a);
+        else bench_add_skipped(&w, "glibc malloc+free", "%s", why);
 #ifdef BENCH_HAVE_MIMALLOC
-    bench_add_entry(&w, "mimalloc mi_malloc+mi_free", a1_mimalloc_round, &a);
-    bench_add_entry(&w, "mimalloc mi_heap (destroy)", a1_mi_heap_round, &a);
+        bench_add_entry(&w, "mimalloc mi_malloc+mi_free", a1_mimalloc_round, &a);
+        bench_add_entry(&w, "mimalloc mi_heap (destroy)", a1_mi_heap_round, &a);
 #else
-    bench_add_skipped(&w, "mimalloc", "libmimalloc not found at configure time");
+        bench_add_skipped(&w, "mimalloc", "libmimalloc not found at configure time");
 #endif
-    char frames_arg[16];
-    snprintf(frames_arg, sizeof frames_arg, "%d", a.frames);
-    const char *child_args[] = { "a1", frames_arg, a.touch ? "1" : "0", NULL };
-    bench_child *children[BENCH_PRELOAD_PEERS];
-    bench_add_preload_peers(&w, "alloc_bench", child_args, children);
+        char frames_arg[16];
+        snprintf(frames_arg, sizeof frames_arg, "%d", a.frames);
+        const char *child_args[] = { "a1", frames_arg, a.touch ? "1" : "0", NULL };
+        bench_add_preload_peers(&w, "alloc_bench", child_args, children);
+    }
     bench_add_entry(&w, "reference: inline bump, no alloc", a1_floor_round, &a);
     bench_run(&w);
     bench_print(&w);
     bench_stop_preload_peers(children);
     bench_workload_free(&w);
+    for (int i = 0; i < debug_mask_count; i++) {
+        kiln_detach(debug_rows[i].ctx);
+        kiln_destroy(debug_rts[i]);
+    }
     kiln_detach(a.ctx);
     kiln_destroy(rt);
     a1_fini(&a);
@@ -504,7 +525,7 @@ static void run_a5(const run_size *size) {
 /* ==== main ========================================================================== */
 
 static void usage(void) {
-    fprintf(stderr, "usage: alloc_bench [--quick] [--only a1|a1u|a5]\n"
+    fprintf(stderr, "usage: alloc_bench [--quick] [--only a1|a1u|a5] [--debug BITS[,BITS...]]\n"
                     "       alloc_bench --callgrind-frame-alloc N\n");
     exit(2);
 }
@@ -519,7 +540,9 @@ int main(int argc, char **argv) {
             return callgrind_frame_alloc(atol(argv[i + 1]));
         if (strcmp(argv[i], "--quick") == 0) size = &quick_run;
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
-        else usage();
+        else if (strcmp(argv[i], "--debug") == 0 && i + 1 < argc) {
+            if (!parse_debug_masks(argv[++i])) usage();
+        } else usage();
     }
     if (only && strcmp(only, "a1") != 0 && strcmp(only, "a1u") != 0 && strcmp(only, "a5") != 0)
         usage();

@@ -3,8 +3,11 @@
  * every malloc peer found at configure time, one table per workload.
  *
  * Usage:
- *   pool_bench [--quick] [--only a2|hit|a3|a4]
- *       the tables; --quick: tiny rounds, every workload and peer in about a second
+ *   pool_bench [--quick] [--only a2|hit|a3|a4] [--debug BITS[,BITS...]]
+ *       the tables; --quick: tiny rounds, every workload and peer in about a second;
+ *       --debug: A2 and its cache-hit pair compare kiln with desc.debug 0 against kiln
+ *       with each of these KILN_DEBUG_* masks (one row each, same rounds; the peers are
+ *       left out), the cost of the debug layer
  *   pool_bench --callgrind kiln|glibc|mimalloc|freelist N
  *       N cache-hit pairs of one implementation, counted by callgrind between client
  *       requests (valgrind --tool=callgrind --collect-atstart=no; see callgrind.sh)
@@ -35,6 +38,7 @@
 #include <unistd.h>
 
 #include "bench_config.h"
+#include "debug_masks.h"
 #include "harness.h"
 
 #ifdef BENCH_HAVE_MIMALLOC
@@ -188,6 +192,34 @@ static kiln_runtime *runtime;
 static kiln_pool *make_pool(const char *name, size_t size) {
     kiln_pool_desc desc = { .name = name, .size = size };
     return checked(kiln_pool_create(runtime, &desc), "kiln_pool_create");
+}
+
+/* --debug (debug_masks.h): each extra kiln row on a runtime of its own, with its own
+ * context and pool. */
+typedef struct debug_row {
+    kiln_runtime *rt;
+    kiln_ctx     *ctx;
+    kiln_pool    *pool;
+    char          name[48];
+} debug_row;
+
+static void debug_rows_open(debug_row rows[MAX_DEBUG_ROWS], const char *pool_name) {
+    for (int i = 0; i < debug_mask_count; i++) {
+        debug_row *r = &rows[i];
+        r->rt = checked(kiln_create(&(kiln_desc){ .debug = debug_masks[i] }), "kiln_create");
+        r->ctx = checked(kiln_attach(r->rt), "kiln_attach");
+        r->pool = checked(kiln_pool_create(r->rt, &(kiln_pool_desc){ .name = pool_name, .size = 64 }),
+                          "kiln_pool_create");
+        snprintf(r->name, sizeof r->name, "kiln, desc.debug = 0x%02x", debug_masks[i]);
+    }
+}
+
+static void debug_rows_close(debug_row rows[MAX_DEBUG_ROWS]) {
+    for (int i = 0; i < debug_mask_count; i++) {
+        kiln_pool_destroy(rows[i].pool);
+        kiln_detach(rows[i].ctx);
+        kiln_destroy(rows[i].rt);
+    }
 }
 
 /* The rows of a table after kiln's: glibc, mimalloc, then the children. */
@@ -487,12 +519,21 @@ static void run_a2(const run_size *size, kiln_ctx *ctx) {
                          .sample = "burst", .note_head = "kiln idle cached B/ctx",
                          .rounds = size->a2_rounds };
     bench_entry *kiln_row = bench_add_entry(&w, "kiln pool_alloc+pool_free", a2_round, &kiln);
+    debug_row rows[MAX_DEBUG_ROWS];
+    a2_state debug_states[MAX_DEBUG_ROWS];
+    debug_rows_open(rows, "a2 64 B");
+    for (int i = 0; i < debug_mask_count; i++) {
+        a2_state_init(&debug_states[i], &in, IMPL_KILN);
+        debug_states[i].h.ctx = rows[i].ctx;
+        debug_states[i].h.pools[CLASS_64] = rows[i].pool;
+        bench_add_entry(&w, rows[i].name, a2_round, &debug_states[i]);
+    }
     char bursts_arg[16], batches_arg[16];
     snprintf(bursts_arg, sizeof bursts_arg, "%d", size->a2_bursts);
     snprintf(batches_arg, sizeof batches_arg, "%d", size->a2_batches);
     const char *child_args[] = { "a2", bursts_arg, batches_arg, NULL };
-    bench_child *children[BENCH_PRELOAD_PEERS];
-    add_peers(&w, a2_round, &gl, &mi, child_args, children);
+    bench_child *children[BENCH_PRELOAD_PEERS] = { 0 };
+    if (debug_mask_count == 0) add_peers(&w, a2_round, &gl, &mi, child_args, children);
     bench_add_entry(&w, "reference: inline free list", a2_freelist_round, &ref);
     bench_run(&w);
     cached_note(&kiln.cached, kiln_row);
@@ -500,6 +541,8 @@ static void run_a2(const run_size *size, kiln_ctx *ctx) {
     bench_stop_preload_peers(children);
     bench_workload_free(&w);
     kiln_pool_destroy(kiln.h.pools[CLASS_64]);
+    for (int i = 0; i < debug_mask_count; i++) free(debug_states[i].slots);
+    debug_rows_close(rows);
     free(kiln.slots);
     free(ref.slots);
     free(gl.slots);
@@ -591,12 +634,21 @@ static void run_hit(const run_size *size, kiln_ctx *ctx) {
                          .op = "pair", .sample = "burst", .note_head = "kiln idle cached B/ctx",
                          .rounds = size->hit_rounds };
     bench_entry *kiln_row = bench_add_entry(&w, "kiln pool_alloc+pool_free", hit_round, &kiln);
+    debug_row rows[MAX_DEBUG_ROWS];
+    hit_state debug_states[MAX_DEBUG_ROWS];
+    debug_rows_open(rows, "hit 64 B");
+    for (int i = 0; i < debug_mask_count; i++) {
+        debug_states[i] = kiln;
+        debug_states[i].h.ctx = rows[i].ctx;
+        debug_states[i].h.pools[CLASS_64] = rows[i].pool;
+        bench_add_entry(&w, rows[i].name, hit_round, &debug_states[i]);
+    }
     char bursts_arg[16], pairs_arg[16];
     snprintf(bursts_arg, sizeof bursts_arg, "%d", size->hit_bursts);
     snprintf(pairs_arg, sizeof pairs_arg, "%d", size->hit_pairs);
     const char *child_args[] = { "hit", bursts_arg, pairs_arg, NULL };
-    bench_child *children[BENCH_PRELOAD_PEERS];
-    add_peers(&w, hit_round, &gl, &mi, child_args, children);
+    bench_child *children[BENCH_PRELOAD_PEERS] = { 0 };
+    if (debug_mask_count == 0) add_peers(&w, hit_round, &gl, &mi, child_args, children);
     bench_add_entry(&w, "reference: inline free list", hit_freelist_round, &ref);
     bench_run(&w);
     cached_note(&kiln.cached, kiln_row);
@@ -604,6 +656,7 @@ static void run_hit(const run_size *size, kiln_ctx *ctx) {
     bench_stop_preload_peers(children);
     bench_workload_free(&w);
     kiln_pool_destroy(kiln.h.pools[CLASS_64]);
+    debug_rows_close(rows);
 }
 
 static int serve_hit_child(const char *expect, int argc, char **argv) {
@@ -1065,7 +1118,7 @@ static int callgrind_pairs(const char *impl, long n) {
 /* ==== main ============================================================================== */
 
 static void usage(void) {
-    fprintf(stderr, "usage: pool_bench [--quick] [--only a2|hit|a3|a4]\n"
+    fprintf(stderr, "usage: pool_bench [--quick] [--only a2|hit|a3|a4] [--debug BITS[,BITS...]]\n"
                     "       pool_bench --callgrind kiln|glibc|mimalloc|freelist N\n");
     exit(2);
 }
@@ -1093,7 +1146,9 @@ int main(int argc, char **argv) {
             return callgrind_pairs(argv[i + 1], atol(argv[i + 2]));
         if (strcmp(argv[i], "--quick") == 0) size = &quick_run;
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
-        else usage();
+        else if (strcmp(argv[i], "--debug") == 0 && i + 1 < argc) {
+            if (!parse_debug_masks(argv[++i])) usage();
+        } else usage();
     }
     if (only && strcmp(only, "a2") != 0 && strcmp(only, "hit") != 0 && strcmp(only, "a3") != 0 &&
         strcmp(only, "a4") != 0)

@@ -10,6 +10,8 @@ kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *name, bool is_f
         .frame_clock = &rt->frame,
         .is_frame = is_frame,
         .log = rt->log,
+        .debug = rt->desc.debug,
+        .audit_sample = rt->desc.audit_sample,
     };
     kiln_arena *arena = kiln_arena_init(&config);
     if (!arena) return NULL;
@@ -55,6 +57,7 @@ void kiln_arena_reset(kiln_arena *arena) {
         kiln_log_misuse(NULL, "ARENA_NULL", "kiln_arena_reset: arena is NULL");
         return;
     }
+    if (kiln_unlikely(arena->debug)) kiln_arena_debug_reset(arena);   /* who owns it now */
     kiln_ctx *owner = arena->frame_owner;
     /* A thread that resets its own frame arena keeps a clock of its own: from now on it
      * runs only its own jobs, never another thread's frame job, whose frame memory
@@ -64,4 +67,11 @@ void kiln_arena_reset(kiln_arena *arena) {
         kiln_handles_quiescent(owner);   /* its frame boundary: it keeps no get pointer */
     }
     kiln_arena_reset_all(arena);
+}
+
+void kiln_runtime_audit_arenas(kiln_runtime *rt) {
+    pthread_mutex_lock(&rt->registry_lock);   /* no arena is deleted meanwhile */
+    for (kiln_arena *arena = rt->arenas; arena; arena = arena->registry_next)
+        kiln_arena_audit(arena);   /* those this thread owns */
+    pthread_mutex_unlock(&rt->registry_lock);
 }

@@ -139,6 +139,7 @@ void kiln_detach(kiln_ctx *ctx) {
 
 static void *worker_main(void *arg) {
     kiln_ctx *ctx = arg;
+    kiln_arena_debug_claim(ctx->frame_arena);   /* its frame arena is this thread's */
     kiln_jobs_worker_loop(&ctx->rt->jobs, &ctx->queue);
     return NULL;
 }
@@ -182,19 +183,32 @@ kiln_arena *kiln_frame_arena(kiln_ctx *ctx) {
     return ctx->frame_arena;
 }
 
-static KILN_COLD void *refuse_background_frame_alloc(kiln_ctx *ctx) {
+/* Whether ctx may take frame memory now: a context, and not a background job's under
+ * KILN_DEBUG_CHECKS. */
+static inline bool frame_alloc_allowed(const kiln_ctx *ctx) {
+    return ctx && !(kiln_unlikely(ctx->debug_checks) &&
+                    (ctx->queue.running_flags & KILN_TASK_BACKGROUND));
+}
+
+/* Logs why frame_alloc_allowed said no; NULL, so that callers reach it by a tail call. */
+static KILN_COLD void *refuse_frame_alloc(const kiln_ctx *ctx, const char *function) {
+    if (!ctx) {
+        kiln_log_misuse(NULL, "CONTEXT_NULL", "%s: the context is NULL", function);
+        return NULL;
+    }
     kiln_log_misuse(&ctx->rt->log, "JOB_BACKGROUND_FRAME_ALLOC",
-                    "kiln_frame_alloc: a background job on context %u asked for frame memory, "
-                    "which frame end may reset under it; refused", ctx->id);
+                    "%s: a background job on context %u asked for frame memory, which frame "
+                    "end may reset under it; refused", function, ctx->id);
     return NULL;
 }
 
 void *kiln_frame_alloc(kiln_ctx *ctx, size_t size, size_t align) {
-    if (kiln_unlikely(!ctx)) {
-        kiln_log_misuse(NULL, "CONTEXT_NULL", "kiln_frame_alloc: the context is NULL");
-        return NULL;
-    }
-    if (kiln_unlikely(ctx->debug_checks) && (ctx->queue.running_flags & KILN_TASK_BACKGROUND))
-        return refuse_background_frame_alloc(ctx);
+    if (kiln_unlikely(!frame_alloc_allowed(ctx))) return refuse_frame_alloc(ctx, "kiln_frame_alloc");
     return kiln_arena_bump(ctx->frame_arena, size, align);
+}
+
+void *kiln_frame_alloc_at(kiln_ctx *ctx, size_t size, size_t align, const char *file, int line) {
+    if (kiln_unlikely(!frame_alloc_allowed(ctx)))
+        return refuse_frame_alloc(ctx, "kiln_frame_alloc_at");
+    return kiln_arena_alloc_at(ctx->frame_arena, size, align, file, line);
 }

@@ -54,6 +54,7 @@ void kiln_frame_end(kiln_ctx *ctx) {
      * read with acquire, so every frame allocation of a job happens before the resets:
      * a worker touches its frame arena only inside a job. */
     kiln_jobs_drain_frame(&rt->jobs, &ctx->queue);
+    kiln_runtime_audit(rt);   /* KILN_DEBUG_GUARDS: live pool objects and owned arenas */
     for (uint32_t i = 0; i < rt->workers_started; i++)
         kiln_arena_reset_all(rt->workers[i]->frame_arena);
     kiln_arena_reset_all(ctx->frame_arena);

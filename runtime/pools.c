@@ -36,6 +36,8 @@ kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
         .serial = ++rt->pool_serial,
         .checked = (rt->desc.debug & KILN_DEBUG_CHECKS) != 0,
         .log = rt->log,
+        .debug = rt->desc.debug,
+        .audit_sample = rt->desc.audit_sample,
     };
     bool made = pool && kiln_pool_init(pool, &config);
     if (made) {
@@ -79,6 +81,7 @@ void kiln_pool_destroy(kiln_pool *pool) {
         kiln_log(&rt->log, KILN_LOG_WARN, "POOL_OBJECTS_LIVE",
                  "kiln_pool_destroy: pool '%s' still has %llu live objects; their memory is "
                  "returned now", pool->name, (unsigned long long)stats.live);
+    if (stats.live != 0) kiln_pool_report_leaks(pool);   /* KILN_DEBUG_SITES: by site */
     /* No thread may use the pool now (the contract), so its cache in every context is
      * free to reset: the magazines live in the pool's blocks, which go back now. Their
      * counters stay in the pool's totals, for the stats of the destroyed pool. */
@@ -105,6 +108,13 @@ void *kiln_pool_alloc(kiln_ctx *ctx, kiln_pool *pool) {
     return kiln_pool_cache_alloc(pool, &ctx->pool_caches[pool->index]);
 }
 
+void *kiln_pool_alloc_at(kiln_ctx *ctx, kiln_pool *pool, const char *file, int line) {
+    void *obj = kiln_pool_alloc(ctx, pool);
+    if (obj && (pool->debug & KILN_DEBUG_SITES))
+        kiln_pool_debug_site(pool, obj, (kiln_debug_site){ file, line });
+    return obj;
+}
+
 void kiln_pool_free(kiln_ctx *ctx, kiln_pool *pool, void *obj) {
     if (!obj) return;
     if (kiln_unlikely(!ctx || !pool)) {
@@ -123,8 +133,15 @@ void kiln_pool_free(kiln_ctx *ctx, kiln_pool *pool, void *obj) {
         return;
     }
     kiln_pool_cache *cache = &ctx->pool_caches[pool->index];
-    if (kiln_unlikely(pool->flags & KILN_POOL_CHECKED)) kiln_pool_free_checked(pool, cache, obj);
+    if (kiln_unlikely(pool->flags & KILN_POOL_FREE_HOOKS)) kiln_pool_free_checked(pool, cache, obj);
     else kiln_pool_cache_free(pool, cache, obj);
+}
+
+void kiln_runtime_audit_pools(kiln_runtime *rt) {
+    pthread_mutex_lock(&rt->registry_lock);   /* no pool is destroyed meanwhile */
+    for (int i = 0; i < KILN_MAX_POOLS; i++)
+        if (rt->pools[i]) kiln_pool_audit(rt->pools[i]);
+    pthread_mutex_unlock(&rt->registry_lock);
 }
 
 void kiln_ctx_flush_pools(kiln_ctx *ctx) {

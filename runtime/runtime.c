@@ -17,6 +17,7 @@ static kiln_desc desc_with_defaults(const kiln_desc *desc) {
     d.block_size = KILN_DEFAULT(d.block_size, (size_t)64 << 10);
     d.reserve_size = KILN_DEFAULT(d.reserve_size, 64 * d.block_size);
     d.log = KILN_DEFAULT(d.log, kiln_log_stderr);
+    d.audit_sample = KILN_DEFAULT(d.audit_sample, 64);
     return d;
 }
 
@@ -27,7 +28,7 @@ static void background_changed(void *owner, bool running) {
 
 kiln_runtime *kiln_create(const kiln_desc *desc) {
     kiln_desc d = desc_with_defaults(desc);
-    kiln_log_sink early = { d.log, d.log_user, NULL };
+    kiln_log_sink early = { d.log, d.log_user, NULL, d.error_hook, d.error_hook_user };
     size_t size = kiln_align_up(sizeof(kiln_runtime), KILN_CACHE_LINE);
     kiln_runtime *rt = aligned_alloc(KILN_CACHE_LINE, size);
     if (!rt) {
@@ -37,7 +38,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     }
     memset(rt, 0, size);
     rt->desc = d;
-    rt->log = (kiln_log_sink){ d.log, d.log_user, &rt->api_errors };
+    rt->log = (kiln_log_sink){ d.log, d.log_user, &rt->api_errors, d.error_hook, d.error_hook_user };
     kiln_block_pool_config pool_config = {
         .block_size = d.block_size,
         .reserve_bytes = d.reserve_size,
@@ -47,6 +48,14 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     if (!kiln_block_pool_init(&rt->pool, &pool_config)) {
         free(rt);
         return NULL;
+    }
+    if ((d.debug & KILN_DEBUG_GUARD_PAGES) &&
+        kiln_debug_block_usable(d.debug, d.block_size) == d.block_size) {
+        /* The free list's link word would lie in the guard page (alloc/debug.h). */
+        kiln_log(&rt->log, KILN_LOG_WARN, "DEBUG_GUARD_PAGES_OFF",
+                 "kiln_create: blocks of %zu bytes are one page; guard pages need two or more, "
+                 "so KILN_DEBUG_GUARD_PAGES is off", d.block_size);
+        rt->desc.debug &= ~(uint32_t)KILN_DEBUG_GUARD_PAGES;
     }
     pthread_mutex_init(&rt->registry_lock, NULL);
     kiln_job_system_init(&rt->jobs, d.worker_count, rt->log);
@@ -81,6 +90,7 @@ void kiln_destroy(kiln_runtime *rt) {
         kiln_log(&rt->log, KILN_LOG_WARN, "ARENA_STILL_ALIVE",
                  "kiln_destroy: arena '%s' is still alive (%zu bytes in use); destroying it",
                  stats.name, stats.bytes_in_use);
+        kiln_arena_report_leaks(arena);   /* KILN_DEBUG_SITES: what is in it, by site */
         kiln_runtime_arena_delete(rt, arena);
     }
     kiln_contexts_free(rt);

@@ -99,6 +99,18 @@ KILN_INTERNAL void kiln_ctx_flush_pools(kiln_ctx *ctx);
 /* kiln_destroy: destroys the pools still alive (logged) and frees every slot. */
 KILN_INTERNAL void kiln_runtime_pools_fini(kiln_runtime *rt);
 
+/* The sampled guard audit (KILN_DEBUG_GUARDS) of every live pool, and of the arenas the
+ * calling thread owns. Take registry_lock. */
+KILN_INTERNAL void kiln_runtime_audit_pools(kiln_runtime *rt);
+KILN_INTERNAL void kiln_runtime_audit_arenas(kiln_runtime *rt);
+
+/* kiln_frame_end, after the frame's jobs: both audits when the bit is on. */
+static inline void kiln_runtime_audit(kiln_runtime *rt) {
+    if (kiln_likely(!(rt->desc.debug & KILN_DEBUG_GUARDS))) return;
+    kiln_runtime_audit_pools(rt);
+    kiln_runtime_audit_arenas(rt);
+}
+
 /* Makes an arena of this runtime and registers it. NULL when the pool refuses.
  * Concurrency: any thread (takes registry_lock). */
 KILN_INTERNAL kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *name, bool is_frame);

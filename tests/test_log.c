@@ -17,7 +17,7 @@ static void teardown(void) { recording_log_free(rec); rec = NULL; }
 TestSuite(log, .init = setup, .fini = teardown);
 
 Test(log, message_is_item_colon_details) {
-    kiln_log_sink sink = { recording_log_fn, rec, NULL };
+    kiln_log_sink sink = { recording_log_fn, rec, NULL, NULL, NULL };
     kiln_log(&sink, KILN_LOG_WARN, "SOME_ITEM", "arena '%s': %d bytes", "level", 42);
     cr_assert_eq(recorded_count(rec), 1);
     cr_assert_str_eq(rec->messages[0].text, "SOME_ITEM: arena 'level': 42 bytes");
@@ -30,7 +30,7 @@ Test(log, message_is_item_colon_details) {
 }
 
 Test(log, long_messages_are_cut_at_511_bytes) {
-    kiln_log_sink sink = { recording_log_fn, rec, NULL };
+    kiln_log_sink sink = { recording_log_fn, rec, NULL, NULL, NULL };
     char details[2000];
     memset(details, 'x', sizeof details - 1);
     details[sizeof details - 1] = '\0';
@@ -42,14 +42,14 @@ Test(log, long_messages_are_cut_at_511_bytes) {
 
 Test(log, misuse_is_an_error_and_counted) {
     _Atomic uint64_t misuse = 0;
-    kiln_log_sink sink = { recording_log_fn, rec, &misuse };
+    kiln_log_sink sink = { recording_log_fn, rec, &misuse, NULL, NULL };
     kiln_log_misuse(&sink, "BAD_THING", "call %d", 1);
     kiln_log_misuse(&sink, "BAD_THING", "call %d", 2);
     kiln_log(&sink, KILN_LOG_ERROR, "NOT_MISUSE", "refused");
     cr_assert_eq(atomic_load(&misuse), 2);
     cr_assert_eq(count_items_at(rec, "BAD_THING", KILN_LOG_ERROR), 2);
     cr_assert_str_eq(last_item_text(rec, "BAD_THING"), "BAD_THING: call 2");
-    kiln_log_sink uncounted = { recording_log_fn, rec, NULL };
+    kiln_log_sink uncounted = { recording_log_fn, rec, NULL, NULL, NULL };
     kiln_log_misuse(&uncounted, "BAD_THING", "not counted");
     cr_assert_eq(atomic_load(&misuse), 2);
     cr_assert_eq(count_items(rec, "BAD_THING"), 3);
@@ -60,7 +60,7 @@ Test(log, no_sink_writes_one_stderr_line) {
     stderr_capture_begin(&cap);
     kiln_log(NULL, KILN_LOG_WARN, "FIRST", "details %d", 7);
     kiln_log_misuse(NULL, "SECOND", "more");
-    kiln_log_sink no_fn = { NULL, NULL, NULL };
+    kiln_log_sink no_fn = { NULL, NULL, NULL, NULL, NULL };
     kiln_log(&no_fn, KILN_LOG_INFO, "THIRD", "x");
     kiln_log(&no_fn, KILN_LOG_DEBUG, "FOURTH", "y");
     char *text = stderr_capture_end(&cap);

@@ -45,12 +45,86 @@ typedef enum kiln_log_level {
  * any thread at the same time; the callback must be thread-safe. */
 typedef void (*kiln_log_fn)(void *user, kiln_log_level level, const char *message);
 
-/* Debug bits for kiln_desc.debug. Each costs one well-predicted branch when off. */
+/* Debug bits for kiln_desc.debug: the debug and safety layer of the allocators. Each
+ * part is switched on by its own bit, the bits combine freely, and with a bit off its
+ * part costs at most one well-predicted branch (most cost nothing: with any arena bit
+ * on, an arena's bump limit is set so that every allocation takes the out-of-line
+ * path; pools test the flag word their fast paths test already). What each detects,
+ * and how it is reported (every report is one log message "ITEM: details"; ERROR-level
+ * ones also reach desc.error_hook):
+ *
+ * KILN_DEBUG_CHECKS       pool frees are checked for double frees and interior pointers
+ *                         (POOL_DOUBLE_FREE, POOL_INTERIOR_POINTER), as KILN_POOL_CHECKED
+ *                         does for one pool; a background job asking for frame memory is
+ *                         refused (JOB_BACKGROUND_FRAME_ALLOC).
+ * KILN_DEBUG_FILL         fresh memory (a pool alloc, an arena allocation) reads 0xCD,
+ *                         freed memory (a pool free, an arena release or reset) reads
+ *                         0xDD, guard bytes read 0xFD (the MSVC debug-heap convention): a
+ *                         use of uninitialised or stale memory shows as these bytes.
+ * KILN_DEBUG_GUARDS       16 or more guard bytes (red zones) before and after every pool
+ *                         object and every arena allocation (pool objects need bigger
+ *                         slots; kiln_pool_stats.slot_size says how big). They are checked
+ *                         on every pool free, on every arena release and reset (and at
+ *                         destroy), and by a sampled audit at every kiln_frame_end
+ *                         (desc.audit_sample live objects per pool, and the newest as many
+ *                         allocations of each arena the driving thread owns). A damaged
+ *                         guard is an ERROR, POOL_GUARD_DAMAGED or ARENA_GUARD_DAMAGED,
+ *                         naming the pool or arena, the object's address and size and the
+ *                         offset of the first bad byte from the object's start (negative:
+ *                         before it), with its allocation site under KILN_DEBUG_SITES;
+ *                         counted in guard_errors of the pool's or arena's stats. The guard
+ *                         is then repaired, so one overrun is reported once. A pool object
+ *                         freed twice is caught too (POOL_DOUBLE_FREE).
+ * KILN_DEBUG_GUARD_PAGES  the last page of every block an arena or a pool takes is made
+ *                         inaccessible (PROT_NONE; blocks then serve block_size minus a page,
+ *                         and pool objects sit against it), and every dedicated mapping of
+ *                         a large arena allocation gets such a page before and after it,
+ *                         the allocation ending right below the one after: an overrun out
+ *                         of a block or a large allocation faults (SIGSEGV) at the
+ *                         instruction that makes it. Needs blocks of two pages or more
+ *                         (otherwise switched off, with a DEBUG_GUARD_PAGES_OFF warning).
+ *                         Each protected page costs the OS a memory mapping entry.
+ * KILN_DEBUG_POISON       in a build with AddressSanitizer, freed pool objects and
+ *                         released or reset arena memory are poisoned (a later access is
+ *                         reported as use-after-poison, with its stack) and unpoisoned
+ *                         when handed out again; under Valgrind's memcheck (when kiln was
+ *                         built with <valgrind/memcheck.h>), pools and arenas are
+ *                         described as memory pools, so memcheck reports the same accesses.
+ *                         Does nothing in other builds.
+ * KILN_DEBUG_SITES        allocation sites: kiln_pool_alloc_at, kiln_arena_alloc_at and
+ *                         kiln_frame_alloc_at (or the plain names with KILN_TRACK_SITES
+ *                         defined before including kiln) record file:line with each
+ *                         object (in its debug header, so the off path carries nothing).
+ *                         kiln_pool_destroy, and kiln_destroy for the pools and arenas
+ *                         still alive, list what is still live grouped by site: one WARN
+ *                         per site (POOL_LEAK_SITE, ARENA_LEAK_SITE), the 16 biggest, then
+ *                         one POOL_LEAK_SUMMARY / ARENA_LEAK_SUMMARY for the rest. Guard
+ *                         reports name the site too.
+ * KILN_DEBUG_OWNERSHIP    an arena used (alloc, mark, release) from a thread that does not
+ *                         own it is an ERROR, ARENA_WRONG_THREAD, once per offending thread
+ *                         until the owner changes, and every such call is counted
+ *                         (kiln_arena_stats.wrong_thread); the call proceeds (a refusal
+ *                         would change what a correct hand-off does). The owner is the
+ *                         thread that created the arena or last reset it; a frame arena's
+ *                         owner is its context's thread, always (kiln_frame_end resetting
+ *                         the workers' frame arenas is not a use; another thread resetting
+ *                         a frame arena is). */
 enum {
-    KILN_DEBUG_NONE   = 0,
-    KILN_DEBUG_CHECKS = 1u << 0   /* every pool checks frees for double frees and interior
-                                     pointers (as KILN_POOL_CHECKED does for one pool) */
+    KILN_DEBUG_NONE        = 0,
+    KILN_DEBUG_CHECKS      = 1u << 0,
+    KILN_DEBUG_FILL        = 1u << 1,
+    KILN_DEBUG_GUARDS      = 1u << 2,
+    KILN_DEBUG_GUARD_PAGES = 1u << 3,
+    KILN_DEBUG_POISON      = 1u << 4,
+    KILN_DEBUG_SITES       = 1u << 5,
+    KILN_DEBUG_OWNERSHIP   = 1u << 6,
+    KILN_DEBUG_ALL         = 0x7f
 };
+
+/* Called once per ERROR-level message, after the log callback, with the same message:
+ * a place for a breakpoint (or an abort) on the first error. May be called from any
+ * thread at the same time. kiln itself never aborts. */
+typedef void (*kiln_error_hook_fn)(void *user, const char *message);
 
 /* kiln_desc.worker_count for a runtime with no worker threads (jobs then run on the
  * threads that wait for them: kiln_wait and kiln_frame_end). */
@@ -70,6 +144,10 @@ typedef struct kiln_desc {
     void       *log_user;      /* passed to log unchanged */
     size_t      reserve_size;  /* bytes asked of the OS per reservation, rounded up to whole
                                   blocks; 0: 64 blocks (4 MiB with 64 KiB blocks) */
+    uint32_t    audit_sample;  /* KILN_DEBUG_GUARDS: live pool objects / arena allocations
+                                  per allocator whose guards each kiln_frame_end checks; 0: 64 */
+    kiln_error_hook_fn error_hook;  /* NULL: none; see kiln_error_hook_fn */
+    void       *error_hook_user;    /* passed to error_hook unchanged */
 } kiln_desc;
 
 /* Creates a runtime. NULL on failure, with the reason logged (through desc->log when

@@ -12,7 +12,29 @@
  *
  * Threads: an arena has one owner thread at a time. Calls on the same arena must
  * not overlap; hand an arena to another thread only with a happens-before edge
- * (a mutex, a job counter, a thread join). Statistics may be read from any thread. */
+ * (a mutex, a job counter, a thread join). Statistics may be read from any thread.
+ * With KILN_DEBUG_OWNERSHIP, a use from a thread other than the owner (the thread
+ * that created the arena or last reset it; for a frame arena, its context's thread)
+ * is logged as ARENA_WRONG_THREAD and counted, and the call proceeds: hand an arena
+ * over by resetting it on the new thread.
+ *
+ * Memory kept past its lifetime (a frame pointer used in the next frame, a pointer
+ * past a release): with KILN_DEBUG_POISON in an AddressSanitizer build, the released
+ * memory is poisoned, so the first access is reported as use-after-poison with its
+ * stack (under Valgrind's memcheck, as an invalid read or write); with KILN_DEBUG_FILL
+ * it reads 0xDD (fresh allocations read 0xCD). KILN_DEBUG_GUARDS puts guard bytes
+ * around every allocation, checked when release, reset or destroy end it and, for
+ * arenas the frame-driving thread owns, by the audit at every kiln_frame_end
+ * (ARENA_GUARD_DAMAGED). The debug bits make every allocation take an out-of-line
+ * path and, with guards, a little more memory (it counts against frame_budget).
+ *
+ * Allocation sites: kiln_arena_alloc_at and kiln_frame_alloc_at take the caller's
+ * file and line; with KILN_DEBUG_SITES they are kept, named in guard reports and in
+ * kiln_destroy's list of arenas still alive (ARENA_LEAK_SITE). Define
+ * KILN_TRACK_SITES before including kiln and kiln_arena_alloc / kiln_frame_alloc
+ * become macros that pass __FILE__ and __LINE__ (wrap the name in parentheses,
+ * (kiln_frame_alloc)(ctx, n, 0), to call the function itself). Without the debug
+ * bit, the _at calls are the plain ones. */
 #ifndef KILN_MEMORY_H
 #define KILN_MEMORY_H
 
@@ -65,6 +87,21 @@ KILN_API kiln_arena *kiln_frame_arena(kiln_ctx *ctx);
  * outside the frame clock, until it resets its frame arena). The context's thread
  * only. */
 KILN_API void *kiln_frame_alloc(kiln_ctx *ctx, size_t size, size_t align);
+
+/* kiln_arena_alloc and kiln_frame_alloc with the caller's site (file, line), kept
+ * under KILN_DEBUG_SITES; see "Allocation sites" above. file must outlive the arena
+ * (a string literal such as __FILE__). */
+KILN_API void *kiln_arena_alloc_at(kiln_arena *arena, size_t size, size_t align,
+                                   const char *file, int line);
+KILN_API void *kiln_frame_alloc_at(kiln_ctx *ctx, size_t size, size_t align,
+                                   const char *file, int line);
+
+#ifdef KILN_TRACK_SITES
+#  define kiln_arena_alloc(arena, size, align) \
+       kiln_arena_alloc_at((arena), (size), (align), __FILE__, __LINE__)
+#  define kiln_frame_alloc(ctx, size, align) \
+       kiln_frame_alloc_at((ctx), (size), (align), __FILE__, __LINE__)
+#endif
 
 #ifdef __cplusplus
 }

@@ -17,7 +17,23 @@
  * O(1) through an address bitmap and the block header, without reading the pointer's
  * memory first), and any use of a destroyed pool. With KILN_POOL_CHECKED (or the runtime's
  * KILN_DEBUG_CHECKS bit) frees are also checked for double frees and for pointers into the
- * middle of an object; without it, a double free is not detected. */
+ * middle of an object; without it, a double free is not detected (KILN_DEBUG_GUARDS and
+ * KILN_DEBUG_SITES detect it too).
+ *
+ * Debug layer (kiln_desc.debug; kiln/core.h says what each bit does): objects filled
+ * 0xCD when handed out and 0xDD when freed (KILN_DEBUG_FILL); guard bytes around each
+ * object, checked on every free and by a sampled audit at each kiln_frame_end
+ * (KILN_DEBUG_GUARDS: POOL_GUARD_DAMAGED, with the object, the offset of the first bad
+ * byte and its site); freed objects poisoned for ASan and memcheck (KILN_DEBUG_POISON);
+ * blocks ending in an inaccessible page with the objects packed against it
+ * (KILN_DEBUG_GUARD_PAGES); allocation sites from kiln_pool_alloc_at, and at
+ * kiln_pool_destroy the live objects listed by site (KILN_DEBUG_SITES: POOL_LEAK_SITE,
+ * then POOL_LEAK_SUMMARY beyond 16 sites). The per-object state and site live in each
+ * block's header, out of the objects' way. Define KILN_TRACK_SITES before including
+ * kiln and kiln_pool_alloc becomes a macro passing __FILE__ and __LINE__ to
+ * kiln_pool_alloc_at ((kiln_pool_alloc)(ctx, pool) calls the function itself). With
+ * every debug bit off, the alloc and free paths are exactly as fast as without the
+ * layer: the flag word they test anyway carries it. */
 #ifndef KILN_POOL_H
 #define KILN_POOL_H
 
@@ -49,7 +65,8 @@ typedef struct kiln_pool_desc {
  * runtime. Concurrency: any thread, concurrently with other creates and destroys. */
 KILN_API kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc);
 
-/* Logs how many objects are still live, then returns every block to the runtime. No
+/* Logs how many objects are still live (with KILN_DEBUG_SITES, one more message per
+ * allocation site: POOL_LEAK_SITE), then returns every block to the runtime. No
  * other thread may use the pool during or after the call; later calls on it are
  * logged and refused (the pool's bookkeeping lives on until kiln_destroy). */
 KILN_API void kiln_pool_destroy(kiln_pool *pool);
@@ -61,6 +78,14 @@ KILN_API void *kiln_pool_alloc(kiln_ctx *ctx, kiln_pool *pool);
 /* Frees obj into the calling context's cache; any thread, whoever allocated it. NULL is
  * a no-op. Bad pointers are logged, counted and ignored (see Checks above). */
 KILN_API void kiln_pool_free(kiln_ctx *ctx, kiln_pool *pool, void *obj);
+
+/* kiln_pool_alloc with the caller's site (file, line), kept under KILN_DEBUG_SITES.
+ * file must outlive the pool (a string literal such as __FILE__). */
+KILN_API void *kiln_pool_alloc_at(kiln_ctx *ctx, kiln_pool *pool, const char *file, int line);
+
+#ifdef KILN_TRACK_SITES
+#  define kiln_pool_alloc(ctx, pool) kiln_pool_alloc_at((ctx), (pool), __FILE__, __LINE__)
+#endif
 
 #ifdef __cplusplus
 }

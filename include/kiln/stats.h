@@ -48,12 +48,15 @@ typedef struct kiln_arena_stats {
     uint64_t large_allocs;     /* allocations that needed a dedicated mapping */
     uint32_t blocks_held;      /* blocks in use plus blocks kept for reuse */
     uint64_t blocks_taken;     /* blocks fetched from the global pool over the arena's life */
+    uint64_t guard_errors;     /* KILN_DEBUG_GUARDS: damaged guards found (ARENA_GUARD_DAMAGED) */
+    uint64_t wrong_thread;     /* KILN_DEBUG_OWNERSHIP: calls from a thread not owning it */
 } kiln_arena_stats;
 
 typedef struct kiln_pool_stats {
     char     name[48];
     size_t   object_size;      /* bytes asked per object */
-    size_t   slot_size;        /* bytes per object in the block: size rounded up to align */
+    size_t   slot_size;        /* bytes per object in the block: size rounded up to align
+                                  (with KILN_DEBUG_GUARDS, its guards included) */
     size_t   align;
     size_t   capacity;         /* 0: none */
     uint32_t magazine_size;    /* objects per magazine */
@@ -72,7 +75,9 @@ typedef struct kiln_pool_stats {
     uint64_t cached;           /* free objects idle in contexts' caches */
     size_t   cached_bytes;     /* cached * slot_size */
     uint64_t bad_frees;        /* foreign or interior pointers, frees into a destroyed pool */
-    uint64_t double_frees;     /* detected with KILN_POOL_CHECKED */
+    uint64_t double_frees;     /* detected with KILN_POOL_CHECKED (or KILN_DEBUG_GUARDS /
+                                  KILN_DEBUG_SITES) */
+    uint64_t guard_errors;     /* KILN_DEBUG_GUARDS: damaged guards found (POOL_GUARD_DAMAGED) */
 } kiln_pool_stats;
 
 typedef struct kiln_ctx_stats {
