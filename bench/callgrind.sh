@@ -6,6 +6,9 @@
 #  - the A2 cache-hit pair (alloc of 64 B, then its free) of kiln and of the in-process
 #    peers: the instructions of N pairs, loop included, after an uncounted warm-up burst;
 #    prints Ir per pair, and kiln's split by function.
+#  - H1 handles: kiln_handle_get of live and of stale handles and the alloc+free pair of
+#    kiln, and the same loops over a generational table without thread safety; prints Ir
+#    per get and per pair, and kiln's split by function.
 # Usage: callgrind.sh [N]   (default 1 000 000; needs valgrind). The programs are looked up
 # in $KILN_BENCH_DIR, else next to this script (the copy in BUILD_DIR/bench).
 set -eu
@@ -51,5 +54,34 @@ for impl in kiln glibc mimalloc freelist; do
                 name = ""; for (i = 2; i <= NF; i++) if ($i ~ /:/) name = $i
                 gsub(",", "", $1); sub(/.*:/, "", name); if ($1 / n < 0.01) next
                 printf "    %-26s %8.2f per pair\n", name, $1 / n }'
+    fi
+done
+
+echo
+echo "== callgrind: H1 handles =="
+echo "kiln_handle_get of 4096 live (and of 4096 stale) handles in a random order, and the"
+echo "alloc+free pair with a frame end every 1000 pairs (counted); about $n of each after an"
+echo "uncounted pass; every instruction between the two client requests, the loop's own"
+echo "included; ref-: the generational table without thread safety (inlined, no call)"
+for mode in get stale pair ref-get ref-pair; do
+    count=$(valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file="$out" \
+        "$dir/handles_bench" --callgrind "$mode" "$n" 2>/dev/null |
+        sed -n 's/^[a-z]* \([0-9]*\) (plus.*/\1/p') || count=
+    ir=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$out")
+    [ -n "$ir" ] || ir=$(sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$out")
+    if [ -z "$count" ] || [ -z "$ir" ]; then
+        echo "  $mode: not run (handles_bench --callgrind $mode failed)"
+        continue
+    fi
+    unit=get
+    case "$mode" in *pair) unit=pair ;; esac
+    awk -v mode="$mode" -v ir="$ir" -v n="$count" -v unit="$unit" \
+        'BEGIN { printf "  %-10s Ir per %-4s %7.2f\n", mode, unit, ir / n }'
+    if [ "$mode" = get ] || [ "$mode" = pair ] && command -v callgrind_annotate >/dev/null 2>&1; then
+        callgrind_annotate --threshold=100 "$out" 2>/dev/null |
+            awk -v n="$count" -v unit="$unit" '$1 ~ /^[0-9,]+$/ && /:(kiln_|cache_|get_round|pair_round|__memset)/ {
+                name = ""; for (i = 2; i <= NF; i++) if ($i ~ /:/) name = $i
+                gsub(",", "", $1); sub(/.*:/, "", name); if ($1 / n < 0.01) next
+                printf "    %-26s %8.2f per %s\n", name, $1 / n, unit }'
     fi
 done

@@ -5,7 +5,8 @@
 #   BUILD_DIR/bench/run-all.sh [--quick]     the copy meson puts next to the programs
 #
 #   (no flag)  the full run (well under 2 minutes on 2 cores), then the callgrind
-#              instruction count of kiln_frame_alloc when valgrind is installed
+#              instruction counts (callgrind.sh: kiln_frame_alloc, the pool pair, the
+#              handle get and pair) when valgrind is installed
 #   --quick    every workload and every peer with tiny sizes, in seconds (the test suite)
 #
 # Exits 0 when every program did; a failing program fails the run.
@@ -23,8 +24,8 @@ for arg in "$@"; do
 done
 
 start=$(date +%s)
-# One program per family; later families (jobs, handles) join this list.
-for program in alloc_bench pool_bench jobs_bench; do
+# One program per family.
+for program in alloc_bench pool_bench jobs_bench handles_bench; do
     if [ ! -x "$dir/$program" ]; then
         echo "run-all: $dir/$program is missing (meson compile -C BUILD_DIR first)" >&2
         exit 1
@@ -36,7 +37,7 @@ if [ -z "$quick" ]; then
     if command -v valgrind >/dev/null 2>&1; then
         KILN_BENCH_DIR=$dir "$here/callgrind.sh"
     else
-        echo "note: valgrind not found; the callgrind count of kiln_frame_alloc is skipped"
+        echo "note: valgrind not found; the callgrind counts are skipped"
     fi
 fi
 echo "run-all: done in $(( $(date +%s) - start )) s"
