@@ -19,6 +19,16 @@
 
 #define KILN_MAX_QUEUES 64
 
+typedef struct kiln_job_queue kiln_job_queue;
+
+/* An optional recorder the scheduler calls around every task it runs (tracing): with
+ * KILN_JOB_BEGIN before the task, whose return value comes back as token with
+ * KILN_JOB_END after it, on the thread running the task (q's owner). jobs/ knows
+ * nothing of what it records; runtime/trace.c installs one. */
+typedef enum kiln_job_phase { KILN_JOB_BEGIN, KILN_JOB_END } kiln_job_phase;
+typedef uint64_t (*kiln_job_hook)(kiln_job_queue *q, kiln_job_phase phase,
+                                  const kiln_task *task, uint64_t token);
+
 /* Called on the running thread when it enters (running true) and leaves the outermost
  * background job, with the queue's owner: the runtime's handle tables keep the slots
  * that job may still read until it returns. Set once before any job runs. */
@@ -29,7 +39,7 @@ typedef void (*kiln_background_fn)(void *owner, bool running);
  * an asset load that would stall the frame. */
 enum { KILN_DEQUE_NORMAL = 0, KILN_DEQUE_HIGH = 1, KILN_DEQUE_BACKGROUND = 2 };
 
-typedef struct kiln_job_queue {
+struct kiln_job_queue {
     kiln_deque          deques[3];       /* [KILN_DEQUE_NORMAL], [KILN_DEQUE_HIGH], [KILN_DEQUE_BACKGROUND] */
 
     /* Pinned jobs: other threads append under the lock; only the owner runs them. */
@@ -51,12 +61,14 @@ typedef struct kiln_job_queue {
                                             attached thread with a clock of its own must not:
                                             a stolen job's frame memory would live in an
                                             arena that thread resets on its own schedule. */
+    _Atomic(kiln_job_hook) hook;         /* NULL: none (one relaxed load and a branch per
+                                            task); stored by kiln_jobs_set_hook, any thread */
 
     /* Set at registration. */
     void               *owner;           /* the kiln_ctx handed to jobs */
     uint32_t            id;              /* the context's id, for counters and logs */
     uint32_t            slot;            /* index in the system's table */
-} kiln_job_queue;
+};
 
 typedef struct kiln_job_system {
     _Atomic(kiln_job_queue *) queues[KILN_MAX_QUEUES];  /* thieves scan [0, queue_limit) */
@@ -64,6 +76,7 @@ typedef struct kiln_job_system {
     pthread_mutex_t     table_lock;      /* registration, retirement, frame_quiet */
     uint64_t            retired_submitted, retired_completed;  /* of retired queues; table_lock */
     uint32_t            threads;         /* workers + 1: for the default grain */
+    kiln_job_hook       hook;            /* what new queues start with; table_lock */
     kiln_background_fn  on_background;   /* NULL: none; read-only once jobs run */
 
     _Alignas(KILN_CACHE_LINE) _Atomic uint32_t sleepers;   /* workers asleep or about to be */
@@ -106,6 +119,11 @@ KILN_INTERNAL void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q
 
 /* A worker's life: find and run jobs, sleep when there are none, return at shutdown. */
 KILN_INTERNAL void kiln_jobs_worker_loop(kiln_job_system *sys, kiln_job_queue *q);
+
+/* Installs hook (NULL: none) on every registered queue and on those registered later.
+ * A task already running when the hook changes gets no END call if it had no BEGIN,
+ * and the END call of the old hook if it had one. Any thread (takes table_lock). */
+KILN_INTERNAL void kiln_jobs_set_hook(kiln_job_system *sys, kiln_job_hook hook);
 
 /* Wakes every sleeper and makes worker loops return. */
 KILN_INTERNAL void kiln_jobs_shutdown(kiln_job_system *sys);

@@ -30,6 +30,9 @@ uint64_t kiln_frame_begin(kiln_ctx *ctx) {
     rt->frame_open = true;
     ctx->queue.steals = true;   /* frame end resets this arena after every frame job */
     kiln_store_relaxed(&rt->frame, frame + 1);
+    kiln_history_frame_begin(rt);
+    if (kiln_unlikely(kiln_tracing(&rt->trace)))
+        kiln_trace_frame_begin(ctx, frame + 1, rt->history.begin_ns);
     return frame + 1;
 }
 
@@ -59,5 +62,8 @@ void kiln_frame_end(kiln_ctx *ctx) {
         kiln_arena_reset_all(rt->workers[i]->frame_arena);
     kiln_arena_reset_all(ctx->frame_arena);
     kiln_handles_frame_end(rt, ctx);   /* slots freed before now may be reused */
+    kiln_frame_record record;   /* the frame's figures: to the history, then the tracer */
+    kiln_history_frame_end(rt, ctx, &record);
+    if (kiln_unlikely(kiln_tracing(&rt->trace))) kiln_trace_frame_end(ctx, &record);
     rt->frame_open = false;
 }

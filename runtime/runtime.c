@@ -60,6 +60,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     pthread_mutex_init(&rt->registry_lock, NULL);
     kiln_job_system_init(&rt->jobs, d.worker_count, rt->log);
     rt->jobs.on_background = background_changed;
+    kiln_trace_init(&rt->trace);
     rt->next_ctx_id = 1;
     kiln_store_relaxed(&rt->handle_epoch, 1);
     kiln_store_relaxed(&rt->handle_safe_epoch, 1);
@@ -93,6 +94,7 @@ void kiln_destroy(kiln_runtime *rt) {
         kiln_arena_report_leaks(arena);   /* KILN_DEBUG_SITES: what is in it, by site */
         kiln_runtime_arena_delete(rt, arena);
     }
+    kiln_trace_fini(&rt->trace);   /* every context is detached: nobody records */
     kiln_contexts_free(rt);
     kiln_job_system_fini(&rt->jobs);
     kiln_block_pool_fini(&rt->pool);

@@ -13,6 +13,8 @@
 #include "../base/log.h"
 #include "../jobs/scheduler.h"
 #include "handles.h"
+#include "history.h"
+#include "trace.h"
 
 #define KILN_RUNTIME_MAGIC 0x6b696c6e52554e54ull   /* "kilnRUNT" */
 #define KILN_CTX_MAGIC     0x6b696c6e43545854ull   /* "kilnCTXT" */
@@ -43,6 +45,11 @@ struct kiln_ctx {
     _Atomic uint64_t  quiescent_epoch;
     _Atomic bool      in_background;   /* a worker running a background job (seq_cst) */
     kiln_handle_cache handle_caches[KILN_MAX_HANDLE_TABLES];
+
+    /* Observability (runtime/trace.c): this context's trace ring, made by its own
+     * thread when it first records and kept with the context's memory until
+     * kiln_destroy. This thread's alone; writers find rings on the tracer's list. */
+    kiln_trace_ring *trace_ring;
 };
 
 struct kiln_runtime {
@@ -81,6 +88,11 @@ struct kiln_runtime {
     _Atomic uint64_t handle_epoch;         /* frame ends so far + 1; bumped by the driver */
     _Atomic uint64_t handle_safe_epoch;    /* slots freed before this epoch are reusable */
     uint32_t         reclaim_stalled_frames;  /* driver only: frame ends with safe held back */
+
+    /* Observability: the per-frame history (runtime/history.c) and the tracer
+     * (runtime/trace.c); their headers say who writes what. */
+    kiln_trace       trace;
+    kiln_history     history;
 };
 
 /* A new context (a worker's when is_worker). NULL on failure, logged. Any thread. */

@@ -12,6 +12,7 @@ int headers_core_c(void);
 int headers_memory_c(void);
 int headers_stats_c(void);
 int headers_handles_c(kiln_runtime *rt, kiln_ctx *ctx);
+int headers_trace_c(kiln_runtime *rt);
 
 int main(void) {
     if (headers_core_c() + headers_memory_c() + headers_stats_c() != 0) return 1;
@@ -34,6 +35,7 @@ int main(void) {
         return 7;   /* every worker has a context and a frame arena too */
     kiln_arena_destroy(level);
     if (headers_handles_c(rt, ctx) != 0) return 8;
+    if (headers_trace_c(rt) != 0) return 9;
     kiln_detach(ctx);
     kiln_destroy(rt);
     puts("check-headers-c: ok");

@@ -33,6 +33,11 @@ int main() {
     enemy_handle h = enemy_alloc(ctx, enemies, &e);
     if (!e || enemy_get(enemies, h) != e || !enemy_free(ctx, enemies, h)) return 6;
     enemy_table_destroy(enemies);
+    kiln_frame_record records[2]{};   // the history and stats as JSON from C++
+    if (kiln_history_read(rt, records, 2) != 1 || records[0].frame != 1) return 7;
+    std::FILE *sink = std::tmpfile();
+    if (!sink || !kiln_stats_write_json(rt, sink)) return 8;
+    std::fclose(sink);
     kiln_detach(ctx);
     kiln_destroy(rt);
     std::puts("check-headers-cpp: ok");

@@ -66,6 +66,15 @@ kiln_desc recording_desc(recording_log *rec) {
     return desc;
 }
 
+void recording_fixture_end(kiln_ctx **ctx, kiln_runtime **rt, recording_log **rec) {
+    if (*ctx) kiln_detach(*ctx);
+    if (*rt) kiln_destroy(*rt);
+    recording_log_free(*rec);
+    *ctx = NULL;
+    *rt = NULL;
+    *rec = NULL;
+}
+
 size_t recorded_count(recording_log *rec) {
     pthread_mutex_lock(&rec->lock);
     size_t n = rec->count + rec->dropped;

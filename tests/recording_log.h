@@ -41,6 +41,10 @@ void recording_log_fn(void *user, kiln_log_level level, const char *message);
 /* A desc whose log goes to rec; every other field zero (the defaults). */
 kiln_desc recording_desc(recording_log *rec);
 
+/* The usual end of a test's fixture: detaches *ctx and destroys *rt (each when not
+ * NULL), frees *rec, and sets all three to NULL for the next test. */
+void recording_fixture_end(kiln_ctx **ctx, kiln_runtime **rt, recording_log **rec);
+
 /* Messages kept so far (all items). */
 size_t recorded_count(recording_log *rec);
 

@@ -13,5 +13,6 @@
 #include <kiln/handles.h>
 #include <kiln/jobs.h>
 #include <kiln/stats.h>
+#include <kiln/trace.h>
 
 #endif /* KILN_KILN_H */

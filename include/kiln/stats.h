@@ -10,6 +10,7 @@
 #include <kiln/core.h>
 #include <kiln/memory.h>
 #include <kiln/pool.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -123,6 +124,24 @@ KILN_API bool kiln_pool_stats_get(kiln_pool *pool, kiln_pool_stats *out);
 
 /* The figures of one arena. false (and *out zeroed) for bad input. */
 KILN_API bool kiln_arena_stats_get(const kiln_arena *arena, kiln_arena_stats *out);
+
+/* ---------- every figure at once, for people and for tools ---------- */
+
+/* Prints every figure above as readable tables: the runtime, the block pool, every
+ * arena, pool, handle table and context (jobs run, stolen, sleep, frame bytes), and
+ * the tracer. Column names are the struct fields' names. Nothing for bad input
+ * (logged). Concurrency: any thread at any time (see the top of this header). */
+KILN_API void kiln_stats_print(kiln_runtime *rt, FILE *out);
+
+/* Writes the same figures as one JSON object (and a newline):
+ *   {"runtime":{kiln_stats's numbers}, "block_pool":{kiln_block_pool_stats},
+ *    "arenas":[kiln_arena_stats...], "pools":[kiln_pool_stats...],
+ *    "handles":[kiln_handles_stats...], "contexts":[kiln_ctx_stats...],
+ *    "trace":{kiln_trace_stats}}
+ * with each struct's field names as keys, numbers as JSON integers, bools as
+ * true/false, names as strings. false for bad input, when memory runs out or when the
+ * stream reports an error. Concurrency: any thread at any time. */
+KILN_API bool kiln_stats_write_json(kiln_runtime *rt, FILE *out);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,306 @@
+/* runtime/stats_print.c — every figure at once: kiln_stats_print (tables for people)
+ * and kiln_stats_write_json (one object for tools). Both walk one description of the
+ * stats structs (a field list per struct), so a field added to a struct is added to
+ * both outputs by one line here. */
+#include "runtime_internal.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+
+/* ---------- the stats structs, described ---------- */
+
+enum { FIELD_NUMBER, FIELD_BOOL, FIELD_NAME };
+
+typedef struct field {
+    const char *key;      /* the struct field's name: the JSON key and the column title */
+    size_t      offset;
+    size_t      size;     /* numbers: 4 or 8 bytes */
+    int         kind;
+} field;
+
+/* Arrays (the names) decay to char * in _Generic; every other field is a number. */
+#define FIELD(T, f)                                                                      \
+    { #f, offsetof(T, f), sizeof(((T *)0)->f),                                           \
+      _Generic((((T *)0)->f), char *: FIELD_NAME, bool: FIELD_BOOL, default: FIELD_NUMBER) }
+
+static const field runtime_fields[] = {   /* kiln_stats, less the block pool (its own section) */
+    FIELD(kiln_stats, frame), FIELD(kiln_stats, worker_count), FIELD(kiln_stats, contexts),
+    FIELD(kiln_stats, arenas), FIELD(kiln_stats, pools), FIELD(kiln_stats, api_errors),
+};
+
+static const field block_pool_fields[] = {
+    FIELD(kiln_block_pool_stats, block_size), FIELD(kiln_block_pool_stats, memory_limit),
+    FIELD(kiln_block_pool_stats, reserved_bytes), FIELD(kiln_block_pool_stats, peak_reserved_bytes),
+    FIELD(kiln_block_pool_stats, blocks_reserved), FIELD(kiln_block_pool_stats, blocks_in_use),
+    FIELD(kiln_block_pool_stats, blocks_peak), FIELD(kiln_block_pool_stats, blocks_free),
+    FIELD(kiln_block_pool_stats, gets), FIELD(kiln_block_pool_stats, failures),
+    FIELD(kiln_block_pool_stats, os_maps), FIELD(kiln_block_pool_stats, large_mappings),
+    FIELD(kiln_block_pool_stats, trims), FIELD(kiln_block_pool_stats, trimmed_bytes),
+};
+
+static const field arena_fields[] = {
+    FIELD(kiln_arena_stats, name), FIELD(kiln_arena_stats, bytes_in_use),
+    FIELD(kiln_arena_stats, peak_frame), FIELD(kiln_arena_stats, peak_last_frame),
+    FIELD(kiln_arena_stats, peak_total), FIELD(kiln_arena_stats, budget),
+    FIELD(kiln_arena_stats, allocs), FIELD(kiln_arena_stats, failures),
+    FIELD(kiln_arena_stats, resets), FIELD(kiln_arena_stats, releases),
+    FIELD(kiln_arena_stats, budget_warnings), FIELD(kiln_arena_stats, large_allocs),
+    FIELD(kiln_arena_stats, blocks_held), FIELD(kiln_arena_stats, blocks_taken),
+    FIELD(kiln_arena_stats, guard_errors), FIELD(kiln_arena_stats, wrong_thread),
+};
+
+static const field pool_fields[] = {
+    FIELD(kiln_pool_stats, name), FIELD(kiln_pool_stats, object_size),
+    FIELD(kiln_pool_stats, slot_size), FIELD(kiln_pool_stats, align),
+    FIELD(kiln_pool_stats, capacity), FIELD(kiln_pool_stats, magazine_size),
+    FIELD(kiln_pool_stats, blocks_held), FIELD(kiln_pool_stats, alive),
+    FIELD(kiln_pool_stats, live), FIELD(kiln_pool_stats, peak_live),
+    FIELD(kiln_pool_stats, allocs), FIELD(kiln_pool_stats, frees),
+    FIELD(kiln_pool_stats, failures), FIELD(kiln_pool_stats, depot_exchanges),
+    FIELD(kiln_pool_stats, carved), FIELD(kiln_pool_stats, in_depot),
+    FIELD(kiln_pool_stats, cached), FIELD(kiln_pool_stats, cached_bytes),
+    FIELD(kiln_pool_stats, bad_frees), FIELD(kiln_pool_stats, double_frees),
+    FIELD(kiln_pool_stats, guard_errors),
+};
+
+static const field handles_fields[] = {
+    FIELD(kiln_handles_stats, name), FIELD(kiln_handles_stats, item_size),
+    FIELD(kiln_handles_stats, capacity), FIELD(kiln_handles_stats, live),
+    FIELD(kiln_handles_stats, peak_live), FIELD(kiln_handles_stats, allocs),
+    FIELD(kiln_handles_stats, frees), FIELD(kiln_handles_stats, failures),
+    FIELD(kiln_handles_stats, stale_lookups), FIELD(kiln_handles_stats, double_frees),
+    FIELD(kiln_handles_stats, foreign_handles), FIELD(kiln_handles_stats, retired_slots),
+    FIELD(kiln_handles_stats, pending_reuse),
+};
+
+static const field context_fields[] = {
+    FIELD(kiln_ctx_stats, id), FIELD(kiln_ctx_stats, is_worker),
+    FIELD(kiln_ctx_stats, jobs_submitted), FIELD(kiln_ctx_stats, jobs_run),
+    FIELD(kiln_ctx_stats, jobs_stolen), FIELD(kiln_ctx_stats, steal_misses),
+    FIELD(kiln_ctx_stats, sleep_ns), FIELD(kiln_ctx_stats, frame_bytes_in_use),
+    FIELD(kiln_ctx_stats, frame_peak_last_frame),
+};
+
+static const field trace_fields[] = {
+    FIELD(kiln_trace_stats, enabled), FIELD(kiln_trace_stats, rings),
+    FIELD(kiln_trace_stats, ring_events), FIELD(kiln_trace_stats, recorded),
+    FIELD(kiln_trace_stats, dropped),
+};
+
+/* A field appended to one of the structs stops the build here until it is listed
+ * above (the lists end with each struct's last field). */
+#define ENDS_WITH(T, last)                                                                 \
+    _Static_assert(sizeof(T) == (offsetof(T, last) + sizeof(((T *)0)->last) + _Alignof(T) - 1) \
+                                / _Alignof(T) * _Alignof(T), #T " has fields not listed here")
+ENDS_WITH(kiln_stats, pools);
+ENDS_WITH(kiln_block_pool_stats, trimmed_bytes);
+ENDS_WITH(kiln_arena_stats, wrong_thread);
+ENDS_WITH(kiln_pool_stats, guard_errors);
+ENDS_WITH(kiln_handles_stats, pending_reuse);
+ENDS_WITH(kiln_ctx_stats, frame_peak_last_frame);
+ENDS_WITH(kiln_trace_stats, dropped);
+
+#define FIELDS(list) list, sizeof list / sizeof list[0]
+#define MAX_FIELDS 32   /* columns a table may have */
+_Static_assert(sizeof pool_fields / sizeof pool_fields[0] <= MAX_FIELDS, "the longest list");
+
+/* One part of the output: a struct (list false) or an array of them. */
+typedef struct section {
+    const char  *key;
+    const field *fields;
+    size_t       field_count;
+    size_t       item_size;
+    bool         list;
+    const void  *items;
+    size_t       count;
+} section;
+
+/* ---------- reading the figures ---------- */
+
+/* The list calls, with one signature so one loop can size and fill each. */
+typedef size_t (*list_fn)(kiln_runtime *rt, void *out, size_t cap);
+static size_t list_arenas(kiln_runtime *rt, void *out, size_t cap) { return kiln_stats_arenas(rt, out, cap); }
+static size_t list_pools(kiln_runtime *rt, void *out, size_t cap) { return kiln_stats_pools(rt, out, cap); }
+static size_t list_handles(kiln_runtime *rt, void *out, size_t cap) { return kiln_stats_handles(rt, out, cap); }
+static size_t list_contexts(kiln_runtime *rt, void *out, size_t cap) { return kiln_stats_contexts(rt, out, cap); }
+
+/* The items of one list in a malloc'd array; false when memory runs out. Another
+ * thread may create items between the count and the copy: then it tries again. */
+static bool fetch(kiln_runtime *rt, list_fn list, section *s) {
+    size_t count = list(rt, NULL, 0);
+    for (;;) {
+        size_t cap = count + 4;
+        void *items = calloc(cap, s->item_size);
+        if (!items) return false;
+        count = list(rt, items, cap);
+        if (count <= cap) {
+            s->items = items;
+            s->count = count;
+            return true;
+        }
+        free(items);
+    }
+}
+
+enum { S_RUNTIME, S_BLOCK_POOL, S_ARENAS, S_POOLS, S_HANDLES, S_CONTEXTS, S_TRACE, S_COUNT };
+
+typedef struct snapshot {
+    kiln_stats       stats;
+    kiln_trace_stats trace;
+    section          sections[S_COUNT];
+} snapshot;
+
+static void snapshot_free(snapshot *snap) {
+    for (int i = 0; i < S_COUNT; i++)
+        if (snap->sections[i].list) free((void *)snap->sections[i].items);
+}
+
+/* Reads every figure; false (logged) for bad input or when memory runs out. */
+static bool snapshot_take(kiln_runtime *rt, FILE *out, snapshot *snap, const char *function) {
+    memset(snap, 0, sizeof *snap);
+    if (!out) {
+        kiln_log_misuse(rt ? &rt->log : NULL, "STATS_NULL_OUT", "%s: out is NULL", function);
+        return false;
+    }
+    if (!kiln_runtime_check(rt, function)) return false;
+    kiln_stats_get(rt, &snap->stats);
+    kiln_trace_stats_get(rt, &snap->trace);
+    section *s = snap->sections;
+    s[S_RUNTIME] = (section){ "runtime", FIELDS(runtime_fields), sizeof snap->stats, false,
+                              &snap->stats, 1 };
+    s[S_BLOCK_POOL] = (section){ "block_pool", FIELDS(block_pool_fields), sizeof snap->stats.blocks,
+                                 false, &snap->stats.blocks, 1 };
+    s[S_ARENAS] = (section){ "arenas", FIELDS(arena_fields), sizeof(kiln_arena_stats), true, 0, 0 };
+    s[S_POOLS] = (section){ "pools", FIELDS(pool_fields), sizeof(kiln_pool_stats), true, 0, 0 };
+    s[S_HANDLES] = (section){ "handles", FIELDS(handles_fields), sizeof(kiln_handles_stats), true, 0, 0 };
+    s[S_CONTEXTS] = (section){ "contexts", FIELDS(context_fields), sizeof(kiln_ctx_stats), true, 0, 0 };
+    s[S_TRACE] = (section){ "trace", FIELDS(trace_fields), sizeof snap->trace, false, &snap->trace, 1 };
+    bool ok = fetch(rt, list_arenas, &s[S_ARENAS]) && fetch(rt, list_pools, &s[S_POOLS]) &&
+              fetch(rt, list_handles, &s[S_HANDLES]) && fetch(rt, list_contexts, &s[S_CONTEXTS]);
+    if (!ok) {
+        snapshot_free(snap);
+        kiln_log(&rt->log, KILN_LOG_ERROR, "STATS_OUT_OF_MEMORY", "%s: no memory to copy the "
+                 "figures", function);
+    }
+    return ok;
+}
+
+/* ---------- one value ---------- */
+
+static const void *item_at(const section *s, size_t i) {
+    return (const char *)s->items + i * s->item_size;
+}
+
+static uint64_t number_of(const void *item, const field *f) {
+    const char *p = (const char *)item + f->offset;
+    if (f->kind == FIELD_BOOL) return *(const bool *)p;
+    if (f->size == sizeof(uint32_t)) {
+        uint32_t v;
+        memcpy(&v, p, sizeof v);
+        return v;
+    }
+    uint64_t v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+
+/* The value as text for the table (names are cut at their 47 bytes + NUL). */
+static void format_value(char *buf, size_t size, const void *item, const field *f) {
+    if (f->kind == FIELD_NAME) snprintf(buf, size, "%.47s", (const char *)item + f->offset);
+    else if (f->kind == FIELD_BOOL) snprintf(buf, size, "%s", number_of(item, f) ? "yes" : "no");
+    else snprintf(buf, size, "%" PRIu64, number_of(item, f));
+}
+
+/* ---------- tables ---------- */
+
+/* A struct: one "field  value" line per field. */
+static void print_struct(FILE *out, const section *s) {
+    fprintf(out, "\n== %s ==\n", s->key);
+    size_t width = 0;
+    for (size_t f = 0; f < s->field_count; f++)
+        if (strlen(s->fields[f].key) > width) width = strlen(s->fields[f].key);
+    for (size_t f = 0; f < s->field_count; f++) {
+        char value[64];
+        format_value(value, sizeof value, s->items, &s->fields[f]);
+        fprintf(out, "  %-*s  %s\n", (int)width, s->fields[f].key, value);
+    }
+}
+
+/* A list: a column per field, as wide as its title or its widest value; names to the
+ * left, numbers to the right. */
+static void print_list(FILE *out, const section *s) {
+    fprintf(out, "\n== %s (%zu) ==\n", s->key, s->count);
+    if (s->count == 0) return;
+    size_t width[MAX_FIELDS] = { 0 };
+    for (size_t f = 0; f < s->field_count; f++) {
+        width[f] = strlen(s->fields[f].key);
+        for (size_t i = 0; i < s->count; i++) {
+            char value[64];
+            format_value(value, sizeof value, item_at(s, i), &s->fields[f]);
+            if (strlen(value) > width[f]) width[f] = strlen(value);
+        }
+    }
+    for (size_t i = 0; i <= s->count; i++) {   /* the titles, then one row per item */
+        fputs(" ", out);
+        for (size_t f = 0; f < s->field_count; f++) {
+            char value[64];
+            if (i == 0) snprintf(value, sizeof value, "%s", s->fields[f].key);
+            else format_value(value, sizeof value, item_at(s, i - 1), &s->fields[f]);
+            int w = (int)width[f];
+            if (s->fields[f].kind == FIELD_NAME) fprintf(out, " %-*s", w, value);
+            else fprintf(out, " %*s", w, value);
+        }
+        fputs("\n", out);
+    }
+}
+
+void kiln_stats_print(kiln_runtime *rt, FILE *out) {
+    snapshot snap;
+    if (!snapshot_take(rt, out, &snap, "kiln_stats_print")) return;
+    fprintf(out, "kiln stats, frame %" PRIu64 "\n", snap.stats.frame);
+    for (int i = 0; i < S_COUNT; i++) {
+        if (snap.sections[i].list) print_list(out, &snap.sections[i]);
+        else print_struct(out, &snap.sections[i]);
+    }
+    snapshot_free(&snap);
+}
+
+/* ---------- JSON ---------- */
+
+static void json_object(FILE *out, const section *s, const void *item) {
+    fputc('{', out);
+    for (size_t f = 0; f < s->field_count; f++) {
+        const field *fd = &s->fields[f];
+        fprintf(out, "%s\"%s\":", f ? "," : "", fd->key);
+        if (fd->kind == FIELD_NAME) kiln_json_string(out, (const char *)item + fd->offset);
+        else if (fd->kind == FIELD_BOOL) fputs(number_of(item, fd) ? "true" : "false", out);
+        else fprintf(out, "%" PRIu64, number_of(item, fd));
+    }
+    fputc('}', out);
+}
+
+bool kiln_stats_write_json(kiln_runtime *rt, FILE *out) {
+    snapshot snap;
+    if (!snapshot_take(rt, out, &snap, "kiln_stats_write_json")) return false;
+    fputc('{', out);
+    for (int i = 0; i < S_COUNT; i++) {
+        const section *s = &snap.sections[i];
+        fprintf(out, "%s\n\"%s\":", i ? "," : "", s->key);
+        if (!s->list) {
+            json_object(out, s, s->items);
+            continue;
+        }
+        fputc('[', out);
+        for (size_t k = 0; k < s->count; k++) {
+            fputs(k ? ",\n  " : "\n  ", out);
+            json_object(out, s, item_at(s, k));
+        }
+        fputc(']', out);
+    }
+    fputs("\n}\n", out);
+    snapshot_free(&snap);
+    return fflush(out) == 0 && !ferror(out);
+}

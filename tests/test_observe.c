@@ -1,0 +1,617 @@
+/* tests/test_observe.c — observability: the stats table and its sections, the stats
+ * JSON (parsed strictly, its figures against kiln_stats_get and the list calls), the
+ * per-frame history (wrap-around after 300 frames, order, contiguous frame numbers,
+ * jobs and steals per frame, frame bytes per context, reads of a partial ring), and
+ * tracing (nothing recorded while off; on: one complete event per job run, inside its
+ * frame, frame markers, counters, thread names; the ring dropping its oldest events;
+ * writing to a path; bad input). */
+#define _GNU_SOURCE   /* open_memstream, mkstemp */
+#include <criterion/criterion.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "json_check.h"
+#include "recording_log.h"
+
+static recording_log *rec;
+static kiln_runtime  *rt;
+static kiln_ctx      *main_ctx;
+
+static void setup(void) { rec = recording_log_new(); }
+
+static void teardown(void) { recording_fixture_end(&main_ctx, &rt, &rec); }
+
+TestSuite(observe_stats, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(observe_history, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(observe_trace, .init = setup, .fini = teardown, .timeout = 60);
+
+#define assert_no_log() \
+    cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec))
+
+/* The suite's runtime with this many workers (or KILN_NO_WORKERS) and main_ctx. */
+static void start(uint32_t workers) {
+    kiln_desc desc = recording_desc(rec);
+    desc.worker_count = workers;
+    rt = kiln_create(&desc);
+    cr_assert_not_null(rt, "kiln_create failed:%s", recorded_summary(rec));
+    main_ctx = kiln_attach(rt);
+    cr_assert_not_null(main_ctx);
+}
+
+/* ---------- output into memory, parsed ---------- */
+
+typedef struct capture {
+    char  *text;
+    size_t size;
+    FILE  *file;
+} capture;
+
+static FILE *capture_begin(capture *c) {
+    memset(c, 0, sizeof *c);
+    c->file = open_memstream(&c->text, &c->size);
+    cr_assert_not_null(c->file);
+    return c->file;
+}
+
+static char *capture_end(capture *c) {
+    cr_assert_eq(fclose(c->file), 0);
+    return c->text;
+}
+
+static json_value *parse_or_fail(const char *text) {
+    char error[200];
+    json_value *v = json_parse(text, error, sizeof error);
+    cr_assert_not_null(v, "not valid JSON: %s\n%.2000s", error, text);
+    return v;
+}
+
+static uint64_t u64_member(const json_value *object, const char *key) {
+    const json_value *v = json_get(object, key);
+    cr_assert_not_null(v, "no member '%s'", key);
+    cr_assert(v->type == JSON_NUMBER && v->is_u64, "member '%s' is not an integer", key);
+    return v->u64;
+}
+
+static const json_value *member(const json_value *object, const char *key, json_type type) {
+    const json_value *v = json_get(object, key);
+    cr_assert_not_null(v, "no member '%s'", key);
+    cr_assert_eq(v->type, type, "member '%s' has type %d, not %d", key, v->type, type);
+    return v;
+}
+
+/* ---------- jobs that leave a trace ---------- */
+
+static _Atomic uint64_t jobs_done;
+
+static void count_job(kiln_ctx *ctx, void *arg) {
+    size_t bytes = (size_t)(uintptr_t)arg;
+    if (bytes) {
+        char *p = kiln_frame_alloc(ctx, bytes, 64);
+        if (p) memset(p, 1, bytes);
+    }
+    atomic_fetch_add(&jobs_done, 1);
+}
+
+/* One frame that runs count jobs (each allocating bytes of frame memory) and waits. */
+static uint64_t frame_with_jobs(size_t count, size_t bytes) {
+    uint64_t frame = kiln_frame_begin(main_ctx);
+    kiln_job jobs[256];
+    cr_assert_leq(count, 256);
+    for (size_t i = 0; i < count; i++) jobs[i] = (kiln_job){ count_job, (void *)(uintptr_t)bytes };
+    if (count) {
+        kiln_counter done = { { 0, 0 } };
+        kiln_run(main_ctx, jobs, count, &done);
+        kiln_wait(main_ctx, &done);
+    }
+    kiln_frame_end(main_ctx);
+    return frame;
+}
+
+static uint64_t total_stolen(void) {
+    kiln_ctx_stats s[16];
+    size_t n = kiln_stats_contexts(rt, s, 16);
+    cr_assert_leq(n, 16);
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; i++) sum += s[i].jobs_stolen;
+    return sum;
+}
+
+/* ---------- stats: the table ---------- */
+
+/* A runtime with one of everything: an arena, a pool with live objects, a handle
+ * table with live items, two workers, a frame with jobs. */
+static kiln_arena   *level;
+static kiln_pool    *bullets;
+static kiln_handles *enemies;
+static kiln_handle   enemy;
+static void         *bullet[3];
+
+static void populate(void) {
+    start(2);
+    level = kiln_arena_create(rt, "level \"one\"");   /* a name JSON must escape */
+    cr_assert_not_null(level);
+    cr_assert_not_null(kiln_arena_alloc(level, 1000, 16));
+    bullets = kiln_pool_create(rt, &(kiln_pool_desc){ .name = "bullets", .size = 48 });
+    cr_assert_not_null(bullets);
+    for (int i = 0; i < 3; i++) cr_assert_not_null(bullet[i] = kiln_pool_alloc(main_ctx, bullets));
+    enemies = kiln_handles_create(rt, &(kiln_handles_desc){ .name = "enemies", .item_size = 32,
+                                                           .capacity = 64 });
+    cr_assert_not_null(enemies);
+    enemy = kiln_handle_alloc(main_ctx, enemies, NULL);
+    cr_assert_neq(enemy.bits, 0);
+    frame_with_jobs(32, 256);
+}
+
+static void depopulate(void) {
+    for (int i = 0; i < 3; i++) kiln_pool_free(main_ctx, bullets, bullet[i]);
+    kiln_pool_destroy(bullets);
+    cr_assert(kiln_handle_free(main_ctx, enemies, enemy));
+    kiln_handles_destroy(enemies);
+    kiln_arena_destroy(level);
+}
+
+Test(observe_stats, table_has_every_section_and_name) {
+    populate();
+    capture c;
+    kiln_stats_print(rt, capture_begin(&c));
+    char *text = capture_end(&c);
+    const char *expected[] = {
+        "kiln stats, frame 1", "== runtime ==", "== block_pool ==", "== arenas (", "== pools (1)",
+        "== handles (1)", "== contexts (3)", "== trace ==", "level \"one\"", "bullets", "enemies",
+        "frame ctx", "frame worker ctx", "jobs_run", "jobs_stolen", "sleep_ns",
+        "frame_peak_last_frame", "blocks_in_use", "pending_reuse", "peak_live",
+    };
+    for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)
+        cr_assert_not_null(strstr(text, expected[i]), "'%s' missing from:\n%s", expected[i], text);
+    free(text);
+    depopulate();
+    assert_no_log();
+}
+
+Test(observe_stats, json_names_stay_utf8) {
+    start(KILN_NO_WORKERS);
+    char name[64];
+    memset(name, 'a', 46);
+    strcpy(name + 46, "\xc3\xa9\"");   /* 'e' acute cut in half at the 47 bytes kept */
+    kiln_arena *cut = kiln_arena_create(rt, name);
+    kiln_arena *accent = kiln_arena_create(rt, "caf\xc3\xa9 \x01");
+    capture c;
+    cr_assert(kiln_stats_write_json(rt, capture_begin(&c)));
+    char *text = capture_end(&c);
+    json_value *root = parse_or_fail(text);
+    const json_value *arenas = member(root, "arenas", JSON_ARRAY);
+    char expected_cut[64];
+    memset(expected_cut, 'a', 46);
+    strcpy(expected_cut + 46, "\xef\xbf\xbd");   /* U+FFFD in place of the stray byte */
+    size_t found = 0;
+    for (size_t i = 0; i < arenas->count; i++) {
+        const json_value *n = json_get(&arenas->items[i], "name");
+        found += json_is_string(n, expected_cut) + json_is_string(n, "caf\xc3\xa9 \x01");
+    }
+    cr_assert_eq(found, 2, "%s", text);
+    json_free(root);
+    free(text);
+    kiln_arena_destroy(cut);
+    kiln_arena_destroy(accent);
+    assert_no_log();
+}
+
+Test(observe_stats, bad_input_is_refused) {
+    start(KILN_NO_WORKERS);
+    capture c;
+    stderr_capture cap;
+    stderr_capture_begin(&cap);
+    kiln_stats_print(NULL, capture_begin(&c));
+    char *text = capture_end(&c);
+    char *err = stderr_capture_end(&cap);
+    cr_assert_str_empty(text);
+    cr_assert_not_null(strstr(err, "RUNTIME_NULL: kiln_stats_print"), "%s", err);
+    free(err);
+    free(text);
+    kiln_stats_print(rt, NULL);
+    cr_assert(!kiln_stats_write_json(rt, NULL));
+    cr_assert_eq(count_items(rec, "STATS_NULL_OUT"), 2, "%s", recorded_summary(rec));
+}
+
+/* ---------- stats: JSON ---------- */
+
+Test(observe_stats, json_parses_and_matches_the_stats_calls) {
+    populate();
+    capture c;
+    cr_assert(kiln_stats_write_json(rt, capture_begin(&c)));
+    char *text = capture_end(&c);
+    json_value *root = parse_or_fail(text);
+    cr_assert_eq(root->type, JSON_OBJECT);
+    const char *keys[] = { "runtime", "block_pool", "arenas", "pools", "handles", "contexts", "trace" };
+    cr_assert_eq(root->count, 7);
+    for (size_t i = 0; i < 7; i++) cr_assert_str_eq(root->keys[i], keys[i]);
+
+    kiln_stats stats;
+    cr_assert(kiln_stats_get(rt, &stats));
+    const json_value *runtime = member(root, "runtime", JSON_OBJECT);
+    cr_assert_eq(u64_member(runtime, "frame"), stats.frame);
+    cr_assert_eq(u64_member(runtime, "worker_count"), 2);
+    cr_assert_eq(u64_member(runtime, "contexts"), stats.contexts);
+    cr_assert_eq(u64_member(runtime, "arenas"), stats.arenas);
+    cr_assert_eq(u64_member(runtime, "pools"), 1);
+    cr_assert_eq(u64_member(runtime, "api_errors"), 0);
+    const json_value *blocks = member(root, "block_pool", JSON_OBJECT);
+    cr_assert_eq(u64_member(blocks, "block_size"), stats.blocks.block_size);
+    cr_assert_eq(u64_member(blocks, "blocks_reserved"), stats.blocks.blocks_reserved);
+    cr_assert_eq(u64_member(blocks, "memory_limit"), 0);
+
+    const json_value *arenas = member(root, "arenas", JSON_ARRAY);
+    cr_assert_eq(arenas->count, stats.arenas);
+    kiln_arena_stats level_stats;
+    cr_assert(kiln_arena_stats_get(level, &level_stats));
+    bool found_level = false;
+    for (size_t i = 0; i < arenas->count; i++) {
+        const json_value *a = &arenas->items[i];
+        const char *arena_keys[] = { "name", "bytes_in_use", "peak_frame", "peak_last_frame",
+                                     "peak_total", "budget", "allocs", "failures", "resets",
+                                     "releases", "budget_warnings", "large_allocs",
+                                     "blocks_held", "blocks_taken" };
+        for (size_t k = 0; k < sizeof arena_keys / sizeof arena_keys[0]; k++)
+            cr_assert_not_null(json_get(a, arena_keys[k]), "no '%s' in an arena", arena_keys[k]);
+        if (!json_is_string(json_get(a, "name"), "level \"one\"")) continue;
+        found_level = true;
+        cr_assert_eq(u64_member(a, "bytes_in_use"), level_stats.bytes_in_use);
+        cr_assert_eq(u64_member(a, "allocs"), 1);
+        cr_assert_eq(u64_member(a, "blocks_taken"), level_stats.blocks_taken);
+    }
+    cr_assert(found_level, "the arena 'level \"one\"' is not listed (name escaped wrongly?)");
+
+    const json_value *pools = member(root, "pools", JSON_ARRAY);
+    cr_assert_eq(pools->count, 1);
+    cr_assert(json_is_string(json_get(&pools->items[0], "name"), "bullets"));
+    cr_assert_eq(u64_member(&pools->items[0], "live"), 3);
+    cr_assert_eq(u64_member(&pools->items[0], "object_size"), 48);
+    cr_assert_eq(member(&pools->items[0], "alive", JSON_BOOL)->boolean, true);
+
+    const json_value *handles = member(root, "handles", JSON_ARRAY);
+    cr_assert_eq(handles->count, 1);
+    cr_assert(json_is_string(json_get(&handles->items[0], "name"), "enemies"));
+    cr_assert_eq(u64_member(&handles->items[0], "live"), 1);
+    cr_assert_eq(u64_member(&handles->items[0], "capacity"), 64);
+
+    const json_value *contexts = member(root, "contexts", JSON_ARRAY);
+    kiln_ctx_stats ctx_stats[8];
+    size_t n = kiln_stats_contexts(rt, ctx_stats, 8);
+    cr_assert_eq(contexts->count, n);
+    uint64_t json_run = 0, stats_run = 0, workers = 0;
+    for (size_t i = 0; i < n; i++) {   /* both newest first */
+        cr_assert_eq(u64_member(&contexts->items[i], "id"), ctx_stats[i].id);
+        workers += member(&contexts->items[i], "is_worker", JSON_BOOL)->boolean;
+        json_run += u64_member(&contexts->items[i], "jobs_run");
+        stats_run += ctx_stats[i].jobs_run;
+    }
+    cr_assert_eq(workers, 2);
+    cr_assert_eq(json_run, stats_run);
+    cr_assert_eq(json_run, 32);
+
+    const json_value *trace = member(root, "trace", JSON_OBJECT);
+    cr_assert_eq(member(trace, "enabled", JSON_BOOL)->boolean, false);
+    cr_assert_eq(u64_member(trace, "ring_events"), KILN_TRACE_RING_EVENTS);
+    json_free(root);
+    free(text);
+    depopulate();
+    assert_no_log();
+}
+
+Test(observe_stats, json_checker_rejects_bad_json) {   /* the checker itself is strict */
+    const char *bad[] = { "{\"a\":1,}", "[1,2,]", "{a:1}", "[01]", "[1.]", "\"\\x\"", "[1] 2",
+                          "{\"a\" 1}", "[\"tab\there\"]", "nul", "", "[\"\xc3\"]", "[\"\xff\"]" };
+    char error[100];
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        json_value *v = json_parse(bad[i], error, sizeof error);
+        cr_assert_null(v, "accepted: %s", bad[i]);
+    }
+    json_value *v = json_parse(" {\"a\":[1,-2.5e3,true,null,\"\\u00e9\\ud83d\\ude00\"]} ", error,
+                               sizeof error);
+    cr_assert_not_null(v, "%s", error);
+    const json_value *a = json_get(v, "a");
+    cr_assert_eq(a->count, 5);
+    cr_assert_eq(a->items[0].u64, 1);
+    cr_assert_eq(a->items[1].number, -2500.0);
+    cr_assert_str_eq(a->items[4].string, "\xc3\xa9\xf0\x9f\x98\x80");
+    json_free(v);
+}
+
+/* ---------- history ---------- */
+
+Test(observe_history, empty_before_the_first_frame_end) {
+    start(KILN_NO_WORKERS);
+    kiln_frame_record records[4];
+    cr_assert_eq(kiln_history_read(rt, records, 4), 0);
+    kiln_frame_begin(main_ctx);
+    cr_assert_eq(kiln_history_read(rt, records, 4), 0, "a frame is recorded at its end");
+    kiln_frame_end(main_ctx);
+    cr_assert_eq(kiln_history_read(rt, records, 4), 1);
+    cr_assert_eq(records[0].frame, 1);
+    cr_assert_eq(kiln_history_read(rt, NULL, 0), 0);
+    stderr_capture cap;
+    stderr_capture_begin(&cap);
+    cr_assert_eq(kiln_history_read(NULL, records, 4), 0);
+    free(stderr_capture_end(&cap));
+}
+
+/* Jobs per frame: the frame number times 7 mod 61, so no two neighbours match. */
+static size_t jobs_in_frame(uint64_t frame) { return (size_t)(frame * 7 % 61); }
+
+Test(observe_history, wraps_after_300_frames_in_order) {
+    start(2);
+    uint64_t stolen_in[301];
+    for (uint64_t f = 1; f <= 300; f++) {
+        uint64_t before = total_stolen();
+        cr_assert_eq(frame_with_jobs(jobs_in_frame(f), 128), f);
+        stolen_in[f] = total_stolen() - before;
+    }
+    static kiln_frame_record records[KILN_HISTORY_FRAMES + 10];
+    size_t n = kiln_history_read(rt, records, KILN_HISTORY_FRAMES + 10);
+    cr_assert_eq(n, KILN_HISTORY_FRAMES, "the ring keeps the newest 256");
+    for (size_t i = 0; i < n; i++) {
+        const kiln_frame_record *r = &records[i];
+        uint64_t f = 300 - KILN_HISTORY_FRAMES + 1 + i;   /* 45 .. 300, oldest first */
+        cr_assert_eq(r->frame, f, "record %zu is frame %" PRIu64 ", not %" PRIu64, i, r->frame, f);
+        cr_assert_eq(r->jobs_run, jobs_in_frame(f), "frame %" PRIu64 ": %" PRIu64 " jobs run, %zu "
+                     "submitted", f, r->jobs_run, jobs_in_frame(f));
+        cr_assert_eq(r->steals, stolen_in[f]);
+        cr_assert_leq(r->steals, r->jobs_run);
+        cr_assert_gt(r->duration_ns, 0);
+        if (i > 0) cr_assert_geq(r->begin_ns, records[i - 1].begin_ns + records[i - 1].duration_ns);
+        cr_assert_eq(r->contexts, 3, "the driver and the two workers");
+        cr_assert_eq(r->contexts_omitted, 0);
+        cr_assert_eq(r->ctx_ids[0], kiln_stats_contexts(rt, NULL, 0) == 3 ? 3u : 0u,
+                     "the driver first (attached after the two workers: id 3)");
+        uint64_t sum = 0;
+        for (uint32_t k = 0; k < r->contexts; k++) sum += r->ctx_frame_bytes[k];
+        cr_assert_eq(r->frame_bytes, sum);
+        /* each job took 128 bytes at 64-byte alignment from the arena of whoever ran it */
+        cr_assert_geq(r->frame_bytes, 128 * r->jobs_run);
+        cr_assert_leq(r->frame_bytes, 128 * r->jobs_run + 3 * 64);
+    }
+    kiln_frame_record newest[10];
+    cr_assert_eq(kiln_history_read(rt, newest, 10), 10, "the newest 10");
+    for (size_t i = 0; i < 10; i++) cr_assert_eq(newest[i].frame, 291 + i);
+    cr_assert_eq(memcmp(newest, &records[KILN_HISTORY_FRAMES - 10], sizeof newest), 0);
+    assert_no_log();
+}
+
+Test(observe_history, frame_bytes_of_the_driver) {
+    start(KILN_NO_WORKERS);
+    kiln_frame_begin(main_ctx);
+    cr_assert_not_null(kiln_frame_alloc(main_ctx, 5000, 64));
+    cr_assert_not_null(kiln_frame_alloc(main_ctx, 3000, 64));
+    kiln_frame_end(main_ctx);
+    frame_with_jobs(0, 0);   /* an empty frame */
+    kiln_frame_record r[2];
+    cr_assert_eq(kiln_history_read(rt, r, 2), 2);
+    cr_assert_eq(r[0].contexts, 1);
+    cr_assert_eq(r[0].ctx_ids[0], 1);
+    cr_assert_geq(r[0].ctx_frame_bytes[0], 8000);
+    cr_assert_leq(r[0].ctx_frame_bytes[0], 8000 + 64 + 56, "the two allocations and padding");
+    kiln_arena_stats fa;
+    cr_assert(kiln_arena_stats_get(kiln_frame_arena(main_ctx), &fa));
+    cr_assert_eq(r[1].frame_bytes, 0);
+    cr_assert_eq(fa.peak_last_frame, r[1].ctx_frame_bytes[0]);
+    cr_assert_eq(r[0].jobs_run, 0);
+    assert_no_log();
+}
+
+/* ---------- tracing ---------- */
+
+static kiln_trace_stats trace_stats(void) {
+    kiln_trace_stats s;
+    cr_assert(kiln_trace_stats_get(rt, &s));
+    return s;
+}
+
+static json_value *trace_json(void) {
+    capture c;
+    cr_assert(kiln_trace_write_file(rt, capture_begin(&c)), "%s", recorded_summary(rec));
+    char *text = capture_end(&c);
+    json_value *root = parse_or_fail(text);
+    free(text);
+    cr_assert_eq(root->type, JSON_OBJECT);
+    member(root, "traceEvents", JSON_ARRAY);
+    return root;
+}
+
+/* Events of the trace whose ph is ph (and whose name is name, when not NULL). */
+static size_t count_events(const json_value *root, const char *ph, const char *name) {
+    const json_value *events = json_get(root, "traceEvents");
+    size_t n = 0;
+    for (size_t i = 0; i < events->count; i++) {
+        const json_value *e = &events->items[i];
+        if (json_is_string(json_get(e, "ph"), ph) && (!name || json_is_string(json_get(e, "name"), name)))
+            n++;
+    }
+    return n;
+}
+
+static double number_member(const json_value *object, const char *key) {
+    const json_value *v = json_get(object, key);
+    cr_assert(v && v->type == JSON_NUMBER, "no number '%s'", key);
+    return v->number;
+}
+
+Test(observe_trace, off_records_nothing) {
+    start(2);
+    for (int i = 0; i < 5; i++) frame_with_jobs(40, 64);
+    kiln_trace_stats s = trace_stats();
+    cr_assert(!s.enabled);
+    cr_assert_eq(s.recorded, 0);
+    cr_assert_eq(s.rings, 0, "no ring is allocated while tracing is off");
+    json_value *root = trace_json();
+    const json_value *events = json_get(root, "traceEvents");
+    cr_assert_eq(events->count, 1, "only the process name");
+    cr_assert_eq(count_events(root, "M", "process_name"), 1);
+    cr_assert_eq(u64_member(member(root, "otherData", JSON_OBJECT), "recorded"), 0);
+    json_free(root);
+    assert_no_log();
+}
+
+Test(observe_trace, jobs_frames_counters_and_thread_names) {
+    start(2);
+    kiln_pool *pool = kiln_pool_create(rt, &(kiln_pool_desc){ .name = "sparks", .size = 16 });
+    void *objects[5];
+    for (int i = 0; i < 5; i++) objects[i] = kiln_pool_alloc(main_ctx, pool);
+    frame_with_jobs(10, 0);   /* before tracing: not recorded */
+    kiln_trace_enable(rt, true);
+    enum { FRAMES = 6, JOBS = 50 };
+    for (int i = 0; i < FRAMES; i++) frame_with_jobs(JOBS, 64);
+    kiln_trace_enable(rt, false);
+    frame_with_jobs(10, 0);   /* after: not recorded */
+
+    kiln_trace_stats s = trace_stats();
+    cr_assert(!s.enabled);
+    cr_assert_eq(s.dropped, 0);
+    cr_assert_geq(s.rings, 1);
+    json_value *root = trace_json();
+    const json_value *events = json_get(root, "traceEvents");
+    char fn[32];
+    snprintf(fn, sizeof fn, "0x%" PRIxPTR, (uintptr_t)count_job);
+
+    /* the frames: begin and end instants, and a span per frame, on the driver */
+    cr_assert_eq(count_events(root, "i", "frame begin"), FRAMES);
+    cr_assert_eq(count_events(root, "i", "frame end"), FRAMES);
+    double frame_begin[FRAMES + 3] = { 0 }, frame_end[FRAMES + 3] = { 0 };
+    for (size_t i = 0; i < events->count; i++) {
+        const json_value *e = &events->items[i];
+        const json_value *name = json_get(e, "name");
+        if (!json_is_string(json_get(e, "ph"), "X") || strncmp(name->string, "frame ", 6) != 0)
+            continue;
+        uint64_t f = u64_member(member(e, "args", JSON_OBJECT), "frame");
+        cr_assert(f >= 2 && f <= FRAMES + 1, "frame %" PRIu64 " was not traced", f);
+        cr_assert_eq(u64_member(e, "tid"), 3, "frames are on the driver's thread");
+        frame_begin[f] = number_member(e, "ts");
+        frame_end[f] = frame_begin[f] + number_member(e, "dur");
+    }
+    for (int f = 2; f <= FRAMES + 1; f++) cr_assert_gt(frame_end[f], 0, "no span for frame %d", f);
+
+    /* the jobs: one complete event each, inside the span of a frame */
+    size_t jobs = 0;
+    for (size_t i = 0; i < events->count; i++) {
+        const json_value *e = &events->items[i];
+        if (!json_is_string(json_get(e, "cat"), "job")) continue;
+        jobs++;
+        cr_assert(json_is_string(json_get(e, "ph"), "X"));
+        cr_assert(json_is_string(json_get(member(e, "args", JSON_OBJECT), "fn"), fn));
+        uint64_t tid = u64_member(e, "tid");
+        cr_assert(tid >= 1 && tid <= 3, "tid %" PRIu64 " is not a context id", tid);
+        double ts = number_member(e, "ts"), end = ts + number_member(e, "dur");
+        bool inside = false;
+        for (int f = 2; f <= FRAMES + 1; f++) inside |= ts >= frame_begin[f] && end <= frame_end[f];
+        cr_assert(inside, "a job at %.3f us lies outside every traced frame", ts);
+    }
+    cr_assert_eq(jobs, FRAMES * JOBS, "one event per job run");
+    cr_assert_eq(count_events(root, "X", NULL), FRAMES * JOBS + FRAMES);
+
+    /* the counters at each frame end */
+    cr_assert_eq(count_events(root, "C", "frame bytes ctx 3"), FRAMES);
+    cr_assert_eq(count_events(root, "C", "frame bytes ctx 1"), FRAMES);
+    cr_assert_eq(count_events(root, "C", "jobs per frame"), FRAMES);
+    cr_assert_eq(count_events(root, "C", "pool live sparks"), FRAMES);
+    for (size_t i = 0; i < events->count; i++) {
+        const json_value *e = &events->items[i];
+        if (json_is_string(json_get(e, "name"), "pool live sparks"))
+            cr_assert_eq(u64_member(member(e, "args", JSON_OBJECT), "live"), 5);
+        if (json_is_string(json_get(e, "name"), "jobs per frame"))
+            cr_assert_eq(u64_member(member(e, "args", JSON_OBJECT), "jobs"), JOBS);
+    }
+
+    /* the threads' names: the driver is "main ctx 3", every worker that ran a job
+     * "worker N" */
+    size_t named_main = 0;
+    for (size_t i = 0; i < events->count; i++) {
+        const json_value *e = &events->items[i];
+        if (!json_is_string(json_get(e, "name"), "thread_name")) continue;
+        const json_value *name = json_get(member(e, "args", JSON_OBJECT), "name");
+        uint64_t tid = u64_member(e, "tid");
+        char expected[32];
+        snprintf(expected, sizeof expected, tid == 3 ? "main ctx %" PRIu64 : "worker %" PRIu64, tid);
+        cr_assert(json_is_string(name, expected), "thread %" PRIu64 " is named '%s'", tid,
+                  name ? name->string : "(none)");
+        named_main += tid == 3;
+    }
+    cr_assert_eq(named_main, 1);
+    json_free(root);
+    for (int i = 0; i < 5; i++) kiln_pool_free(main_ctx, pool, objects[i]);
+    kiln_pool_destroy(pool);
+    assert_no_log();
+}
+
+static void noop_job(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    (void)arg;
+}
+
+Test(observe_trace, the_ring_keeps_the_newest_events) {
+    start(KILN_NO_WORKERS);   /* every job on the main context: one ring */
+    kiln_trace_enable(rt, true);
+    enum { BATCH = 1000, JOBS = 70 * BATCH };   /* more than the ring holds */
+    _Static_assert(JOBS > KILN_TRACE_RING_EVENTS, "the ring must overflow");
+    kiln_frame_begin(main_ctx);
+    kiln_job batch[BATCH];
+    for (int i = 0; i < BATCH; i++) batch[i] = (kiln_job){ noop_job, NULL };
+    for (int done = 0; done < JOBS; done += BATCH) kiln_run(main_ctx, batch, BATCH, NULL);
+    kiln_frame_end(main_ctx);
+    /* 1 frame begin, the jobs, then the frame span, one frame-bytes and one jobs counter */
+    uint64_t recorded = 1 + JOBS + 3;
+    kiln_trace_stats s = trace_stats();
+    cr_assert_eq(s.rings, 1);
+    cr_assert_eq(s.recorded, recorded, "%" PRIu64 " events recorded, %" PRIu64 " expected",
+                 s.recorded, recorded);
+    cr_assert_eq(s.dropped, recorded - KILN_TRACE_RING_EVENTS);
+    json_value *root = trace_json();
+    cr_assert_eq(count_events(root, "X", NULL), KILN_TRACE_RING_EVENTS - 2, "all but 3 newest are "
+                 "jobs, one of the 3 the frame span");
+    cr_assert_eq(count_events(root, "i", "frame begin"), 0, "the oldest event was dropped");
+    cr_assert_eq(count_events(root, "i", "frame end"), 1);
+    const json_value *other = member(root, "otherData", JSON_OBJECT);
+    cr_assert_eq(u64_member(other, "dropped"), s.dropped);
+    cr_assert_eq(u64_member(other, "ring_events"), KILN_TRACE_RING_EVENTS);
+    json_free(root);
+    assert_no_log();
+}
+
+Test(observe_trace, write_to_a_path_and_bad_input) {
+    start(1);
+    kiln_trace_enable(rt, true);
+    frame_with_jobs(8, 0);
+    char path[] = "/tmp/kiln-trace-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    cr_assert(kiln_trace_write(rt, path));
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f);
+    static char text[1 << 20];
+    size_t size = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    unlink(path);
+    text[size] = '\0';
+    json_value *root = parse_or_fail(text);
+    cr_assert_eq(count_events(root, "X", NULL), 8 + 1);
+    json_free(root);
+    assert_no_log();
+
+    cr_assert(!kiln_trace_write(rt, "/nonexistent-dir/trace.json"));
+    cr_assert_eq(count_items(rec, "TRACE_WRITE_FAILED"), 1, "%s", recorded_summary(rec));
+    cr_assert(!kiln_trace_write(rt, NULL));
+    cr_assert(!kiln_trace_write_file(rt, NULL));
+    cr_assert_eq(count_items(rec, "TRACE_NULL_PATH"), 1);
+    cr_assert_eq(count_items(rec, "TRACE_NULL_FILE"), 1);
+    kiln_trace_stats s;
+    cr_assert(!kiln_trace_stats_get(rt, NULL));
+    stderr_capture cap;
+    stderr_capture_begin(&cap);
+    cr_assert(!kiln_trace_stats_get(NULL, &s));
+    kiln_trace_enable(NULL, true);
+    cr_assert(!kiln_trace_write(NULL, "x"));
+    free(stderr_capture_end(&cap));
+}
