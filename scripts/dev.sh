@@ -41,10 +41,12 @@ setup() {
     ninja -C "$dir" >/dev/null
 }
 
+# kiln-demo (examples/demo/): plays a small game on kiln and on malloc, prints the report
+# and writes kiln-demo.svg and kiln-demo-trace.json here; arguments go to it (--help).
 demo() {
     install_missing "${build_packages[@]}"
     setup build -Dtests=false -Dstress=false -Dbench=false
-    build/examples/frame-loop "$@"
+    build/examples/kiln-demo "$@"
 }
 
 case "${1:-}" in
@@ -52,5 +54,5 @@ case "${1:-}" in
     test) shift
           install_missing "${build_packages[@]}" "${test_packages[@]}"
           exec "$root/scripts/test-all.sh" "$@" ;;
-    *) echo "usage: scripts/dev.sh demo [frames] [entities] | scripts/dev.sh test" >&2; exit 2 ;;
+    *) echo "usage: scripts/dev.sh demo [kiln-demo options, see --help] | scripts/dev.sh test" >&2; exit 2 ;;
 esac

@@ -1,0 +1,246 @@
+/* examples/demo/report.c — the closing table and the consistency checks. */
+#include "report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define BUDGET_60HZ_MS 16.667
+
+static int compare_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+frame_times report_frame_times(const demo_run *run) {
+    frame_times t = { 0 };
+    size_t n = run->frames;
+    double *sorted = n ? malloc(n * sizeof *sorted) : NULL;
+    if (!sorted) return t;
+    memcpy(sorted, run->frame_ms, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, compare_double);
+    t = (frame_times){ sorted[n / 2], sorted[(size_t)((double)(n - 1) * 0.99)], sorted[n - 1], 0 };
+    for (size_t i = 0; i < n; i++) t.over_budget += sorted[i] > BUDGET_60HZ_MS;
+    free(sorted);
+    return t;
+}
+
+/* ---------- the table ---------- */
+
+typedef struct column {
+    const demo_run *run;
+    frame_times     times;
+    double          peak_kib;      /* the frame with the most frame memory */
+} column;
+
+static double median(const column *c) { return c->times.median; }
+static double p99(const column *c) { return c->times.p99; }
+static double max(const column *c) { return c->times.max; }
+
+#define CELL(name, ...) \
+    static void name(const column *c, char *text, size_t size) { \
+        const demo_run *r = c->run; (void)r; snprintf(text, size, __VA_ARGS__); }
+CELL(cell_median, "%.3f", c->times.median)
+CELL(cell_p99, "%.3f", c->times.p99)
+CELL(cell_max, "%.3f", c->times.max)
+CELL(cell_spread, "%.1fx", c->times.median > 0 ? c->times.max / c->times.median : 0.0)
+CELL(cell_over, "%.0f", c->times.over_budget)
+CELL(cell_jobs, "%.1f", r->frames ? (double)r->history_jobs / r->frames : 0.0)
+CELL(cell_steals, "%.1f", r->frames ? (double)r->history_steals / r->frames : 0.0)
+CELL(cell_frame_kib, "%.0f", c->peak_kib)
+CELL(cell_projectiles, "%u / %llu", r->projectiles, (unsigned long long)(r->memory.has_object_stats
+     ? r->memory.object_peak[DEMO_PROJECTILE] : r->totals.object_peak[DEMO_PROJECTILE]))
+CELL(cell_particles, "%u / %llu", r->particles, (unsigned long long)(r->memory.has_object_stats
+     ? r->memory.object_peak[DEMO_PARTICLE] : r->totals.object_peak[DEMO_PARTICLE]))
+CELL(cell_entities, "%llu", (unsigned long long)r->memory.entity_live)
+CELL(cell_stale, "%llu", (unsigned long long)r->memory.stale_lookups)
+CELL(cell_kills, "%llu / %llu", (unsigned long long)r->totals.kills,
+     (unsigned long long)r->totals.barrages)
+CELL(cell_blocks, "%llu", (unsigned long long)r->stats.blocks.blocks_reserved)
+CELL(cell_reserved, "%.1f", (double)r->stats.blocks.reserved_bytes / (1024.0 * 1024.0))
+CELL(cell_wall, "%.2f", r->wall_s)
+
+/* One row per context of the first run: its most frame memory in one frame. */
+static void print_contexts(FILE *out, const column *cols, size_t n) {
+    const demo_run *first = cols[0].run;
+    for (uint32_t i = first->context_count; i-- > 0;) {   /* listed newest first */
+        const kiln_ctx_stats *ctx = &first->contexts[i];
+        if (ctx->id > RUN_MAX_CONTEXTS) continue;
+        char label[64];
+        snprintf(label, sizeof label, "  ctx %u (%s)", ctx->id, ctx->is_worker ? "worker" : "main");
+        fprintf(out, "  %-38s", label);
+        for (size_t k = 0; k < n; k++)
+            fprintf(out, " %16.0f", (double)cols[k].run->ctx_peak_bytes[ctx->id] / 1024.0);
+        fputc('\n', out);
+    }
+}
+
+/* The table's rows: a label, how to print one run's cell, and for the frame times the
+ * figure whose malloc/kiln ratio goes in the last column. */
+typedef struct row {
+    const char *label;
+    void      (*cell)(const column *, char *, size_t);
+    double    (*ratio_of)(const column *);
+} row;
+
+static const row rows[] = {
+    { "frame time median (ms)", cell_median, median },
+    { "frame time p99 (ms)", cell_p99, p99 },
+    { "frame time max (ms)", cell_max, max },
+    { "max / median", cell_spread, NULL },
+    { "frames over 16.7 ms (60 Hz)", cell_over, NULL },
+    { "jobs per frame", cell_jobs, NULL },
+    { "steals per frame", cell_steals, NULL },
+    { "frame memory high-water (KiB)", cell_frame_kib, NULL },
+    { NULL, NULL, NULL },   /* here: one row per context */
+    { "projectiles live / peak", cell_projectiles, NULL },
+    { "particles live / peak", cell_particles, NULL },
+    { "entities live", cell_entities, NULL },
+    { "stale lookups (dead targets)", cell_stale, NULL },
+    { "kills / barrages", cell_kills, NULL },
+    { "blocks reserved", cell_blocks, NULL },
+    { "reserved from the OS by kiln (MiB)", cell_reserved, NULL },
+    { "wall time of the run (s)", cell_wall, NULL },
+};
+
+static void print_rows(FILE *out, const column *cols, size_t n) {
+    for (const row *r = rows; r < rows + sizeof rows / sizeof *rows; r++) {
+        if (!r->label) {
+            print_contexts(out, cols, n);
+            continue;
+        }
+        fprintf(out, "  %-38s", r->label);
+        for (size_t i = 0; i < n; i++) {
+            char text[40];
+            r->cell(&cols[i], text, sizeof text);
+            fprintf(out, " %16s", text);
+        }
+        /* malloc / kiln: the kiln run is the first column, the malloc run the second */
+        if (r->ratio_of && n == 2 && r->ratio_of(&cols[0]) > 0)
+            fprintf(out, " %10.2fx", r->ratio_of(&cols[1]) / r->ratio_of(&cols[0]));
+        fputc('\n', out);
+    }
+}
+
+void report_table(const demo_options *o, const demo_run *runs, size_t count, FILE *out) {
+    column cols[2];
+    size_t n = count < 2 ? count : 2;
+    for (size_t i = 0; i < n; i++) {
+        cols[i] = (column){ &runs[i], report_frame_times(&runs[i]), 0 };
+        for (uint32_t f = 0; f < runs[i].frames; f++)
+            if (runs[i].frame_kib[f] > cols[i].peak_kib) cols[i].peak_kib = runs[i].frame_kib[f];
+    }
+    uint32_t workers = runs[0].stats.worker_count;
+    fprintf(out, "\nkiln-demo: %u frames, %u entities, %u worker thread%s + the main thread, "
+                 "seed %llu\n\n", o->frames, o->entities, workers, workers == 1 ? "" : "s",
+            (unsigned long long)o->seed);
+    fprintf(out, "  %-38s", "");
+    for (size_t i = 0; i < n; i++) fprintf(out, " %16s", runs[i].name);
+    if (n == 2) fprintf(out, " %11s", "malloc/kiln");
+    fputc('\n', out);
+    print_rows(out, cols, n);
+    if (o->quiet) return;
+    fprintf(out, "\n  Frame time is kiln_frame_begin to the end of kiln_frame_end. Frame memory is\n"
+                 "  the sum over threads of each one's high-water in one frame; the malloc run takes\n"
+                 "  its scratch from malloc, so it shows next to none. kiln's pool peak counts the\n"
+                 "  objects cached in threads' magazines too. Blocks are %zu KiB each.\n",
+            runs[0].stats.blocks.block_size >> 10);
+}
+
+/* ---------- the checks ---------- */
+
+typedef struct checker {
+    FILE *out;
+    bool  ok;
+    char  failed[512];
+} checker;
+
+static void expect(checker *c, bool holds, const char *what) {
+    if (holds) return;
+    size_t len = strlen(c->failed);
+    snprintf(c->failed + len, sizeof c->failed - len, "%s%s", c->ok ? "" : ",", what);
+    c->ok = false;
+}
+
+static void field(checker *c, const char *key, uint64_t value) {
+    fprintf(c->out, " %s=%llu", key, (unsigned long long)value);
+}
+
+/* " pool_particle_allocs=N": prefix, kind and figure make the key. */
+static void kind_field(checker *c, const char *prefix, const char *kind, const char *what,
+                       uint64_t value) {
+    fprintf(c->out, " %s%s_%s=%llu", prefix, kind, what, (unsigned long long)value);
+}
+
+static void check_objects(checker *c, const demo_run *r, demo_kind kind, uint32_t live) {
+    static const char *const names[DEMO_KINDS] = { "projectile", "particle" };
+    const char *name = names[kind];
+    const world_totals *t = &r->totals;
+    const demo_memory_stats *pool = &r->memory;
+    char what[48];
+    kind_field(c, "", name, "allocs", t->object_allocs[kind]);
+    kind_field(c, "", name, "frees", t->object_frees[kind]);
+    kind_field(c, "", name, "live", live);
+    snprintf(what, sizeof what, "%s_allocs_minus_frees", name);
+    expect(c, t->object_allocs[kind] - t->object_frees[kind] == live, what);
+    if (!pool->has_object_stats) return;   /* malloc keeps no count of its own */
+    kind_field(c, "pool_", name, "allocs", pool->object_allocs[kind]);
+    kind_field(c, "pool_", name, "frees", pool->object_frees[kind]);
+    kind_field(c, "pool_", name, "live", pool->object_live[kind]);
+    snprintf(what, sizeof what, "pool_%s_counts", name);
+    expect(c, pool->object_allocs[kind] == t->object_allocs[kind] &&
+              pool->object_frees[kind] == t->object_frees[kind] && pool->object_live[kind] == live,
+           what);
+    snprintf(what, sizeof what, "pool_%s_leaked", name);
+    expect(c, r->memory_after.object_live[kind] == 0, what);
+}
+
+bool report_check(const demo_options *o, const demo_run *r, FILE *out) {
+    checker c = { out, true, "" };
+    const world_totals *t = &r->totals;
+    fprintf(out, "demo-check run=%s", r->name);
+    field(&c, "frames", r->frames), field(&c, "frames_expected", o->frames);
+    field(&c, "history_frames", r->history_frames);
+    expect(&c, r->frames == o->frames, "frames");
+    expect(&c, r->history_frames == r->frames, "history_frames");
+
+    field(&c, "jobs_submitted", r->jobs_submitted), field(&c, "jobs_run", r->jobs_run);
+    field(&c, "history_jobs", r->history_jobs);
+    expect(&c, r->jobs_submitted == r->jobs_run, "jobs_run");
+    expect(&c, r->history_jobs == r->jobs_run, "history_jobs");
+
+    /* Entities: the game's count of spawns and deaths against the table's own. */
+    field(&c, "entities", r->entities);
+    field(&c, "entity_allocs", t->entity_allocs), field(&c, "entity_frees", t->entity_frees);
+    field(&c, "table_allocs", r->memory.entity_allocs), field(&c, "table_frees", r->memory.entity_frees);
+    field(&c, "table_live", r->memory.entity_live);
+    expect(&c, t->entity_allocs - t->entity_frees == r->entities, "entity_allocs_minus_frees");
+    expect(&c, r->memory.entity_allocs == t->entity_allocs && r->memory.entity_frees == t->entity_frees,
+           "table_counts");
+    expect(&c, r->memory.entity_allocs - r->memory.entity_frees == r->memory.entity_live &&
+               r->memory.entity_live == r->entities, "table_live");
+    field(&c, "stale_game", t->stale_lookups), field(&c, "stale_table", r->memory.stale_lookups);
+    expect(&c, t->stale_lookups == r->memory.stale_lookups, "stale_lookups");
+    expect(&c, r->memory_after.entity_live == 0, "table_leaked");
+
+    check_objects(&c, r, DEMO_PROJECTILE, r->projectiles);
+    check_objects(&c, r, DEMO_PARTICLE, r->particles);
+
+    field(&c, "scratch_failures", r->scratch_failures);
+    field(&c, "kiln_errors", r->log_errors), field(&c, "api_errors", r->stats.api_errors);
+    expect(&c, r->scratch_failures == 0, "scratch_failures");
+    expect(&c, r->log_errors == 0 && r->stats.api_errors == 0, "kiln_errors");
+    fprintf(out, " trace=%s", !r->traced ? "none" : r->trace_written ? "written" : "failed");
+    expect(&c, !r->traced || r->trace_written, "trace");
+    fprintf(out, " checksum=%016llx result=%s%s%s\n", (unsigned long long)r->checksum,
+            c.ok ? "ok" : "FAILED(", c.failed, c.ok ? "" : ")");
+    return c.ok;
+}
+
+bool report_compare(const demo_run *a, const demo_run *b, FILE *out) {
+    bool same = a->checksum == b->checksum && a->totals.kills == b->totals.kills &&
+                a->totals.stale_lookups == b->totals.stale_lookups;
+    fprintf(out, "demo-check run=compare checksum_%s=%016llx checksum_%s=%016llx result=%s\n",
+            a->name, (unsigned long long)a->checksum, b->name, (unsigned long long)b->checksum,
+            same ? "ok" : "FAILED(the runs played different games)");
+    return same;
+}

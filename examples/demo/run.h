@@ -1,0 +1,49 @@
+/* examples/demo/run.h — one play of the game with one memory layer, and everything the
+ * report needs from it: per-frame times and frame memory, kiln's statistics, the game's
+ * own counts and the memory layer's. */
+#ifndef KILN_DEMO_RUN_H
+#define KILN_DEMO_RUN_H
+
+#include "world.h"   /* and through it <kiln/kiln.h>, trace.h included */
+
+#define RUN_MAX_CONTEXTS 64
+
+typedef struct demo_run {
+    const char       *name;            /* the memory layer: "kiln" or "malloc" */
+    uint32_t          frames;          /* frames played */
+    double           *frame_ms;        /* [frames] frame_begin to the end of frame_end */
+    double           *frame_kib;       /* [frames] frame memory, high-water of all contexts */
+    uint8_t          *barrage;         /* [frames] 1 where artillery fell */
+    double            wall_s;          /* the whole run, setup and teardown included */
+
+    /* From kiln_history_read, one record per frame. */
+    uint64_t          history_frames;  /* records found with the expected frame number */
+    uint64_t          history_jobs, history_steals;
+    uint64_t          ctx_peak_bytes[RUN_MAX_CONTEXTS + 1];   /* by context id */
+
+    /* From kiln_stats_get and kiln_stats_contexts after the last frame. */
+    kiln_stats        stats;
+    kiln_ctx_stats    contexts[RUN_MAX_CONTEXTS];
+    uint32_t          context_count;
+    uint64_t          jobs_submitted, jobs_run, jobs_stolen;
+
+    /* The game's view and the memory layer's, after the last frame. */
+    world_totals      totals;
+    uint32_t          entities, projectiles, particles;
+    uint64_t          checksum;
+    demo_memory_stats memory;
+    demo_memory_stats memory_after;    /* after the world is torn down: leaks */
+    uint64_t          scratch_failures, drawn_sparks;
+    uint64_t          log_warnings, log_errors;
+
+    bool              traced, trace_written;
+    kiln_trace_stats  trace;
+} demo_run;
+
+/* Plays o->frames frames on kiln's memory (use_kiln) or on malloc's; traces them into
+ * trace_path when it is not NULL. false when the run could not be set up (the reason
+ * on stderr); the figures of a run that went wrong later are the report's to judge. */
+bool run_play(const demo_options *o, bool use_kiln, const char *trace_path, demo_run *out);
+void run_free(demo_run *run);
+
+#endif /* KILN_DEMO_RUN_H */

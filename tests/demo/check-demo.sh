@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Runs kiln-demo small (60 frames, 2000 entities, both memory layers) with a trace and a
+# chart into a temporary folder and checks what it wrote: the trace is valid Chrome
+# trace JSON with job, frame, counter and thread-name events; the chart is well-formed
+# SVG with one frame-time polyline per run; the report's figures agree with each other
+# (the demo checks them itself and exits non-zero, and this script checks them again from
+# its demo-check lines). Usage: tests/demo/check-demo.sh [BUILD_DIR] (default: build).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=${1:-build}
+case "$build" in /*) ;; *) build="$root/$build" ;; esac
+demo="$build/examples/kiln-demo"
+[ -x "$demo" ] || { echo "check-demo: $demo is not built" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+frames=60
+
+echo "== kiln-demo --help and a bad flag"
+"$demo" --help | grep -q -- '--alloc' || { echo "check-demo: --help does not list --alloc" >&2; exit 1; }
+if "$demo" --frames nope >/dev/null 2>&1; then echo "check-demo: a bad flag was accepted" >&2; exit 1; fi
+
+echo "== kiln-demo --frames $frames --entities 2000 (kiln and malloc)"
+(cd "$tmp" && "$demo" --frames "$frames" --entities 2000 --trace trace.json --svg chart.svg) \
+    >"$tmp/report.txt" 2>&1 || { cat "$tmp/report.txt"; echo "check-demo: kiln-demo failed" >&2; exit 1; }
+cat "$tmp/report.txt"
+
+python3 - "$tmp" "$frames" <<'PY'
+import json, sys, xml.etree.ElementTree as ET
+tmp, frames = sys.argv[1], int(sys.argv[2])
+problems = []
+def expect(ok, what):
+    if not ok: problems.append(what)
+
+# The trace: Chrome trace-event JSON.
+with open(f"{tmp}/trace.json") as f:
+    trace = json.load(f)
+events = trace["traceEvents"] if isinstance(trace, dict) else trace
+ph = lambda p: [e for e in events if e.get("ph") == p]
+jobs = [e for e in ph("X") if not str(e.get("name", "")).startswith("frame")] + ph("B")
+expect(jobs, "no job events (X or B/E)")
+expect(all("ts" in e and "tid" in e for e in jobs), "job events without ts or tid")
+expect(all(e.get("dur", 0) >= 0 for e in ph("X")), "an X event with a negative duration")
+names = {e.get("name") for e in jobs}
+expect({"demo_think_range", "demo_present_job"} <= names,
+       f"the demo's job functions are not named in the trace: {sorted(names)[:8]}")
+begins = [e for e in events if e.get("name") == "frame begin"]
+expect(len(begins) == frames, f"{len(begins)} 'frame begin' markers, expected {frames}")
+expect(any(e.get("ph") in ("X", "i") and str(e.get("name", "")).startswith("frame") for e in events),
+       "no frame events")
+expect(ph("C"), "no counter events")
+threads = [e for e in ph("M") if e.get("name") == "thread_name"]
+expect(threads, "no thread_name metadata")
+expect(any("main" in e.get("args", {}).get("name", "") for e in threads), "no thread named main")
+
+# The chart: well-formed SVG, the frame-time panel with one polyline per run.
+svg = ET.parse(f"{tmp}/chart.svg").getroot()
+ns = "{http://www.w3.org/2000/svg}"
+expect(svg.tag == ns + "svg", f"the chart's root is {svg.tag}")
+panels = {g.get("id"): g for g in svg.iter(ns + "g")}
+lines = lambda panel: list(panels[panel].iter(ns + "polyline")) if panel in panels else []
+expect(len(lines("panel-1")) == 2, f"{len(lines('panel-1'))} frame-time polylines, expected 2")
+expect(len(lines("panel-2")) == 1, f"{len(lines('panel-2'))} frame-memory polylines, expected 1")
+for line in lines("panel-1") + lines("panel-2"):
+    expect(len(line.get("points", "").split()) >= frames // 2, "a polyline with too few points")
+expect(any(t.text and "kiln" in t.text for t in svg.iter(ns + "text")), "no legend text")
+
+# The report's machine-readable lines.
+runs = {}
+with open(f"{tmp}/report.txt") as f:
+    for line in f:
+        if line.startswith("demo-check "):
+            fields = dict(kv.split("=", 1) for kv in line.split()[1:])
+            runs[fields["run"]] = fields
+expect(set(runs) == {"kiln", "malloc", "compare"}, f"demo-check lines for {sorted(runs)}")
+for name in ("kiln", "malloc"):
+    r = runs.get(name)
+    if not r: continue
+    n = {k: int(v) for k, v in r.items() if v.isdigit()}
+    expect(r["result"] == "ok", f"{name}: result={r['result']}")
+    expect(n["frames"] == frames == n["frames_expected"] == n["history_frames"], f"{name}: frame counts")
+    expect(n["jobs_submitted"] == n["jobs_run"] == n["history_jobs"] > 0, f"{name}: jobs run != submitted")
+    expect(n["entity_allocs"] - n["entity_frees"] == n["entities"] == n["table_live"] == 2000,
+           f"{name}: entity allocs - frees != live")
+    expect(n["table_allocs"] == n["entity_allocs"] and n["table_frees"] == n["entity_frees"],
+           f"{name}: the table's counts differ from the game's")
+    expect(n["stale_game"] == n["stale_table"], f"{name}: stale lookups differ")
+    for kind in ("projectile", "particle"):
+        expect(n[f"{kind}_allocs"] - n[f"{kind}_frees"] == n[f"{kind}_live"],
+               f"{name}: {kind} allocs - frees != live")
+        if name == "kiln":
+            for what in ("allocs", "frees", "live"):
+                expect(n[f"pool_{kind}_{what}"] == n[f"{kind}_{what}"], f"kiln: pool {kind} {what} differ")
+    expect(n["scratch_failures"] == 0 and n["kiln_errors"] == 0 and n["api_errors"] == 0, f"{name}: errors")
+if "compare" in runs:
+    expect(runs["compare"]["result"] == "ok", "the kiln and malloc runs played different games")
+    c = runs["compare"]
+    expect(c.get("checksum_kiln") == runs.get("kiln", {}).get("checksum") == c.get("checksum_malloc"),
+           "checksums differ")
+
+if problems:
+    print("check-demo: FAILED:\n  " + "\n  ".join(problems))
+    sys.exit(1)
+print(f"check-demo: ok ({len(events)} trace events, {len(jobs)} jobs, {len(threads)} thread names)")
+PY
