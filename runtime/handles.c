@@ -61,6 +61,10 @@ static bool table_init(kiln_runtime *rt, kiln_handles *table, const kiln_handles
     table->slots = kiln_block_pool_map_large(&rt->pool, table->map_bytes, map_align);
     if (!table->slots) return false;   /* the block pool logged the refusal */
     table->ring = (kiln_reuse_entry *)(table->slots + ring_offset);
+    if (!kiln_handles_sites_init(table, rt->desc.debug)) {
+        kiln_block_pool_unmap_large(&rt->pool, table->slots, table->map_bytes);
+        return false;
+    }
     snprintf(table->name, sizeof table->name, "%s", name);
     table->tag_bits = (kiln_add_relaxed(&next_tag, 1) % 255u + 1u) << KILN_HANDLE_TAG_SHIFT;
     table->serial = kiln_add_relaxed(&next_serial, 1) + 1;
@@ -121,6 +125,7 @@ void kiln_handles_destroy(kiln_handles *table) {
         kiln_log(&rt->log, KILN_LOG_WARN, "HANDLES_ITEMS_LIVE",
                  "kiln_handles_destroy: table '%s' still has %llu live items; their memory is "
                  "returned now", table->name, (unsigned long long)(allocs - frees));
+    kiln_handles_report_leaks(table);   /* KILN_DEBUG_SITES: by allocation site */
     /* No thread may use the table now (the contract): every cache can be folded and
      * unbound, and the slots returned. get, alloc and free through a stale pointer then
      * meet serial 0 and capacity 0 and are refused. */
@@ -139,6 +144,7 @@ void kiln_handles_destroy(kiln_handles *table) {
     kiln_store_relaxed(&table->reusable_count, 0);
     table->ring = NULL;
     kiln_block_pool_unmap_large(&rt->pool, table->slots, table->map_bytes);
+    kiln_handles_sites_fini(table);
     table->slots = NULL;
     table->capacity = 0;
     table->serial = 0;

@@ -30,6 +30,7 @@
 
 #include "../base/atomics.h"
 #include "../base/common.h"
+#include "../alloc/debug.h"
 #include "../base/log.h"
 
 #define KILN_MAX_HANDLE_TABLES   64
@@ -88,6 +89,7 @@ struct kiln_handles {
     kiln_log_sink    log;
     char             name[48];
     uint32_t         capacity_asked;  /* kept for the stats of a destroyed table */
+    kiln_debug_site *sites;           /* KILN_DEBUG_SITES: the site of each slot's item */
 
     /* Statistics any thread adds to (relaxed). */
     kiln_handle_stripe stale[KILN_HANDLES_STALE_STRIPES];
@@ -155,6 +157,16 @@ KILN_INTERNAL void kiln_handles_background(struct kiln_ctx *ctx, bool running);
 /* At frame end, on the driver, after every frame job has finished: advances the reclaim
  * epoch, recomputes the safe epoch, promotes what it made reusable, samples peaks. */
 KILN_INTERNAL void kiln_handles_frame_end(struct kiln_runtime *rt, struct kiln_ctx *driver);
+
+/* ---- runtime/handle_sites.c ---- */
+
+/* With KILN_DEBUG_SITES, a site per slot; false when memory runs out. */
+KILN_INTERNAL bool kiln_handles_sites_init(kiln_handles *table, uint32_t debug);
+KILN_INTERNAL void kiln_handles_sites_fini(kiln_handles *table);
+
+/* Logs the live items grouped by allocation site (HANDLES_LEAK_SITE); no other thread
+ * may use the table (destroy). Nothing without KILN_DEBUG_SITES. */
+KILN_INTERNAL void kiln_handles_report_leaks(kiln_handles *table);
 
 /* kiln_destroy: destroys the tables still alive (logged) and frees every table. */
 KILN_INTERNAL void kiln_runtime_handles_fini(struct kiln_runtime *rt);

@@ -17,6 +17,7 @@ bool kiln_stats_get(kiln_runtime *rt, kiln_stats *out) {
     out->contexts = rt->context_count;
     out->arenas = rt->arena_count;
     out->pools = rt->pool_count;
+    out->handle_tables = kiln_load_relaxed(&rt->handle_table_count);
     pthread_mutex_unlock(&rt->registry_lock);
     kiln_block_pool_stats_get(&rt->pool, &out->blocks);
     return true;

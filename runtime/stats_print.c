@@ -28,7 +28,7 @@ typedef struct field {
 
 static const field runtime_fields[] = {   /* kiln_stats, less the block pool (its own section) */
     FIELD(kiln_stats, frame), FIELD(kiln_stats, worker_count), FIELD(kiln_stats, contexts),
-    FIELD(kiln_stats, arenas), FIELD(kiln_stats, pools), FIELD(kiln_stats, api_errors),
+    FIELD(kiln_stats, arenas), FIELD(kiln_stats, pools), FIELD(kiln_stats, handle_tables), FIELD(kiln_stats, api_errors),
 };
 
 static const field block_pool_fields[] = {
@@ -95,7 +95,7 @@ static const field trace_fields[] = {
 #define ENDS_WITH(T, last)                                                                 \
     _Static_assert(sizeof(T) == (offsetof(T, last) + sizeof(((T *)0)->last) + _Alignof(T) - 1) \
                                 / _Alignof(T) * _Alignof(T), #T " has fields not listed here")
-ENDS_WITH(kiln_stats, pools);
+ENDS_WITH(kiln_stats, handle_tables);
 ENDS_WITH(kiln_block_pool_stats, trimmed_bytes);
 ENDS_WITH(kiln_arena_stats, wrong_thread);
 ENDS_WITH(kiln_pool_stats, guard_errors);

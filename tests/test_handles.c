@@ -328,8 +328,13 @@ Test(handles, stats_handles_lists_live_tables) {
     cr_assert_str_eq(one[0].name, "a");
     cr_assert_str_eq(one[1].name, "", "nothing beyond cap is written");
 
+    kiln_stats all;
+    cr_assert(kiln_stats_get(rt, &all));
+    cr_assert_eq(all.handle_tables, 3, "kiln_stats counts the live tables");
     kiln_handles_destroy(t[0]);
     assert_listed(names + 1, 2);   /* a destroyed table is not listed */
+    cr_assert(kiln_stats_get(rt, &all));
+    cr_assert_eq(all.handle_tables, 2);
     cr_assert(kiln_handle_free(ctx, t[1], h));
     kiln_handles_destroy(t[1]);
     kiln_handles_destroy(t[2]);
@@ -743,6 +748,51 @@ Test(handles, background_job_holds_freed_slots_until_it_returns) {
     h[1] = again;
     free_all(ctx, t, h, 4);
     kiln_handles_destroy(t);
+}
+
+/* KILN_DEBUG_SITES: destroy lists the items still live grouped by the site that
+ * allocated them, most first; a typed table records the site of name##_alloc_at. */
+struct spawn { int kind; };
+KILN_HANDLE_TYPE(spawn, struct spawn)
+
+Test(handles, destroy_lists_live_items_by_allocation_site) {
+    stop_runtime();
+    kiln_desc desc = recording_desc(rec);
+    desc.debug = KILN_DEBUG_SITES;
+    rt = kiln_create(&desc);
+    ctx = kiln_attach(rt);
+    cr_assert(rt && ctx);
+    kiln_handles *t = create_table("tracked", 8, 0, 64);
+    for (int i = 0; i < 3; i++) kiln_handle_alloc_at(ctx, t, NULL, "spawner.c", 10);
+    kiln_handle gone = kiln_handle_alloc_at(ctx, t, NULL, "spawner.c", 10);
+    cr_assert(kiln_handle_free(ctx, t, gone), "a freed item is no leak");
+    kiln_handle_alloc_at(ctx, t, NULL, "boss.c", 77);
+    kiln_handle_alloc(ctx, t, NULL);   /* no site */
+    spawn_table typed = { t };
+    spawn_alloc_at(ctx, typed, NULL, "typed.c", 5);
+    recording_log_clear(rec);
+    kiln_handles_destroy(t);
+    cr_assert_eq(count_items_with(rec, "HANDLES_ITEMS_LIVE", "6 live items"), 1, "log:%s",
+                 recorded_summary(rec));
+    cr_assert_eq(count_items(rec, "HANDLES_LEAK_SITE"), 4, "one per site:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, "HANDLES_LEAK_SITE", "spawner.c:10"), 1);
+    cr_assert_eq(count_items_with(rec, "HANDLES_LEAK_SITE", "3 items"), 1, "log:%s",
+                 recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, "HANDLES_LEAK_SITE", "boss.c:77"), 1);
+    cr_assert_eq(count_items_with(rec, "HANDLES_LEAK_SITE", "typed.c:5"), 1);
+    cr_assert_eq(count_items_with(rec, "HANDLES_LEAK_SITE", "'tracked'"), 4, "names the table");
+    /* the biggest site first */
+    cr_assert(strstr(rec->messages[1].text, "spawner.c:10") != NULL, "first: %s",
+              rec->messages[1].text);
+}
+
+/* Without the bit, the _at call is the plain alloc and destroy lists no sites. */
+Test(handles, sites_are_not_listed_without_the_debug_bit) {
+    kiln_handles *t = create_table("untracked", 8, 0, 8);
+    kiln_handle_alloc_at(ctx, t, NULL, "spawner.c", 10);
+    kiln_handles_destroy(t);
+    cr_assert_eq(count_items(rec, "HANDLES_ITEMS_LIVE"), 1);
+    cr_assert_eq(count_items(rec, "HANDLES_LEAK_SITE"), 0, "log:%s", recorded_summary(rec));
 }
 
 /* A quiescent point before the free does not count: it must come after. */

@@ -114,6 +114,18 @@ KILN_API void kiln_handles_destroy(kiln_handles *table);
  * memory. Concurrency: the context's thread only. */
 KILN_API kiln_handle kiln_handle_alloc(kiln_ctx *ctx, kiln_handles *table, void **item);
 
+/* kiln_handle_alloc that also records the caller's file:line when the runtime has
+ * KILN_DEBUG_SITES: kiln_handles_destroy (and kiln_destroy) then list the items still
+ * live grouped by site (HANDLES_LEAK_SITE). Define KILN_TRACK_SITES before including
+ * kiln and kiln_handle_alloc passes __FILE__/__LINE__ itself. Without the bit, the same
+ * as kiln_handle_alloc. Concurrency: the context's thread only. */
+KILN_API kiln_handle kiln_handle_alloc_at(kiln_ctx *ctx, kiln_handles *table, void **item,
+                                          const char *file, int line);
+#ifdef KILN_TRACK_SITES
+#  define kiln_handle_alloc(ctx, table, item) \
+       kiln_handle_alloc_at((ctx), (table), (item), __FILE__, __LINE__)
+#endif
+
 /* The item, or NULL for a stale, freed, zero, forged or foreign handle (stale and
  * foreign lookups are counted; not logged: looking up a stale handle is normal use).
  * Concurrency: any thread, wait-free. The pointer is valid under the reuse rule above. */
@@ -158,7 +170,8 @@ static inline bool kiln_handle_equal(kiln_handle a, kiln_handle b) { return a.bi
 /* KILN_HANDLE_TYPE(name, T) declares a typed table and a typed handle for items of type
  * T: name##_table, name##_handle, and inline name##_table_create(rt, label, capacity),
  * name##_table_destroy(t), name##_alloc(ctx, t, T **item), name##_get(t, h),
- * name##_free(ctx, t, h), name##_handle_is_null(h). Handles of two typed tables are
+ * name##_free(ctx, t, h), name##_handle_is_null(h), and name##_alloc_at(ctx, t, item,
+ * file, line), which records the site (name##_alloc records none). Handles of two typed tables are
  * distinct struct types, so passing one where the other is expected does not compile. */
 #define KILN_HANDLE_TYPE(name, T)                                                         \
     typedef struct name##_handle { kiln_handle raw; } name##_handle;                      \
@@ -170,11 +183,15 @@ static inline bool kiln_handle_equal(kiln_handle a, kiln_handle b) { return a.bi
         return t;                                                                         \
     }                                                                                     \
     KILN_TYPED_FN void name##_table_destroy(name##_table t) { kiln_handles_destroy(t.raw); } \
-    KILN_TYPED_FN name##_handle name##_alloc(kiln_ctx *ctx, name##_table t, T **item) {   \
+    KILN_TYPED_FN name##_handle name##_alloc_at(kiln_ctx *ctx, name##_table t, T **item,   \
+                                                const char *file, int line) {             \
         void *p = 0;                                                                      \
-        name##_handle h = { kiln_handle_alloc(ctx, t.raw, &p) };                          \
+        name##_handle h = { kiln_handle_alloc_at(ctx, t.raw, &p, file, line) };           \
         if (item) *item = (T *)p;                                                         \
         return h;                                                                         \
+    }                                                                                     \
+    KILN_TYPED_FN name##_handle name##_alloc(kiln_ctx *ctx, name##_table t, T **item) {   \
+        return name##_alloc_at(ctx, t, item, 0, 0);                                       \
     }                                                                                     \
     KILN_TYPED_FN T *name##_get(name##_table t, name##_handle h) {                        \
         return (T *)kiln_handle_get(t.raw, h.raw);                                        \

@@ -101,6 +101,7 @@ typedef struct kiln_stats {
     uint64_t              api_errors;     /* calls refused for bad arguments or misuse */
     kiln_block_pool_stats blocks;
     uint32_t              pools;          /* live pools */
+    uint32_t              handle_tables;  /* live handle tables */
 } kiln_stats;
 
 /* Fills *out with the runtime-wide figures. false (and *out zeroed) for bad input. */
