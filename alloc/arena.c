@@ -227,9 +227,12 @@ static void free_large_down_to(kiln_arena *arena, uint32_t count) {
 static void unmap_kept_large(kiln_arena *arena) {
     for (kiln_large *large = arena->large_kept, *prev; large; large = prev) {
         prev = large->prev;
+        /* Read before lifting the poison: under memcheck the header it covers reads as
+         * undefined afterwards. */
         char *map = (char *)large - large->guard;
-        if (arena->debug & KILN_DEBUG_POISON) kiln_debug_unpoison(map, large->map_size);
-        kiln_block_pool_unmap_large(arena->pool, map, large->map_size);
+        size_t map_size = large->map_size;
+        if (arena->debug & KILN_DEBUG_POISON) kiln_debug_unpoison(map, map_size);
+        kiln_block_pool_unmap_large(arena->pool, map, map_size);
     }
     arena->large_kept = NULL;
 }

@@ -5,7 +5,9 @@
 #   scripts/dev.sh test   install what is missing, build every configuration and run the
 #                         whole suite: unit tests (default and ASan+UBSan builds), stress
 #                         programs (ThreadSanitizer build), the benchmarks' quick pass,
-#                         the install/pkg-config and subproject consumer checks.
+#                         the install/pkg-config and subproject consumer checks, misuse
+#                         that must be reported (tests/expect/), alloc/'s unit tests under
+#                         Valgrind's memcheck, the fuzz targets (KILN_FUZZ_SECONDS each).
 #                         Ends with "N passed, N failed"; exits non-zero if anything failed.
 set -euo pipefail
 
@@ -13,6 +15,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
 # Debian packages kiln needs to build and test; peers are for the benchmarks only.
+# libclang-rt-14-dev holds clang's sanitizer runtimes and libFuzzer; valgrind brings
+# memcheck and <valgrind/memcheck.h> (the debug layer's memory-pool annotations).
 build_packages=(gcc g++ pkg-config meson ninja-build libck-dev)
 test_packages=(libcriterion-dev clang libclang-rt-14-dev valgrind
                libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev libtbb-dev)

@@ -2,8 +2,11 @@
 # Runs kiln's whole test suite and sums it up honestly: every Criterion test (counted one
 # by one from its TAP output) in the default and the ASan+UBSan builds, every stress
 # program under ThreadSanitizer, the example, the benchmarks' quick pass and the
-# install and subproject consumer checks. Called by `scripts/dev.sh test`, which first
-# installs what is missing. The last line is "N passed, N failed".
+# install and subproject consumer checks, the programs that misuse kiln on purpose
+# (tests/expect/: each misuse must be reported), alloc/'s unit tests and a stress run
+# under Valgrind's memcheck, and the fuzz targets (fuzz/) for KILN_FUZZ_SECONDS each
+# (default 60). Called by `scripts/dev.sh test`, which first installs what is missing.
+# The last line is "N passed, N failed"; skipped tests are counted apart, not as passed.
 set -uo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -13,36 +16,70 @@ rm -rf "$logs"
 mkdir -p "$logs"
 passed=0
 failed=0
+skipped=0
 failures=()
 
 pass() { passed=$((passed + 1)); echo "  ok      $1"; }
 fail() { failed=$((failed + 1)); failures+=("$1"); echo "  FAILED  $1 (log: ${2:-none})"; }
 
+# log_for NAME: the log file of a test with this name.
+log_for() { echo "$logs/$(echo "$1" | tr -c 'A-Za-z0-9_.-' '_').log"; }
+
 # check NAME CMD...: one test that passes when CMD exits 0; output kept in a log.
 check() {
     local name=$1; shift
-    local log="$logs/$(echo "$name" | tr -c 'A-Za-z0-9_.-' '_').log"
+    local log; log=$(log_for "$name")
     if "$@" >"$log" 2>&1; then pass "$name"; else fail "$name" "$log"; fi
 }
 
-# criterion LABEL BINARY: every test of a Criterion binary, counted from its TAP output.
+# criterion LABEL BINARY [ARGS...]: every test of a Criterion binary, counted from its TAP
+# output; ARGS go to the binary. A stage that runs the binary under a tool puts the
+# tool's command line in the array `runner` first.
+runner=()
 criterion() {
-    local label=$1 bin=$2
+    local label=$1 bin=$2; shift 2
     local name; name=$(basename "$bin")
     local tap="$logs/$label-$name.tap" log="$logs/$label-$name.log"
-    "$bin" -j1 --tap="$tap" >"$log" 2>&1
+    "${runner[@]}" "$bin" -j1 --tap="$tap" "$@" >"$log" 2>&1
     local rc=$?
-    local ok bad
+    local ok bad skip
     ok=$(grep -c '^ok ' "$tap" 2>/dev/null || true)
     bad=$(grep -c '^not ok ' "$tap" 2>/dev/null || true)
+    skip=$(grep -c '^ok .*# SKIP' "$tap" 2>/dev/null || true)
+    ok=$((ok - skip))
     passed=$((passed + ok))
     failed=$((failed + bad))
-    echo "  $label $name: $ok passed, $bad failed"
+    skipped=$((skipped + skip))
+    local note=""
+    [ "$skip" -eq 0 ] || note=", $skip skipped"
+    echo "  $label $name: $ok passed, $bad failed$note"
     if [ "$bad" -gt 0 ]; then
         failures+=("$label $name: $(grep '^not ok ' "$tap" | head -5 | tr '\n' ';')")
     fi
     if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then fail "$label $name exited with $rc" "$log"; fi
     if [ "$ok" -eq 0 ] && [ "$bad" -eq 0 ]; then fail "$label $name ran no test" "$log"; fi
+}
+
+# expect_report NAME STATUS PATTERN... -- CMD...: one test for a program that misuses
+# kiln on purpose: it passes when CMD exits with STATUS ("fail": any non-zero status)
+# and its output has a line matching each PATTERN (grep -E).
+expect_report() {
+    local name=$1 want=$2; shift 2
+    local patterns=()
+    while [ "$1" != "--" ]; do patterns+=("$1"); shift; done
+    shift
+    local log; log=$(log_for "$name")
+    "$@" >"$log" 2>&1
+    local rc=$? why=""
+    if [ "$want" = fail ]; then
+        [ "$rc" -ne 0 ] || why="exited 0"
+    elif [ "$rc" -ne "$want" ]; then
+        why="exited $rc, not $want"
+    fi
+    for pattern in "${patterns[@]}"; do
+        grep -qE -- "$pattern" "$log" || why="${why:+$why; }no line matches '$pattern'"
+    done
+    if [ -z "$why" ]; then pass "$name"; else fail "$name: $why" "$log"; fi
 }
 
 # build DIR OPTIONS...: configure (or reconfigure) and compile; counts as one test.
@@ -58,7 +95,16 @@ build() {
     return 1
 }
 
-echo "== default build (unit tests, example, benchmarks --quick, consumers)"
+# expect_guards LABEL DIR: a byte written past a pool object and past an arena
+# allocation, with KILN_DEBUG_GUARDS: kiln's own log must name each, as an error, on
+# free and on reset.
+expect_guards() {
+    expect_report "$1 expect-guards: POOL_GUARD_DAMAGED and ARENA_GUARD_DAMAGED logged" 0 \
+        "^error POOL_GUARD_DAMAGED: pool 'bullets': .*offset 24" \
+        "^error ARENA_GUARD_DAMAGED: arena 'level': .*offset 40" -- "$2/tests/expect-guards"
+}
+
+echo "== default build (unit tests, example, benchmarks --quick, consumers, expected reports)"
 if build build-test; then
     for t in build-test/tests/test-*; do [ -f "$t" ] && [ -x "$t" ] && criterion default "$t"; done
     for t in build-test/tests/check-*; do [ -f "$t" ] && [ -x "$t" ] && check "default $(basename "$t")" "$t"; done
@@ -67,13 +113,19 @@ if build build-test; then
     check "bench --quick" bench/run-all.sh build-test --quick
     check "install + pkg-config consumer" tests/consumer/check-install.sh build-test
     check "meson subproject consumer" tests/consumer/check-subproject.sh
+    expect_guards default build-test
 fi
 
-echo "== ASan+UBSan build (unit tests)"
+echo "== ASan+UBSan build (unit tests, expected reports)"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 if build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbench=false -Dstress=false; then
     for t in build-asan/tests/test-*; do [ -f "$t" ] && [ -x "$t" ] && criterion asan "$t"; done
+    # Frame memory read after its frame ended, with KILN_DEBUG_POISON: ASan must stop it.
+    expect_report "asan expect-frame-poison: ASan reports use-after-poison" fail \
+        'ERROR: AddressSanitizer: use-after-poison' 'in main .*frame_poison\.c' \
+        -- build-asan/tests/expect-frame-poison
+    expect_guards asan build-asan
 fi
 
 echo "== ThreadSanitizer build (stress programs; Criterion cannot run under TSan)"
@@ -86,10 +138,81 @@ if build build-tsan -Db_sanitize=thread -Db_lundef=false -Dtests=false -Dbench=f
     done < stress/tsan-runs.txt
 fi
 
+echo "== Valgrind memcheck build (alloc/'s unit tests, a stress run, an expected report)"
+# Criterion runs each test in a child process: memcheck follows the children, and a
+# child stops at its first error, so that test fails in the TAP. Errors memcheck finds
+# only at a process's exit (leaks) come after its test reported success, so every
+# process writes a log of its own and one more test per binary needs all of them clean.
+vg=(valgrind --error-exitcode=99 --leak-check=full --suppressions=tests/criterion.supp)
+# Tests memcheck cannot run, by name:
+#   debug/guard_page_makes_*  expect the SIGSEGV of a PROT_NONE guard page; memcheck
+#                             reports the access as an error first and ends the test.
+memcheck_skip='debug/guard_page_makes_*'
+
+# memcheck_clean NAME DIR: one test that passes when the memcheck logs in DIR (one per
+# process, at least one) report no error; a failure names the tests whose stacks the
+# bad logs show (Criterion's test functions end in _impl).
+memcheck_clean() {
+    local name=$1 dir=$2 bad tests
+    bad=$(grep -lE 'ERROR SUMMARY: [1-9]|Exit program on first error' "$dir"/*.log 2>/dev/null)
+    tests=$(cat $bad /dev/null | grep -oE '[A-Za-z0-9_]+_impl \(' | sort -u | sed 's/_impl (//' | tr '\n' ' ')
+    if ! ls "$dir"/*.log >/dev/null 2>&1; then fail "$name: no process ran" "$dir"
+    elif [ -n "$bad" ]; then fail "$name: errors in ${tests:-a process}" "$(echo "$bad" | head -1)"
+    else pass "$name"; fi
+}
+
+if build build-vg -Dbench=false; then
+    for module in arena block-pool pool os debug; do
+        dir="$logs/memcheck-test-$module"
+        mkdir -p "$dir"
+        runner=("${vg[@]}" --exit-on-first-error=yes --trace-children=yes --log-file="$dir/%p.log")
+        criterion memcheck "build-vg/tests/test-$module" --filter "!($memcheck_skip)"
+        runner=()
+        memcheck_clean "memcheck test-$module: every process clean" "$dir"
+    done
+    check "memcheck stress-pools --threads 2 --iterations 20000" \
+        "${vg[@]}" build-vg/stress/stress-pools --threads 2 --iterations 20000 --seed 1
+    # The same stale frame read as in the ASan build: memcheck knows frame memory as a
+    # memory pool (KILN_DEBUG_POISON), so the read, and only it, is an error.
+    expect_report "memcheck expect-frame-poison: exactly one invalid read" 99 \
+        'Invalid read of size 1' 'main \(frame_poison\.c' 'ERROR SUMMARY: 1 errors from 1 contexts' \
+        -- "${vg[@]}" build-vg/tests/expect-frame-poison
+fi
+
+echo "== libFuzzer build (fuzz targets against their models; clang)"
+# Each target runs KILN_FUZZ_SECONDS (default 60; 0: only its corpus) from a copy of its
+# committed corpus, so the committed one never grows; every file in it, the regression
+# inputs included, is run first. A fixed seed; crash inputs land in build-logs/.
+fuzz_seconds=${KILN_FUZZ_SECONDS:-60}
+
+# fuzz TARGET: one test: the target finds nothing (and the corpus replays clean).
+fuzz() {
+    local target=$1 work
+    local log; log=$(log_for "fuzz $target")
+    work=$(mktemp -d)
+    cp fuzz/corpus/"$target"/* "$work"/
+    local budget=(-max_total_time="$fuzz_seconds")
+    [ "$fuzz_seconds" -gt 0 ] || budget=(-runs=0)
+    "build-fuzz/fuzz/$target" "$work" "${budget[@]}" -seed=1 -timeout=10 -rss_limit_mb=2048 \
+        -print_final_stats=1 -artifact_prefix="$logs/$target-" >"$log" 2>&1
+    local rc=$?
+    rm -rf "$work"
+    local runs cov
+    runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+    cov=$(grep -oE 'cov: [0-9]+ ft: [0-9]+' "$log" | tail -1)
+    if [ "$rc" -eq 0 ]; then pass "fuzz $target ${fuzz_seconds}s: ${runs:-?} runs, ${cov:-no coverage line}"
+    else fail "fuzz $target" "$log"; fi
+}
+
+if CC=clang CXX=clang++ build build-fuzz -Dfuzz=true -Dtests=false -Dstress=false -Dbench=false -Db_lundef=false; then
+    for target in fuzz-arena fuzz-pool fuzz-handles; do fuzz "$target"; done
+fi
+
 echo
 if [ "$failed" -gt 0 ]; then
     echo "failures:"
     printf '  %s\n' "${failures[@]}"
 fi
+[ "$skipped" -eq 0 ] || echo "$skipped skipped (not counted as passed)"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

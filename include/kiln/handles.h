@@ -81,12 +81,15 @@ typedef struct kiln_handles_stats {
     uint64_t allocs;
     uint64_t frees;
     uint64_t failures;         /* allocs that returned {0}: capacity reached */
-    uint64_t stale_lookups;    /* kiln_handle_get of a stale or zero handle; counted without a
+    uint64_t stale_lookups;    /* kiln_handle_get of the zero handle or of one shaped like this
+                                  table's whose slot is not at its generation (freed, reused,
+                                  or never reached: forged); counted without a
                                   read-modify-write, so a lower bound when threads miss at the
                                   same instant */
     uint64_t double_frees;     /* kiln_handle_free of a handle already freed */
-    uint64_t foreign_handles;  /* get or free of a handle of another table, or forged (the
-                                  get side counted like stale_lookups) */
+    uint64_t foreign_handles;  /* get or free of a handle of another table or of a shape no
+                                  handle of this table has; free of a forged generation too
+                                  (a lower bound, like stale_lookups) */
     uint64_t retired_slots;    /* slots whose generation ran out; never used again */
     uint64_t pending_reuse;    /* freed slots not reusable yet: waiting for a frame end or an
                                   outside thread's quiescent point */
