@@ -363,8 +363,49 @@ kiln_mark kiln_arena_mark(kiln_arena *arena) {
     }
     if (kiln_unlikely(arena->debug & KILN_DEBUG_OWNERSHIP))
         kiln_arena_debug_use(arena, "kiln_arena_mark");
-    uint64_t tags = ((uint64_t)arena->epoch << 32) | arena->large_count;
+    uint32_t serial = ++arena->marks_taken;
+    uint32_t *slot = &arena->mark_stack[arena->mark_next];
+    if (arena->mark_depth == KILN_ARENA_MARK_STACK)
+        arena->mark_floor = *slot;   /* full: the slot holds the oldest entry */
+    else
+        arena->mark_depth++;
+    *slot = serial;
+    arena->mark_next = (arena->mark_next + 1) & (KILN_ARENA_MARK_STACK - 1);
+    uint64_t tags = ((uint64_t)serial << 32) | arena->large_count;
     return (kiln_mark){ { (uint64_t)kiln_load_relaxed(&arena->cursor), tags } };
+}
+
+/* How many marks were taken after the one with serial (modulo 2^32: see arena.h). */
+static uint32_t mark_age(const kiln_arena *arena, uint32_t serial) {
+    return arena->marks_taken - serial;
+}
+
+/* Owner: every mark taken so far is dead (reset, release to {0}). */
+static void clear_marks(kiln_arena *arena) {
+    arena->mark_depth = 0;
+    arena->cleared_serial = arena->marks_taken;
+    arena->mark_floor = arena->marks_taken;
+}
+
+/* Owner: whether a release to the mark with serial may go ahead as far as the order of
+ * scopes goes; if so, the marks taken after it are popped, for they die with the
+ * release. The mark itself stays live: releasing to it twice is a no-op. */
+static bool pop_marks_to(kiln_arena *arena, uint32_t serial) {
+    uint32_t age = mark_age(arena, serial);
+    for (uint32_t above = 0; above < arena->mark_depth; above++) {
+        uint32_t slot = (arena->mark_next - 1 - above) & (KILN_ARENA_MARK_STACK - 1);
+        if (arena->mark_stack[slot] != serial) continue;
+        arena->mark_depth -= above;
+        arena->mark_next = (slot + 1) & (KILN_ARENA_MARK_STACK - 1);
+        return true;
+    }
+    if (age >= mark_age(arena, arena->cleared_serial) || age < mark_age(arena, arena->mark_floor))
+        return false;
+    /* Dropped off a full stack: all on the stack is newer, and dies; marks between this one
+     * and the old floor died too, and are judged again from now on. */
+    arena->mark_depth = 0;
+    arena->mark_floor = serial;
+    return true;
 }
 
 /* Owner: where the bytes in use end in block if it is on the chain (the cursor for the
@@ -389,24 +430,28 @@ void kiln_arena_release(kiln_arena *arena, kiln_mark mark) {
     if (kiln_unlikely(arena->debug & KILN_DEBUG_OWNERSHIP))
         kiln_arena_debug_use(arena, "kiln_arena_release");
     uintptr_t cursor = (uintptr_t)mark.opaque[0];
-    uint32_t epoch = (uint32_t)(mark.opaque[1] >> 32);
+    uint32_t serial = (uint32_t)(mark.opaque[1] >> 32);
     uint32_t large_count = (uint32_t)mark.opaque[1];
     kiln_arena_block *block = first_block(arena);
-    if (cursor == 0 && mark.opaque[1] == 0) {
-        cursor = data_start(arena, block);        /* {0}: the empty arena */
-        epoch = arena->epoch;
-    } else {
+    bool empty = cursor == 0 && mark.opaque[1] == 0;
+    if (empty)
+        cursor = data_start(arena, block);        /* {0}: the empty arena, the outermost scope */
+    else
         block = kiln_block_of(arena->pool, (void *)(cursor - 1));
-    }
+    /* The position first, so that a mark of another arena (whose serial may well be on this
+     * arena's stack) is refused as such; then the reset, then the order of scopes. */
     const char *problem = NULL;
-    uintptr_t in_use_end = epoch == arena->epoch ? chain_in_use_end(arena, block) : 0;
-    if (epoch != arena->epoch)
-        problem = "comes from before the last reset";
-    else if (in_use_end == 0 || cursor < data_start(arena, block) ||
-             cursor > block_end(arena, block))
+    uintptr_t in_use_end = chain_in_use_end(arena, block);
+    if (in_use_end == 0 || cursor < data_start(arena, block) || cursor > block_end(arena, block))
         problem = "does not belong to this arena's current blocks";
+    else if (!empty && mark_age(arena, serial) >= mark_age(arena, arena->reset_serial))
+        problem = "comes from before the last reset";
     else if (cursor > in_use_end || large_count > arena->large_count)
         problem = "lies past the current position (already released)";
+    else if (empty)
+        clear_marks(arena);
+    else if (!pop_marks_to(arena, serial))
+        problem = "was released past: a release to an earlier mark ended its scope";
     if (problem) {
         kiln_log_misuse(&arena->log, "ARENA_BAD_MARK", "arena '%s': the mark %s; ignored",
                         arena->name, problem);
@@ -444,7 +489,8 @@ void kiln_arena_reset_all(kiln_arena *arena) {
         kiln_arena_give_block(arena, block);
     }
     switch_block(arena, first, data_start(arena, first));
-    arena->epoch++;
+    clear_marks(arena);
+    arena->reset_serial = arena->marks_taken;
     arena->budget_warned = false;
     kiln_owner_add(&arena->resets, 1);
     set_limit(arena);

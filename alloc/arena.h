@@ -28,6 +28,13 @@ typedef struct kiln_arena_block {
 
 typedef struct kiln_large kiln_large;
 
+/* Live marks whose order a release can check (kiln/memory.h names this bound: deeper
+ * nesting is checked by position only). A power of two: the stack is a ring indexed by
+ * masking. */
+#define KILN_ARENA_MARK_STACK 32u
+_Static_assert((KILN_ARENA_MARK_STACK & (KILN_ARENA_MARK_STACK - 1)) == 0,
+               "the mark stack is a ring indexed by masking");
+
 struct kiln_arena {
     /* Hot, owner-written; atomics only so stats readers on other threads are race-free
      * (relaxed loads and stores compile to plain moves). */
@@ -51,7 +58,21 @@ struct kiln_arena {
     uint32_t          chain_blocks;  /* blocks on the chain, the first one included */
     uint32_t          spare_blocks;
     uint32_t          keep_blocks;   /* blocks the next reset keeps (decays by one per reset) */
-    uint32_t          epoch;         /* resets so far, truncated: marks carry it */
+    /* Marks are LIFO scopes: every mark carries a serial (marks taken, truncated to 32
+     * bits: serials are compared by age, marks_taken - serial, so only a mark more than
+     * 2^32 marks old is misjudged). The stack holds the serials of the newest live marks
+     * as a ring, newest at mark_next - 1. A release is valid to a mark on the stack, and
+     * to one with cleared_serial < serial <= mark_floor (a full stack dropped its entry:
+     * judged by position alone); every other mark was released past or is stale.
+     *   reset_serial <= cleared_serial <= mark_floor < every serial on the stack
+     *   the stack's serials increase from bottom to top */
+    uint32_t          marks_taken;   /* the newest mark's serial */
+    uint32_t          reset_serial;  /* marks_taken at the last reset: marks up to it are stale */
+    uint32_t          cleared_serial;  /* ... at the last reset or release to {0}: all dead */
+    uint32_t          mark_floor;    /* the newest serial a full stack dropped (or cleared_serial) */
+    uint32_t          mark_depth;    /* entries on the stack, at most KILN_ARENA_MARK_STACK */
+    uint32_t          mark_next;     /* the slot the next mark takes */
+    uint32_t          mark_stack[KILN_ARENA_MARK_STACK];
     bool              budget_warned; /* this frame's warning was given */
     bool              is_frame;      /* a context's frame arena: destroyed with its context */
 

@@ -20,6 +20,7 @@
 #define BLOCK_SIZE    4096u
 #define MAX_LIVE      512
 #define MAX_MARKS     16
+#define MAX_SCOPES    4096   /* live marks the model follows; more are not taken */
 #define DEFAULT_ALIGN alignof(max_align_t)
 
 typedef struct allocation {
@@ -40,9 +41,23 @@ typedef struct position {
 typedef struct mark_slot {
     bool      used;
     bool      valid;    /* neither released past nor from before a reset */
+    uint32_t  serial;
     kiln_mark mark;
     position  pos;
 } mark_slot;
+
+/* Marks are LIFO scopes (alloc/arena.h): the model keeps every live mark's serial,
+ * oldest first, and knows that kiln's stack holds the newest `stacked` of them, at most
+ * KILN_ARENA_MARK_STACK; below that kiln judges a mark by position only. */
+typedef struct scopes {
+    uint32_t live[MAX_SCOPES];
+    uint32_t count;
+    uint32_t stacked;
+    uint32_t taken;     /* serials handed out */
+    uint32_t reset;     /* taken at the last reset: marks up to it are stale */
+    uint32_t cleared;   /* taken at the last reset or release to {0}: all dead */
+    uint32_t floor;     /* marks in (cleared, floor] off kiln's stack: position only */
+} scopes;
 
 typedef struct model {
     kiln_arena *arena;
@@ -52,7 +67,7 @@ typedef struct model {
     uintptr_t   chain_end[MAX_LIVE + 1];  /* below the current block: where its bytes end */
     position    pos;
     mark_slot   marks[MAX_MARKS];
-    uint32_t    epoch;                /* resets so far: marks carry it */
+    scopes      scopes;
     uint64_t    allocs, failures, releases, resets, large_allocs;
 } model;
 
@@ -227,47 +242,105 @@ static size_t read_align(fuzz_input *in) {
 
 /* ---- marks ----------------------------------------------------------------------- */
 
-static void do_mark(model *m, unsigned slot) {
+/* Marks taken after the one with serial s (modulo 2^32, as kiln counts). */
+static uint32_t age(const scopes *sc, uint32_t s) { return sc->taken - s; }
+
+static bool take_mark(model *m, kiln_mark *out, uint32_t *serial) {
+    scopes *sc = &m->scopes;
+    if (sc->count == MAX_SCOPES) return false;
     kiln_mark mark = kiln_arena_mark(m->arena);
-    uint64_t tags = ((uint64_t)m->epoch << 32) | m->pos.large;
+    *serial = ++sc->taken;
+    uint64_t tags = ((uint64_t)*serial << 32) | m->pos.large;
     FUZZ_CHECK(mark.opaque[0] == m->pos.cursor && mark.opaque[1] == tags,
                "mark {%#" PRIx64 ", %#" PRIx64 "}, model {%#" PRIxPTR ", %#" PRIx64 "}",
                mark.opaque[0], mark.opaque[1], m->pos.cursor, tags);
-    m->marks[slot] = (mark_slot){ .used = true, .valid = true, .mark = mark, .pos = m->pos };
+    if (sc->stacked == KILN_ARENA_MARK_STACK)
+        sc->floor = sc->live[sc->count - KILN_ARENA_MARK_STACK];   /* dropped by kiln */
+    else
+        sc->stacked++;
+    sc->live[sc->count++] = *serial;
+    *out = mark;
+    return true;
+}
+
+static void do_mark(model *m, unsigned slot) {
+    kiln_mark mark;
+    uint32_t serial;
+    if (!take_mark(m, &mark, &serial)) return;
+    m->marks[slot] = (mark_slot){ .used = true, .valid = true, .serial = serial, .mark = mark,
+                                  .pos = m->pos };
+}
+
+/* Where serial is among the live marks, or -1. */
+static int64_t live_index(const scopes *sc, uint32_t serial) {
+    for (uint32_t i = sc->count; i-- > 0;)
+        if (sc->live[i] == serial) return i;
+    return -1;
+}
+
+/* Whether kiln's release would go ahead as far as the order of scopes goes: the mark is
+ * on kiln's stack, or off it and judged by position alone. */
+static bool scope_open(const scopes *sc, uint32_t serial) {
+    int64_t i = live_index(sc, serial);
+    if (i >= (int64_t)(sc->count - sc->stacked)) return true;
+    return age(sc, serial) < age(sc, sc->cleared) && age(sc, serial) >= age(sc, sc->floor);
 }
 
 /* Whether kiln can tell that mark is no position of m now (the checks of
- * kiln_arena_release: the epoch, the block on the chain, the cursor within what the
- * block holds, the large count). */
+ * kiln_arena_release: the block on the chain, the cursor within what the block holds,
+ * the reset, the large count, the order of scopes). */
 static bool detectably_bad(const model *m, kiln_mark mark) {
     uintptr_t cursor = (uintptr_t)mark.opaque[0];
     if (cursor == 0 && mark.opaque[1] == 0) return false;   /* {0}: the empty arena */
-    if ((uint32_t)(mark.opaque[1] >> 32) != m->epoch) return true;
+    uint32_t serial = (uint32_t)(mark.opaque[1] >> 32);
+    if (age(&m->scopes, serial) >= age(&m->scopes, m->scopes.reset)) return true;
     if ((uint32_t)mark.opaque[1] > m->pos.large) return true;
     uintptr_t block = block_of(cursor - 1);
     for (uint32_t i = 0; i < m->pos.chain; i++) {
         if (m->chain[i] != block) continue;
         uintptr_t end = i == m->pos.chain - 1 ? m->pos.cursor : m->chain_end[i];
-        return cursor < data_start(m, block) || cursor > end;
+        return cursor < data_start(m, block) || cursor > end || !scope_open(&m->scopes, serial);
     }
     return true;
 }
 
-static void release_valid(model *m, kiln_mark mark, const position *to) {
+/* The scopes after a release to the mark with serial (0: {0}): the marks after it die;
+ * kiln pops them off its stack, or, for a mark off its stack, empties it. */
+static void close_scopes(model *m, uint32_t serial) {
+    scopes *sc = &m->scopes;
+    if (serial == 0) {
+        sc->count = sc->stacked = 0;
+        sc->cleared = sc->floor = sc->taken;
+    } else {
+        int64_t i = live_index(sc, serial);
+        FUZZ_CHECK(i >= 0, "a release to a dead mark %" PRIu32 " went ahead", serial);
+        uint32_t above = sc->count - 1 - (uint32_t)i;
+        if (above < sc->stacked) {
+            sc->stacked -= above;
+        } else {
+            sc->stacked = 0;
+            sc->floor = serial;
+        }
+        sc->count = (uint32_t)i + 1;
+    }
+    for (int k = 0; k < MAX_MARKS; k++)
+        if (serial == 0 || age(sc, m->marks[k].serial) < age(sc, serial)) m->marks[k].valid = false;
+}
+
+static void release_valid(model *m, kiln_mark mark, uint32_t serial, const position *to) {
     kiln_arena_release(m->arena, mark);
     m->pos = *to;
     m->releases++;
-    for (int i = 0; i < MAX_MARKS; i++)
-        if (m->marks[i].pos.live > to->live) m->marks[i].valid = false;
+    close_scopes(m, serial);
     check_contents(m, true);
 }
 
 /* A release to a mark the model knows to be no position of m: when kiln can tell, the
  * call must be logged and change nothing. When it cannot, the call is not made: a
  * forged mark that names a position inside what m's blocks hold now is beyond any
- * check, and so, today, is a mark released past whose position the arena has grown
- * back over (kiln/memory.h promises that one is ignored; kiln accepts it and the next
- * allocation lands inside a live one). */
+ * check, and so is a mark released past, nested more than KILN_ARENA_MARK_STACK deep,
+ * whose position the arena has grown back over (kiln/memory.h: checked by position
+ * only). Every other mark released past must be refused, whatever its position. */
 static void release_bad(world *w, model *m, kiln_mark mark) {
     if (!detectably_bad(m, mark)) return;
     kiln_arena_release(m->arena, mark);
@@ -279,8 +352,13 @@ static void do_release(world *w, model *m, const mark_slot *slot) {
     if (slot->valid) {
         FUZZ_CHECK(!detectably_bad(m, slot->mark), "a valid mark looks bad: {%#" PRIx64
                    ", %#" PRIx64 "}", slot->mark.opaque[0], slot->mark.opaque[1]);
-        release_valid(m, slot->mark, &slot->pos);
+        release_valid(m, slot->mark, slot->serial, &slot->pos);
     } else {
+        const scopes *sc = &m->scopes;
+        bool judged = age(sc, slot->serial) >= age(sc, sc->cleared) ||
+                      age(sc, slot->serial) < age(sc, sc->floor);
+        FUZZ_CHECK(!judged || detectably_bad(m, slot->mark),
+                   "mark %" PRIu32 " was released past, but looks valid", slot->serial);
         release_bad(w, m, slot->mark);
     }
 }
@@ -289,19 +367,21 @@ static void do_release(world *w, model *m, const mark_slot *slot) {
  * empty-arena mark {0} (valid: it releases everything). */
 static void do_forged_release(world *w, model *m, fuzz_input *in) {
     const mark_slot *slot = &m->marks[fuzz_byte(in) % MAX_MARKS];
-    kiln_mark mark = slot->used ? slot->mark : kiln_arena_mark(m->arena);
+    kiln_mark mark = slot->mark;
+    uint32_t serial = slot->serial;
+    if (!slot->used && !take_mark(m, &mark, &serial)) return;
     switch (fuzz_byte(in) % 5) {
     case 0: mark.opaque[0] = fuzz_bits(in, 8); mark.opaque[1] = fuzz_bits(in, 8); break;
     case 1: mark.opaque[0] += (uint64_t)(int64_t)(int16_t)fuzz_bits(in, 2); break;
     case 2: mark.opaque[1] += 1 + fuzz_byte(in); break;                      /* large count */
-    case 3: mark.opaque[1] += (uint64_t)(1 + fuzz_byte(in)) << 32; break;   /* epoch */
+    case 3: mark.opaque[1] += (uint64_t)(1 + fuzz_byte(in)) << 32; break;   /* serial */
     default: mark = (kiln_mark){ { 0, 0 } }; break;
     }
     if (mark.opaque[0] == 0 && mark.opaque[1] == 0) {
         position empty = { .chain = 1, .cursor = data_start(m, m->chain[0]) };
-        release_valid(m, mark, &empty);
+        release_valid(m, mark, 0, &empty);
     } else if (slot->used && slot->valid && memcmp(&mark, &slot->mark, sizeof mark) == 0) {
-        release_valid(m, mark, &slot->pos);   /* the change was no change */
+        release_valid(m, mark, serial, &slot->pos);   /* the change was no change */
     } else {
         release_bad(w, m, mark);
     }
@@ -309,9 +389,10 @@ static void do_forged_release(world *w, model *m, fuzz_input *in) {
 
 static void do_reset(model *m) {
     kiln_arena_reset(m->arena);
-    m->epoch++;
     m->resets++;
     start_over(m);
+    close_scopes(m, 0);
+    m->scopes.reset = m->scopes.taken;
 }
 
 /* ---- the program ----------------------------------------------------------------- */

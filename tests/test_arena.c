@@ -43,8 +43,10 @@ static kiln_stats runtime_stats(kiln_runtime *r) {
     return s;
 }
 
-static bool marks_equal(kiln_mark a, kiln_mark b) {
-    return a.opaque[0] == b.opaque[0] && a.opaque[1] == b.opaque[1];
+/* Whether two marks name the same position: the cursor and the large count (the low
+ * half of the tags); the serial in the high half differs from mark to mark. */
+static bool same_position(kiln_mark a, kiln_mark b) {
+    return a.opaque[0] == b.opaque[0] && (uint32_t)a.opaque[1] == (uint32_t)b.opaque[1];
 }
 
 static bool is_aligned(const void *p, size_t align) { return ((uintptr_t)p & (align - 1)) == 0; }
@@ -158,7 +160,7 @@ Test(arena, release_restores_mark) {
     cr_assert_eq(released.releases, 1);
     cr_assert_eq(released.peak_frame, grown.bytes_in_use, "the peak survives the release");
     cr_assert_eq(released.blocks_held, grown.blocks_held, "released blocks are kept for reuse");
-    cr_assert(marks_equal(kiln_arena_mark(a), mark), "the position is the mark again");
+    cr_assert(same_position(kiln_arena_mark(a), mark), "the position is the mark again");
     for (int i = 0; i < BEFORE; i++)
         cr_assert(check_pattern(before[i], 40 + (size_t)i * 13, (uint32_t)i),
                   "allocation %d before the mark changed", i);
@@ -252,7 +254,7 @@ static void assert_release_ignored(kiln_arena *a, kiln_mark bad, const char *pro
     cr_assert_eq(s1.bytes_in_use, s0.bytes_in_use);
     cr_assert_eq(s1.releases, s0.releases);
     cr_assert_eq(s1.blocks_held, s0.blocks_held);
-    cr_assert(marks_equal(kiln_arena_mark(a), before), "a refused release moved the position");
+    cr_assert(same_position(kiln_arena_mark(a), before), "a refused release moved the position");
 }
 
 Test(arena, release_mark_from_another_arena_is_ignored) {
@@ -333,6 +335,106 @@ Test(arena, release_mark_with_large_allocations_past_position_is_ignored) {
     kiln_mark ahead = kiln_arena_mark(a);                   /* one large allocation */
     kiln_arena_release(a, m0);
     assert_release_ignored(a, ahead, "past the current position");
+    kiln_arena_destroy(a);
+}
+
+static bool overlaps(const void *p, size_t p_size, const void *q, size_t q_size) {
+    uintptr_t a = (uintptr_t)p, b = (uintptr_t)q;
+    return a < b + q_size && b < a + p_size;
+}
+
+/* Found by fuzzing: a mark released past whose position the arena has grown back over
+ * looks fine by position alone; releasing to it would hand out live memory again. */
+Test(arena, release_mark_released_past_after_regrowth_is_ignored) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    kiln_mark m1 = kiln_arena_mark(a);
+    cr_assert_not_null(kiln_arena_alloc(a, 100, 0));
+    kiln_mark m2 = kiln_arena_mark(a);
+    kiln_arena_release(a, m1);
+    unsigned char *live = kiln_arena_alloc(a, 200, 0);
+    cr_assert_not_null(live);
+    fill_pattern(live, 200, 21);
+    assert_release_ignored(a, m2, "was released past");
+    unsigned char *p = kiln_arena_alloc(a, 50, 0);
+    cr_assert_not_null(p);
+    cr_assert(!overlaps(p, 50, live, 200), "new %p+50 lies inside the live %p+200", (void *)p,
+              (void *)live);
+    memset(p, 0xAB, 50);
+    cr_assert(check_pattern(live, 200, 21), "the live allocation changed");
+    cr_assert_eq(count_items(rec, "ARENA_BAD_MARK"), 1);
+    kiln_arena_destroy(a);
+}
+
+/* Every mark after the one released to dies with it, even one at the same position. */
+Test(arena, release_ends_marks_at_the_same_position) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    cr_assert_not_null(kiln_arena_alloc(a, 100, 0));
+    kiln_mark outer = kiln_arena_mark(a);
+    kiln_mark inner = kiln_arena_mark(a);
+    kiln_arena_release(a, outer);
+    assert_release_ignored(a, inner, "was released past");
+    /* {0} is the outermost scope: it ends every mark. */
+    kiln_arena_release(a, (kiln_mark){ { 0, 0 } });
+    cr_assert_not_null(kiln_arena_alloc(a, 100, 0));
+    assert_release_ignored(a, outer, "was released past");
+    kiln_arena_destroy(a);
+}
+
+/* Opens depth nested scopes: scope i is a mark (with the bytes in use there), then an
+ * allocation of size bytes filled with pattern i. */
+static void open_scopes(kiln_arena *a, int depth, size_t size, kiln_mark *marks,
+                        unsigned char **ptrs, size_t *used) {
+    for (int i = 0; i < depth; i++) {
+        marks[i] = kiln_arena_mark(a);
+        used[i] = arena_stats(a).bytes_in_use;
+        ptrs[i] = kiln_arena_alloc(a, size, 16);
+        cr_assert_not_null(ptrs[i]);
+        fill_pattern(ptrs[i], size, (uint32_t)i);
+    }
+}
+
+Test(arena, release_nested_scopes_inside_out) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    enum { DEPTH = 3 };
+    kiln_mark marks[DEPTH];
+    unsigned char *ptrs[DEPTH];
+    size_t used[DEPTH];
+    open_scopes(a, DEPTH, 20000, marks, ptrs, used);   /* the third takes a second block */
+    for (int i = DEPTH - 1; i >= 0; i--) {
+        kiln_arena_release(a, marks[i]);
+        cr_assert_eq(arena_stats(a).bytes_in_use, used[i], "scope %d", i);
+        for (int k = 0; k < i; k++)
+            cr_assert(check_pattern(ptrs[k], 20000, (uint32_t)k), "scope %d changed %d", i, k);
+        /* A new allocation in the scope just ended lands where that scope's first did. */
+        cr_assert_eq(kiln_arena_alloc(a, 20000, 16), ptrs[i], "scope %d", i);
+        kiln_arena_release(a, marks[i]);   /* the same mark again: still valid */
+    }
+    cr_assert_eq(arena_stats(a).releases, 2 * DEPTH);
+    cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));
+    kiln_arena_destroy(a);
+}
+
+/* Deeper than the stack of live marks: the outermost are checked by position only,
+ * and every valid release still works, inside out, from the deepest to the first. */
+Test(arena, release_nested_deeper_than_the_mark_stack) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    enum { DEPTH = KILN_ARENA_MARK_STACK + 8 };
+    kiln_mark marks[DEPTH];
+    unsigned char *ptrs[DEPTH];
+    size_t used[DEPTH];
+    open_scopes(a, DEPTH, 3000, marks, ptrs, used);   /* a few blocks in all */
+    for (int i = DEPTH - 1; i >= 0; i--) {
+        kiln_arena_release(a, marks[i]);
+        cr_assert_eq(arena_stats(a).bytes_in_use, used[i], "scope %d", i);
+        if (i > 0) cr_assert(check_pattern(ptrs[i - 1], 3000, (uint32_t)(i - 1)), "scope %d", i);
+    }
+    cr_assert_eq(arena_stats(a).releases, DEPTH);
+    cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));
+    /* A mark inside a scope just ended is refused again, even one beyond the stack's reach
+     * before: once an outer release empties the stack, everything newer is judged. */
+    for (int i = 0; i < DEPTH; i++) cr_assert_not_null(kiln_arena_alloc(a, 3000, 8));
+    assert_release_ignored(a, marks[DEPTH / 2], "was released past");
+    assert_release_ignored(a, marks[1], "was released past");
     kiln_arena_destroy(a);
 }
 
@@ -445,7 +547,7 @@ Test(arena, bad_alignment_is_refused) {
     cr_assert_eq(s1.allocs, s0.allocs);
     cr_assert_eq(s1.failures, s0.failures + 2 * n, "every NULL counts as a failure");
     cr_assert_eq(s1.large_allocs, 0);
-    cr_assert(marks_equal(kiln_arena_mark(a), m));
+    cr_assert(same_position(kiln_arena_mark(a), m));
     cr_assert_not_null(kiln_arena_alloc(a, 16, 16), "the arena works after refusals");
     kiln_arena_destroy(a);
 }

@@ -66,12 +66,17 @@ KILN_API void kiln_arena_destroy(kiln_arena *arena);
  * (NULL arena, bad alignment: logged). Owner thread only. */
 KILN_API void *kiln_arena_alloc(kiln_arena *arena, size_t size, size_t align);
 
-/* The arena's current position. Owner thread only. */
+/* The arena's current position, opening a scope: marks nest, and a release to a mark
+ * ends the scopes of every mark taken after it. Owner thread only. */
 KILN_API kiln_mark kiln_arena_mark(kiln_arena *arena);
 
-/* Frees everything allocated after mark, and nothing before it. A mark from another
- * arena, from before the last reset, or already released past, is logged and
- * ignored. Owner thread only. */
+/* Frees everything allocated after mark, and nothing before it; the mark stays valid
+ * (release to it as often as you like), the marks taken after it do not. A mark from
+ * another arena, from before the last reset, or already released past (a release to
+ * an earlier mark, or to {0}, ended it, even if the arena has grown back past its
+ * position since) is logged as ARENA_BAD_MARK and ignored. The bound: nesting deeper
+ * than 32 marks: the outermost are checked by position only (a mark released past
+ * whose position is in use again then goes undetected). Owner thread only. */
 KILN_API void kiln_arena_release(kiln_arena *arena, kiln_mark mark);
 
 /* Frees everything. Keeps as many blocks as recent resets needed (the most any of
