@@ -428,12 +428,9 @@ size_t kiln_stats_handles(kiln_runtime *rt, kiln_handles_stats *out, size_t cap)
 }
 
 bool kiln_handles_stats_get(kiln_handles *table, kiln_handles_stats *out) {
-    if (!table || !out) {
-        if (out) memset(out, 0, sizeof *out);
-        kiln_log_misuse(NULL, table ? "STATS_NULL_OUT" : "HANDLES_NULL",
-                        "kiln_handles_stats_get: %s is NULL", table ? "out" : "the table");
+    if (!kiln_stats_args_ok(NULL, table, "HANDLES_NULL", "the table", out, sizeof *out,
+                            "kiln_handles_stats_get"))
         return false;
-    }
     kiln_runtime *rt = table->owner;
     pthread_mutex_lock(&rt->registry_lock);
     stats_read(table, out);

@@ -172,12 +172,8 @@ size_t kiln_stats_pools(kiln_runtime *rt, kiln_pool_stats *out, size_t cap) {
 }
 
 bool kiln_pool_stats_get(kiln_pool *pool, kiln_pool_stats *out) {
-    if (!pool || !out) {
-        if (out) memset(out, 0, sizeof *out);
-        kiln_log_misuse(NULL, pool ? "STATS_NULL_OUT" : "POOL_NULL",
-                        "kiln_pool_stats_get: %s is NULL", pool ? "out" : "the pool");
+    if (!kiln_stats_args_ok(NULL, pool, "POOL_NULL", "the pool", out, sizeof *out, "kiln_pool_stats_get"))
         return false;
-    }
     kiln_runtime *rt = pool->owner;
     pthread_mutex_lock(&rt->registry_lock);
     kiln_pool_tally tally;

@@ -133,6 +133,13 @@ KILN_INTERNAL void kiln_runtime_arena_delete(kiln_runtime *rt, kiln_arena *arena
 /* Whether rt looks like a live runtime; logs ITEM_NULL / stale otherwise. */
 KILN_INTERNAL bool kiln_runtime_check(const kiln_runtime *rt, const char *function);
 
+/* The argument check of a kiln_*_stats_get: true when object and out are both given;
+ * otherwise logs through log which is NULL (null_item, or STATS_NULL_OUT), zeroes *out
+ * when there is one, and returns false. */
+KILN_INTERNAL bool kiln_stats_args_ok(const kiln_log_sink *log, const void *object,
+                                      const char *null_item, const char *noun, void *out,
+                                      size_t out_size, const char *function);
+
 /* Whether ctx looks like an attached context; logs otherwise. */
 KILN_INTERNAL bool kiln_ctx_check(const kiln_ctx *ctx, const char *function);
 

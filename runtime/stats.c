@@ -34,13 +34,18 @@ size_t kiln_stats_arenas(kiln_runtime *rt, kiln_arena_stats *out, size_t cap) {
     return count;
 }
 
+bool kiln_stats_args_ok(const kiln_log_sink *log, const void *object, const char *null_item,
+                        const char *noun, void *out, size_t out_size, const char *function) {
+    if (object && out) return true;
+    if (out) memset(out, 0, out_size);
+    kiln_log_misuse(log, object ? "STATS_NULL_OUT" : null_item, "%s: %s is NULL", function,
+                    object ? "out" : noun);
+    return false;
+}
+
 bool kiln_arena_stats_get(const kiln_arena *arena, kiln_arena_stats *out) {
-    if (!out || !arena) {
-        if (out) memset(out, 0, sizeof *out);
-        kiln_log_misuse(arena ? &arena->log : NULL, arena ? "STATS_NULL_OUT" : "ARENA_NULL",
-                        "kiln_arena_stats_get: %s is NULL", arena ? "out" : "the arena");
+    if (!kiln_stats_args_ok(arena ? &arena->log : NULL, arena, "ARENA_NULL", "the arena", out, sizeof *out, "kiln_arena_stats_get"))
         return false;
-    }
     kiln_arena_stats_read(arena, out);
     return true;
 }
