@@ -3,9 +3,9 @@
 #include "block_pool.h"
 
 #include <sched.h>
-#include <stdlib.h>
 #include <string.h>
 
+#include "../base/heap.h"
 #include "os.h"
 
 /* One OS reservation, kept so fini can unmap it. */
@@ -14,6 +14,19 @@ struct kiln_reservation {
     void             *base;
     size_t            size;
 };
+
+/* reserve bytes (0: 64 blocks) in whole blocks of bs, rounded up without overflow. */
+static size_t reserve_blocks_of(size_t reserve, size_t bs) {
+    if (reserve == 0) return 64;
+    return reserve / bs + (reserve % bs != 0);
+}
+
+/* The most blocks one reservation may hold: the LIFO's depth field counts them, and
+ * the address map covers the user address space. So blocks * bs never overflows. */
+static size_t max_reserve_blocks(size_t bs) {
+    size_t by_space = ((size_t)1 << KILN_ADDRESS_BITS) / bs;
+    return by_space < KILN_LIFO_MAX_DEPTH ? by_space : (size_t)KILN_LIFO_MAX_DEPTH;
+}
 
 bool kiln_block_pool_init(kiln_block_pool *pool, const kiln_block_pool_config *config) {
     memset(pool, 0, sizeof *pool);
@@ -33,8 +46,14 @@ bool kiln_block_pool_init(kiln_block_pool *pool, const kiln_block_pool_config *c
     }
     pool->block_size = bs;
     pool->block_mask = bs - 1;
-    size_t reserve = config->reserve_bytes ? config->reserve_bytes : 64 * bs;
-    pool->reserve_blocks = reserve / bs + (reserve % bs != 0);
+    pool->reserve_blocks = reserve_blocks_of(config->reserve_bytes, bs);
+    if (pool->reserve_blocks > max_reserve_blocks(bs)) {
+        kiln_log(&pool->log, KILN_LOG_ERROR, "RESERVE_SIZE_INVALID",
+                 "block pool: reserve_size %zu is more than one reservation may be (%zu blocks "
+                 "of %zu bytes: the block count and the user address space limit it)",
+                 config->reserve_bytes, max_reserve_blocks(bs), bs);
+        return false;
+    }
     pool->memory_limit = config->memory_limit;
     if (!kiln_address_map_init(&pool->map, (unsigned)__builtin_ctzll(bs))) {
         kiln_log(&pool->log, KILN_LOG_ERROR, "RUNTIME_OUT_OF_MEMORY",
@@ -55,7 +74,7 @@ void kiln_block_pool_fini(kiln_block_pool *pool) {
     while (r) {
         kiln_reservation *next = r->next;
         kiln_os_unmap(r->base, r->size);
-        free(r);
+        kiln_heap_free(r);
         r = next;
     }
     pool->reservations = NULL;
@@ -63,12 +82,20 @@ void kiln_block_pool_fini(kiln_block_pool *pool) {
     pthread_mutex_destroy(&pool->grow_lock);
 }
 
+/* The refusal of a growth whose bookkeeping (the reservation's record, a leaf of the
+ * address map) found no heap memory; told from the others by its address. */
+static const char heap_refusal[] = "BLOCK_POOL_OUT_OF_MEMORY";
+
 /* Counts and reports a refused request: logged once until a request succeeds. */
 static KILN_COLD void report_refusal(kiln_block_pool *pool, const char *item, size_t asked) {
     kiln_add_relaxed(&pool->failures, 1);
     if (kiln_exchange_relaxed(&pool->limit_reported, 1) != 0) return;
     size_t reserved = kiln_load_relaxed(&pool->reserved_bytes);
-    if (pool->memory_limit != 0 && reserved + asked > pool->memory_limit)
+    if (item == heap_refusal)
+        kiln_log(&pool->log, KILN_LOG_ERROR, item,
+                 "block pool: no heap memory for the record and address map of a reservation "
+                 "of %zu bytes (%zu reserved)", asked, reserved);
+    else if (pool->memory_limit != 0 && reserved + asked > pool->memory_limit)
         kiln_log(&pool->log, KILN_LOG_ERROR, item,
                  "block pool: memory_limit of %zu bytes reached (%zu reserved, %zu more asked)",
                  pool->memory_limit, reserved, asked);
@@ -100,7 +127,7 @@ static void add_reserved(kiln_block_pool *pool, size_t size) {
 }
 
 /* Under grow_lock: maps a new reservation and pushes all its blocks. false when the
- * limit or the OS refuses (*refusal and *asked say why). */
+ * limit, the OS or the heap refuses (*refusal and *asked say why). */
 static bool grow_locked(kiln_block_pool *pool, const char **refusal, size_t *asked) {
     size_t bs = pool->block_size;
     size_t blocks = pool->reserve_blocks;
@@ -119,15 +146,16 @@ static bool grow_locked(kiln_block_pool *pool, const char **refusal, size_t *ask
         *refusal = "BLOCK_COUNT_LIMIT";
         return false;
     }
-    kiln_reservation *record = malloc(sizeof *record);
+    kiln_reservation *record = kiln_heap_alloc(sizeof *record);
     char *base = record ? kiln_os_map_aligned(blocks * bs, bs) : NULL;
+    *refusal = record ? "OS_MAP_FAILED" : heap_refusal;
     if (base && !kiln_address_map_add(&pool->map, base, blocks * bs)) {
         kiln_os_unmap(base, blocks * bs);   /* a failed add sets no bit */
         base = NULL;
+        *refusal = heap_refusal;
     }
     if (!base) {
-        free(record);
-        *refusal = "OS_MAP_FAILED";
+        kiln_heap_free(record);
         return false;
     }
     *record = (kiln_reservation){ pool->reservations, base, blocks * bs };

@@ -3,13 +3,31 @@
 #include "runtime_internal.h"
 
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
+
+#include "../base/heap.h"
+
+static bool ctx_detached(const kiln_ctx *ctx) { return ctx->magic == KILN_CTX_DETACHED_MAGIC; }
+
+const kiln_log_sink *kiln_ctx_log(const kiln_ctx *ctx) {
+    if (!ctx || (ctx->magic != KILN_CTX_MAGIC && !ctx_detached(ctx))) return NULL;
+    return &ctx->rt->log;
+}
+
+static KILN_COLD void refuse_ctx(const kiln_ctx *ctx, const char *function) {
+    if (!ctx)
+        kiln_log_misuse(NULL, "CONTEXT_NULL", "%s: the context is NULL", function);
+    else if (ctx_detached(ctx))
+        kiln_log_misuse(kiln_ctx_log(ctx), "CONTEXT_DETACHED",
+                        "%s: context %u has been detached; refused", function, ctx->id);
+    else
+        kiln_log_misuse(NULL, "CONTEXT_INVALID", "%s: %p is not a kiln context", function,
+                        (const void *)ctx);
+}
 
 bool kiln_ctx_check(const kiln_ctx *ctx, const char *function) {
     if (kiln_likely(ctx && ctx->magic == KILN_CTX_MAGIC)) return true;
-    kiln_log_misuse(NULL, ctx ? "CONTEXT_INVALID" : "CONTEXT_NULL", "%s: the context is %s",
-                    function, ctx ? "not an attached context" : "NULL");
+    refuse_ctx(ctx, function);
     return false;
 }
 
@@ -21,7 +39,7 @@ static kiln_ctx *context_memory(kiln_runtime *rt, bool *reused) {
         rt->detached = ctx->next;
         return ctx;
     }
-    ctx = aligned_alloc(KILN_CACHE_LINE, kiln_align_up(sizeof *ctx, KILN_CACHE_LINE));
+    ctx = kiln_heap_aligned(KILN_CACHE_LINE, sizeof *ctx);
     if (ctx) memset(ctx, 0, sizeof *ctx);
     return ctx;
 }
@@ -40,8 +58,9 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
     uint32_t id = rt->next_ctx_id++;
     pthread_mutex_unlock(&rt->registry_lock);
     if (!ctx) {
-        kiln_log(&rt->log, KILN_LOG_ERROR, "CONTEXT_OUT_OF_MEMORY",
-                 "kiln_attach: no memory for a context");
+        kiln_log(&rt->log, KILN_LOG_ERROR, "CONTEXT_OUT_OF_MEMORY", "%s: no memory for %s "
+                 "context (%zu bytes)", is_worker ? "kiln_create" : "kiln_attach",
+                 is_worker ? "a worker's" : "a", sizeof *ctx);
         return NULL;
     }
     for (int i = 0; i <= KILN_MAX_POOLS; i++) kiln_pool_cache_unbind(&ctx->pool_caches[i]);
@@ -66,7 +85,7 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
             pthread_mutex_unlock(&rt->registry_lock);
         } else {        /* never published: nobody can be looking at it */
             kiln_job_queue_fini(&ctx->queue);
-            free(ctx);
+            kiln_heap_free(ctx);
         }
         return NULL;
     }
@@ -90,7 +109,7 @@ void kiln_contexts_free(kiln_runtime *rt) {
     for (kiln_ctx *ctx = rt->detached, *next; ctx; ctx = next) {
         next = ctx->next;
         kiln_job_queue_fini(&ctx->queue);
-        free(ctx);
+        kiln_heap_free(ctx);
     }
     rt->detached = NULL;
 }
@@ -119,7 +138,7 @@ static void context_release(kiln_ctx *ctx) {
     pthread_mutex_unlock(&rt->registry_lock);
     kiln_runtime_arena_delete(rt, ctx->frame_arena);
     ctx->frame_arena = NULL;
-    ctx->magic = 0;
+    ctx->magic = KILN_CTX_DETACHED_MAGIC;   /* a later use is told apart, through rt's log */
     pthread_mutex_lock(&rt->registry_lock);
     context_keep(rt, ctx);
     pthread_mutex_unlock(&rt->registry_lock);
@@ -146,8 +165,14 @@ static void *worker_main(void *arg) {
 
 bool kiln_workers_start(kiln_runtime *rt) {
     uint32_t n = rt->desc.worker_count;
-    rt->workers = n ? calloc(n, sizeof *rt->workers) : NULL;
-    if (n && !rt->workers) return false;
+    if (n == 0) return true;
+    rt->workers = kiln_heap_calloc(n, sizeof *rt->workers);
+    if (!rt->workers) {
+        kiln_log(&rt->log, KILN_LOG_ERROR, "RUNTIME_OUT_OF_MEMORY",
+                 "kiln_create: no memory for the table of %u workers (%zu bytes)", n,
+                 (size_t)n * sizeof *rt->workers);
+        return false;
+    }
     for (uint32_t i = 0; i < n; i++) {
         kiln_ctx *ctx = kiln_context_new(rt, true);
         if (!ctx) return false;
@@ -169,7 +194,7 @@ void kiln_workers_stop(kiln_runtime *rt) {
     for (uint32_t i = 0; i < rt->workers_started; i++) pthread_join(rt->workers[i]->thread, NULL);
     /* The threads are gone: this thread now owns their contexts (the joins ordered it). */
     for (uint32_t i = 0; i < rt->workers_started; i++) context_release(rt->workers[i]);
-    free(rt->workers);
+    kiln_heap_free(rt->workers);
     rt->workers = NULL;
     rt->workers_started = 0;
 }

@@ -2,9 +2,13 @@
  * block pool, and the teardown report. */
 #include "runtime_internal.h"
 
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "../base/heap.h"
+
+/* Every worker holds a job queue slot, and an attached thread needs one too. */
+_Static_assert(KILN_MAX_WORKERS == KILN_MAX_QUEUES - 1, "one queue slot left for an attached thread");
 
 /* A zero field means the default: one macro, one place. */
 #define KILN_DEFAULT(value, fallback) ((value) ? (value) : (fallback))
@@ -13,6 +17,7 @@ static kiln_desc desc_with_defaults(const kiln_desc *desc) {
     kiln_desc d = desc ? *desc : (kiln_desc){ 0 };
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     uint32_t spare_cpus = cpus > 1 ? (uint32_t)(cpus - 1) : 0;
+    if (spare_cpus > KILN_MAX_WORKERS) spare_cpus = KILN_MAX_WORKERS;   /* a default never fails */
     d.worker_count = d.worker_count == KILN_NO_WORKERS ? 0 : KILN_DEFAULT(d.worker_count, spare_cpus);
     d.block_size = KILN_DEFAULT(d.block_size, (size_t)64 << 10);
     d.reserve_size = KILN_DEFAULT(d.reserve_size, 64 * d.block_size);
@@ -26,11 +31,32 @@ static void background_changed(void *owner, bool running) {
     kiln_handles_background(owner, running);
 }
 
+/* The desc fields the runtime itself checks (the block pool checks its own: block_size,
+ * reserve_size, memory_limit): false, logged, for a refused desc; unknown debug bits
+ * are dropped with a warning. */
+static bool desc_check(kiln_desc *d, const kiln_log_sink *early) {
+    if (d->worker_count > KILN_MAX_WORKERS) {
+        kiln_log(early, KILN_LOG_ERROR, "WORKER_COUNT_INVALID",
+                 "kiln_create: worker_count %u is more than the %u workers the job system has "
+                 "queues for (KILN_MAX_WORKERS; KILN_NO_WORKERS for none)",
+                 d->worker_count, (unsigned)KILN_MAX_WORKERS);
+        return false;
+    }
+    uint32_t unknown = d->debug & ~(uint32_t)KILN_DEBUG_ALL;
+    if (unknown) {
+        kiln_log(early, KILN_LOG_WARN, "DEBUG_UNKNOWN_BITS",
+                 "kiln_create: debug bits 0x%x are not KILN_DEBUG_* bits; ignored", unknown);
+        d->debug &= (uint32_t)KILN_DEBUG_ALL;
+    }
+    return true;
+}
+
 kiln_runtime *kiln_create(const kiln_desc *desc) {
     kiln_desc d = desc_with_defaults(desc);
     kiln_log_sink early = { d.log, d.log_user, NULL, d.error_hook, d.error_hook_user };
+    if (!desc_check(&d, &early)) return NULL;
     size_t size = kiln_align_up(sizeof(kiln_runtime), KILN_CACHE_LINE);
-    kiln_runtime *rt = aligned_alloc(KILN_CACHE_LINE, size);
+    kiln_runtime *rt = kiln_heap_aligned(KILN_CACHE_LINE, size);
     if (!rt) {
         kiln_log(&early, KILN_LOG_ERROR, "RUNTIME_OUT_OF_MEMORY",
                  "kiln_create: no memory for the runtime (%zu bytes)", size);
@@ -45,8 +71,8 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
         .memory_limit = d.memory_limit,
         .log = rt->log,
     };
-    if (!kiln_block_pool_init(&rt->pool, &pool_config)) {
-        free(rt);
+    if (!kiln_block_pool_init(&rt->pool, &pool_config)) {   /* logged */
+        kiln_heap_free(rt);
         return NULL;
     }
     if ((d.debug & KILN_DEBUG_GUARD_PAGES) &&
@@ -100,7 +126,7 @@ void kiln_destroy(kiln_runtime *rt) {
     kiln_block_pool_fini(&rt->pool);
     pthread_mutex_destroy(&rt->registry_lock);
     rt->magic = 0;
-    free(rt);
+    kiln_heap_free(rt);
 }
 
 bool kiln_runtime_check(const kiln_runtime *rt, const char *function) {
@@ -108,6 +134,10 @@ bool kiln_runtime_check(const kiln_runtime *rt, const char *function) {
     kiln_log_misuse(NULL, rt ? "RUNTIME_INVALID" : "RUNTIME_NULL",
                     "%s: the runtime is %s", function, rt ? "not a live runtime" : "NULL");
     return false;
+}
+
+const kiln_log_sink *kiln_runtime_log(const kiln_runtime *rt) {
+    return rt && rt->magic == KILN_RUNTIME_MAGIC ? &rt->log : NULL;
 }
 
 kiln_desc kiln_runtime_desc(const kiln_runtime *rt) {

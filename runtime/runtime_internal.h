@@ -18,6 +18,7 @@
 
 #define KILN_RUNTIME_MAGIC 0x6b696c6e52554e54ull   /* "kilnRUNT" */
 #define KILN_CTX_MAGIC     0x6b696c6e43545854ull   /* "kilnCTXT" */
+#define KILN_CTX_DETACHED_MAGIC 0x6b696c6e44455443ull   /* "kilnDETC": detached, memory kept */
 
 /* Pools live in a fixed table of slots, and every context has one cache per slot, so
  * the fast path finds its cache by the pool's index with no lookup. 256 slots cost a
@@ -28,7 +29,8 @@
  * by the next attach): a thief may still be looking at its job deques. */
 struct kiln_ctx {
     kiln_job_queue   queue;        /* first: cache-line aligned fields */
-    uint64_t         magic;        /* KILN_CTX_MAGIC while attached */
+    uint64_t         magic;        /* KILN_CTX_MAGIC while attached, then
+                                      KILN_CTX_DETACHED_MAGIC until kiln_destroy */
     kiln_runtime    *rt;
     kiln_arena      *frame_arena;  /* owned by this context's thread */
     uint32_t         id;           /* 1, 2, ... in attach order */
@@ -133,6 +135,10 @@ KILN_INTERNAL void kiln_runtime_arena_delete(kiln_runtime *rt, kiln_arena *arena
 /* Whether rt looks like a live runtime; logs ITEM_NULL / stale otherwise. */
 KILN_INTERNAL bool kiln_runtime_check(const kiln_runtime *rt, const char *function);
 
+/* rt's log when rt is a live runtime, else NULL (the stderr default): a refusal of
+ * another argument never reads a dead runtime. Concurrency: any thread. */
+KILN_INTERNAL const kiln_log_sink *kiln_runtime_log(const kiln_runtime *rt);
+
 /* The argument check of a kiln_*_stats_get: true when object and out are both given;
  * otherwise logs through log which is NULL (null_item, or STATS_NULL_OUT), zeroes *out
  * when there is one, and returns false. */
@@ -140,7 +146,14 @@ KILN_INTERNAL bool kiln_stats_args_ok(const kiln_log_sink *log, const void *obje
                                       const char *null_item, const char *noun, void *out,
                                       size_t out_size, const char *function);
 
-/* Whether ctx looks like an attached context; logs otherwise. */
+/* Whether ctx looks like an attached context; logs otherwise: CONTEXT_DETACHED through
+ * its runtime's log (a detached context's memory lives until kiln_destroy), or
+ * CONTEXT_NULL / CONTEXT_INVALID on stderr. Concurrency: ctx's own thread. */
 KILN_INTERNAL bool kiln_ctx_check(const kiln_ctx *ctx, const char *function);
+
+/* The log of the runtime ctx belongs to, attached or detached; NULL (the stderr
+ * default) when ctx is NULL or not a context. For refusing a valid context's other
+ * arguments (a NULL pool or table) through its runtime. Concurrency: ctx's own thread. */
+KILN_INTERNAL const kiln_log_sink *kiln_ctx_log(const kiln_ctx *ctx);
 
 #endif /* KILN_RUNTIME_INTERNAL_H */

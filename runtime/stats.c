@@ -5,7 +5,7 @@
 
 bool kiln_stats_get(kiln_runtime *rt, kiln_stats *out) {
     if (!out) {
-        kiln_log_misuse(rt ? &rt->log : NULL, "STATS_NULL_OUT", "kiln_stats_get: out is NULL");
+        kiln_log_misuse(kiln_runtime_log(rt), "STATS_NULL_OUT", "kiln_stats_get: out is NULL");
         return false;
     }
     memset(out, 0, sizeof *out);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/heap.h"
 #include "recording_log.h"
 
 #define BS ((size_t)64 << 10)
@@ -653,4 +654,139 @@ Test(runtime, refused_create_frees_what_it_took) {
     if (heap_accounting_exact())
         cr_assert_eq(heap1, heap0, "a refused kiln_create left %zd heap bytes", (ssize_t)(heap1 - heap0));
     cr_assert_eq(recorded_count(rec), 2, "log:%s", recorded_summary(rec));
+}
+
+/* ---- refused descs and the failures of kiln_create, each logged ---- */
+
+/* A worker count the job system has no queues for is refused up front, with its item;
+ * it used to reach the worker table's calloc, which failed without a word. */
+Test(runtime, absurd_worker_count_is_refused) {
+    const uint32_t bad[] = { UINT32_MAX - 1, KILN_MAX_WORKERS + 1, 1000 };
+    size_t n = sizeof bad / sizeof bad[0];
+    for (size_t i = 0; i < n; i++) {
+        kiln_desc desc = recording_desc(rec);
+        desc.worker_count = bad[i];
+        cr_assert_null(kiln_create(&desc), "worker_count %u accepted", bad[i]);
+        char figure[64];
+        snprintf(figure, sizeof figure, "worker_count %u is more than the 63 workers", bad[i]);
+        cr_assert_eq(count_items_with(rec, "WORKER_COUNT_INVALID", figure), 1, "%u:%s", bad[i],
+                     recorded_summary(rec));
+    }
+    cr_assert_eq(count_items_at(rec, "WORKER_COUNT_INVALID", KILN_LOG_ERROR), n);
+    cr_assert_eq(recorded_count(rec), n, "log:%s", recorded_summary(rec));
+}
+
+/* The worker table is the first allocation a runtime with workers makes beyond those of
+ * a runtime without: failing it is logged, and the runtime is not made. */
+Test(runtime, worker_table_failure_is_logged) {
+    kiln_desc desc = recording_desc(rec);
+    unsigned long before = kiln_heap_allocations();
+    kiln_destroy(kiln_create(&desc));
+    unsigned long without_workers = kiln_heap_allocations() - before;
+    cr_assert_eq(recorded_count(rec), 0, "log:%s", recorded_summary(rec));
+    desc.worker_count = 1;
+    kiln_heap_fail_nth(without_workers + 1);
+    unsigned long injected = kiln_heap_injected_failures();
+    kiln_runtime *rt = kiln_create(&desc);
+    kiln_heap_fail_nth(0);
+    cr_assert_null(rt);
+    cr_assert_eq(kiln_heap_injected_failures(), injected + 1);
+    cr_assert_eq(count_items_with(rec, "RUNTIME_OUT_OF_MEMORY", "the table of 1 workers"), 1,
+                 "log:%s", recorded_summary(rec));
+    cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
+}
+
+/* reserve_size is checked at create: SIZE_MAX used to make a runtime whose every block
+ * request failed ("the OS refused a mapping of 0 bytes": blocks * block_size overflowed). */
+Test(runtime, reserve_size_beyond_the_limit_is_refused) {
+    size_t most = (size_t)((1u << 24) - 1) * BS;   /* the free list counts 2^24 - 1 blocks */
+    const size_t bad[] = { SIZE_MAX, SIZE_MAX - BS, (size_t)1 << 47, most + 1 };
+    size_t n = sizeof bad / sizeof bad[0];
+    for (size_t i = 0; i < n; i++) {
+        kiln_desc desc = recording_desc(rec);
+        desc.reserve_size = bad[i];
+        cr_assert_null(kiln_create(&desc), "reserve_size %zu accepted", bad[i]);
+        char figure[64];
+        snprintf(figure, sizeof figure, "reserve_size %zu is more than", bad[i]);
+        cr_assert_eq(count_items_with(rec, "RESERVE_SIZE_INVALID", figure), 1, "%zu:%s", bad[i],
+                     recorded_summary(rec));
+    }
+    cr_assert_eq(count_items_at(rec, "RESERVE_SIZE_INVALID", KILN_LOG_ERROR), n);
+    cr_assert_eq(recorded_count(rec), n, "log:%s", recorded_summary(rec));
+    /* The edge is fine, and so is a huge reserve_size under a memory_limit that cuts it. */
+    kiln_desc desc = recording_desc(rec);
+    desc.reserve_size = most;
+    kiln_runtime *rt = kiln_create(&desc);
+    cr_assert_not_null(rt, "log:%s", recorded_summary(rec));
+    kiln_destroy(rt);
+    desc.reserve_size = most;
+    desc.memory_limit = 4 * BS;
+    rt = kiln_create(&desc);
+    kiln_ctx *ctx = kiln_attach(rt);
+    cr_assert(rt && ctx, "log:%s", recorded_summary(rec));
+    cr_assert_eq(runtime_stats(rt).blocks.reserved_bytes, 4 * BS, "the reservation is cut to the limit");
+    kiln_detach(ctx);
+    kiln_destroy(rt);
+    cr_assert_eq(recorded_count(rec), n, "log:%s", recorded_summary(rec));
+}
+
+/* Unknown debug bits: one warning at create, and dropped from the desc the runtime runs with. */
+Test(runtime, unknown_debug_bits_are_dropped_with_a_warning) {
+    kiln_desc desc = recording_desc(rec);
+    desc.debug = KILN_DEBUG_FILL | 0x80u | 0x10000u;
+    kiln_runtime *rt = kiln_create(&desc);
+    cr_assert_not_null(rt, "log:%s", recorded_summary(rec));
+    cr_assert_eq(kiln_runtime_desc(rt).debug, KILN_DEBUG_FILL);
+    cr_assert_eq(count_items_at(rec, "DEBUG_UNKNOWN_BITS", KILN_LOG_WARN), 1, "log:%s",
+                 recorded_summary(rec));
+    cr_assert_str_eq(last_item_text(rec, "DEBUG_UNKNOWN_BITS"),
+                     "DEBUG_UNKNOWN_BITS: kiln_create: debug bits 0x10080 are not KILN_DEBUG_* "
+                     "bits; ignored");
+    cr_assert_eq(runtime_stats(rt).api_errors, 0, "a warning, not misuse");
+    kiln_destroy(rt);
+    cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
+}
+
+/* A context detached twice (or used after its detach) names its runtime: the report goes
+ * through that runtime's log and counts in api_errors; only a pointer that was never a
+ * context goes to stderr. */
+Test(runtime, detached_context_is_reported_through_its_runtime) {
+    kiln_desc desc = recording_desc(rec);
+    kiln_runtime *rt = kiln_create(&desc);
+    kiln_ctx *ctx = kiln_attach(rt);
+    cr_assert(rt && ctx);
+    kiln_detach(ctx);
+    stderr_capture cap;
+    stderr_capture_begin(&cap);
+    kiln_detach(ctx);
+    uint64_t frame = kiln_frame_begin(ctx);
+    char *text = stderr_capture_end(&cap);
+    cr_assert_str_eq(text, "", "stderr: %s", text);
+    free(text);
+    cr_assert_eq(frame, 0);
+    cr_assert_eq(count_items_at(rec, "CONTEXT_DETACHED", KILN_LOG_ERROR), 2, "log:%s",
+                 recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, "CONTEXT_DETACHED", "kiln_detach: context 1 has been detached"),
+                 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, "CONTEXT_DETACHED", "kiln_frame_begin: context 1"), 1);
+    cr_assert_eq(runtime_stats(rt).api_errors, 2);
+    /* The memory is reused by the next attach, which is a context again. */
+    kiln_ctx *again = kiln_attach(rt);
+    cr_assert_not_null(again);
+    cr_assert_eq(kiln_frame_begin(again), 1);
+    kiln_frame_end(again);
+    kiln_detach(again);
+    kiln_destroy(rt);
+    cr_assert_eq(recorded_count(rec), 2, "log:%s", recorded_summary(rec));
+}
+
+Test(runtime, non_context_pointer_is_reported_on_stderr) {
+    static _Alignas(64) unsigned char junk[1 << 16];   /* zeroed: no magic at all */
+    stderr_capture cap;
+    stderr_capture_begin(&cap);
+    kiln_detach((kiln_ctx *)(void *)junk);
+    char *text = stderr_capture_end(&cap);
+    cr_assert_eq(count_substrings(text, "kiln error: CONTEXT_INVALID: kiln_detach: "), 1, "stderr: %s", text);
+    cr_assert_eq(count_substrings(text, "is not a kiln context"), 1, "stderr: %s", text);
+    free(text);
 }

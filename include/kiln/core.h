@@ -130,28 +130,44 @@ typedef void (*kiln_error_hook_fn)(void *user, const char *message);
  * threads that wait for them: kiln_wait and kiln_frame_end). */
 #define KILN_NO_WORKERS UINT32_MAX
 
+/* The most worker threads a runtime runs: every worker and every attached thread holds
+ * one of the job system's 64 queue slots, and one is left for an attached thread. A
+ * kiln_desc.worker_count above it is refused (WORKER_COUNT_INVALID); the default (one
+ * per online CPU minus one) is capped at it. */
+#define KILN_MAX_WORKERS 63u
+
 typedef struct kiln_desc {
-    uint32_t    worker_count;  /* worker threads; 0: one per online CPU minus one for the
-                                  attaching thread; KILN_NO_WORKERS: none */
+    uint32_t    worker_count;  /* worker threads, at most KILN_MAX_WORKERS; 0: one per
+                                  online CPU minus one for the attaching thread (at most
+                                  KILN_MAX_WORKERS); KILN_NO_WORKERS: none */
     size_t      block_size;    /* global block pool granule, a power of two from 4 KiB to
                                   1 GiB; 0: 64 KiB */
     size_t      memory_limit;  /* most bytes the block pool may reserve from the OS, counting
-                                  dedicated mappings of large arena allocations; 0: no limit */
+                                  dedicated mappings of large arena allocations; at least one
+                                  block (MEMORY_LIMIT_INVALID otherwise); a reservation is cut
+                                  to what the limit leaves; 0: no limit */
     size_t      frame_budget;  /* frame-arena bytes per context per frame before a warning
                                   (one warning per context per frame); 0: none */
-    uint32_t    debug;         /* KILN_DEBUG_* bits; 0: none */
+    uint32_t    debug;         /* KILN_DEBUG_* bits; 0: none. Other bits are dropped, with
+                                  one DEBUG_UNKNOWN_BITS warning at create */
     kiln_log_fn log;           /* NULL: one line per message on stderr ("kiln warn: ...") */
     void       *log_user;      /* passed to log unchanged */
     size_t      reserve_size;  /* bytes asked of the OS per reservation, rounded up to whole
-                                  blocks; 0: 64 blocks (4 MiB with 64 KiB blocks) */
+                                  blocks; at most 2^24 - 1 blocks and 128 TiB (the user address
+                                  space; RESERVE_SIZE_INVALID beyond); 0: 64 blocks (4 MiB with
+                                  64 KiB blocks) */
     uint32_t    audit_sample;  /* KILN_DEBUG_GUARDS: live pool objects / arena allocations
                                   per allocator whose guards each kiln_frame_end checks; 0: 64 */
     kiln_error_hook_fn error_hook;  /* NULL: none; see kiln_error_hook_fn */
     void       *error_hook_user;    /* passed to error_hook unchanged */
 } kiln_desc;
 
-/* Creates a runtime. NULL on failure, with the reason logged (through desc->log when
- * given). desc may be NULL; every zero field means the default written beside it.
+/* Creates a runtime. NULL on failure, with the reason logged as one ERROR (through
+ * desc->log when given): a refused desc field (BLOCK_SIZE_INVALID, MEMORY_LIMIT_INVALID,
+ * RESERVE_SIZE_INVALID, WORKER_COUNT_INVALID), no memory (RUNTIME_OUT_OF_MEMORY,
+ * CONTEXT_OUT_OF_MEMORY, JOB_OUT_OF_MEMORY), the block pool refusing a worker's first
+ * block, or a worker thread that cannot start (WORKER_START_FAILED). desc may be NULL;
+ * every zero field means the default written beside it.
  * Concurrency: any thread; runtimes are independent of each other. */
 KILN_API kiln_runtime *kiln_create(const kiln_desc *desc);
 
@@ -167,7 +183,9 @@ KILN_API void kiln_destroy(kiln_runtime *rt);
 KILN_API kiln_ctx *kiln_attach(kiln_runtime *rt);
 
 /* Releases a context and its frame arena. Called by the thread that attached it.
- * Concurrency: concurrently with other attach/detach calls. NULL is a no-op. */
+ * Concurrency: concurrently with other attach/detach calls. NULL is a no-op. A context
+ * used after its detach (detached twice, say) is refused with CONTEXT_DETACHED through
+ * its runtime's log, until kiln_destroy (a later attach may reuse its memory). */
 KILN_API void kiln_detach(kiln_ctx *ctx);
 
 /* Opens a frame and returns its number, starting at 1. One thread drives the frame
