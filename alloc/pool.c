@@ -46,7 +46,7 @@ static size_t bitmap_bytes(const kiln_pool *pool) {
  * packed against it, so that an overrun of the last object faults. With guards a slot
  * is [front guard][object][back guard], 16 bytes each at least, on a grid of 16 at least
  * (ASan poisons in 8-byte granules). Sets slot, slots_per_block, first_offset and the
- * debug offsets; false when not one slot fits. */
+ * debug offsets and last_start; false when not one slot fits. */
 static bool plan_slots(kiln_pool *pool) {
     size_t grid = pool->align, front = 0, back = 0;
     if (pool->debug & KILN_DEBUG_GUARDS) {
@@ -66,6 +66,7 @@ static bool plan_slots(kiln_pool *pool) {
     size_t slot0 = packed ? usable - n * pool->slot : kiln_align_up(head + n * info, grid);
     pool->slots_per_block = (uint32_t)n;
     pool->first_offset = slot0 + front;
+    pool->last_start = (n - 1) * pool->slot;
     return true;
 }
 
@@ -360,13 +361,22 @@ void kiln_pool_free_checked(kiln_pool *pool, kiln_pool_cache *cache, void *obj) 
 }
 
 void kiln_pool_reject_free(kiln_pool *pool, void *obj) {
-    kiln_add_relaxed(&pool->bad_frees, 1);
     const char *owner = "no pool";
     if (kiln_address_map_has(&pool->blocks->map, obj)) {
         const kiln_pool_block *block = kiln_block_of(pool->blocks, obj);
-        owner = block->magic == KILN_POOL_BLOCK_MAGIC && block->pool != pool
-                    ? block->pool->name : "kiln memory that is no object of this pool";
+        bool object_block = block->magic == KILN_POOL_BLOCK_MAGIC;
+        /* Inside the last slot of one of this pool's blocks, past where its object
+         * starts: an interior pointer, refused in every build because an object handed
+         * out there would run past the slots (kiln_pool_owns accepts up to last_start). */
+        if (object_block && block->pool == pool &&
+            block->serial == kiln_load_relaxed(&pool->serial) &&
+            (uintptr_t)obj - block->first < pool->last_start + pool->slot &&
+            !kiln_pool_check_interior(pool, block, obj))   /* logged and counted it */
+            return;
+        owner = object_block && block->pool != pool ? block->pool->name
+                                                    : "kiln memory that is no object of this pool";
     }
+    kiln_add_relaxed(&pool->bad_frees, 1);
     kiln_log_misuse(&pool->log, "POOL_FOREIGN_POINTER",
                     "pool '%s': %p is not an object of this pool (it belongs to %s); ignored",
                     pool->name, obj, owner);

@@ -84,16 +84,23 @@ struct kiln_pool {
     uint32_t            flags;          /* KILN_POOL_* (CHECKED also set by the runtime's debug bit) */
     uint32_t            slots_per_block;
     uint32_t            index;          /* this pool's cache slot in every context */
+    /* Unique in the process, never reused; 0 once destroyed. Read on every alloc and
+     * free (kiln_pool_cache_bound), so it sits on the first line; written at init and
+     * fini only. */
+    _Atomic uint64_t    serial;
     kiln_block_pool    *blocks;
     kiln_address_map    map;            /* copy of blocks->map (its table never moves): one
                                            load less on every free */
     uintptr_t           block_mask;     /* copy of blocks->block_mask */
     uintptr_t           first_offset;   /* where slot 0's object lies in every object block */
+    uintptr_t           last_start;     /* (slots_per_block - 1) * slot: where the last slot's
+                                           object lies, from slot 0's: every pointer the
+                                           ownership check accepts is at most this far in,
+                                           so no object handed out runs past the slots */
     kiln_log_sink       log;
     char                name[48];
     void               *owner;          /* the runtime (runtime/ sets it after init) */
     struct kiln_pool   *dead_next;      /* the runtime's list of destroyed pools */
-    _Atomic uint64_t    serial;         /* nonzero while alive; a new value per life */
 
     /* The pool's object blocks, direct-mapped by block number, so that a free usually
      * proves ownership with one load of the pool's own memory instead of the address map
@@ -166,7 +173,10 @@ KILN_INTERNAL void kiln_pool_fini(kiln_pool *pool);
 /* Slow paths, out of line. */
 KILN_INTERNAL void *kiln_pool_alloc_slow(kiln_pool *pool, kiln_pool_cache *cache);
 KILN_INTERNAL void  kiln_pool_free_slow(kiln_pool *pool, kiln_pool_cache *cache, void *obj);
-/* Logs and counts a free of obj that kiln_pool_owns refused. */
+/* Logs and counts a free of obj that kiln_pool_owns refused: POOL_INTERIOR_POINTER for
+ * a pointer into the last slot of one of the pool's blocks past its object (in every
+ * build: an object there would run past the slots), POOL_FOREIGN_POINTER otherwise (the
+ * header or the tail past the last whole slot of a block of the pool, too). */
 KILN_INTERNAL void  kiln_pool_reject_free(kiln_pool *pool, void *obj);
 /* KILN_POOL_CHECKED: false (logged, counted) for an interior pointer or a double free;
  * otherwise clears the object's in-use bit. */
@@ -245,18 +255,30 @@ static inline bool kiln_pool_owns_fully(const kiln_pool *pool, const void *obj) 
     if (serial == 0 || !kiln_address_map_has(&pool->map, obj)) return false;
     const kiln_pool_block *block = (const kiln_pool_block *)((uintptr_t)obj & ~pool->block_mask);
     return block->magic == KILN_POOL_BLOCK_MAGIC && block->pool == pool &&
-           block->serial == serial && (uintptr_t)obj >= block->first;
+           block->serial == serial && (uintptr_t)obj - block->first <= pool->last_start;
 }
 
 /* The same answer, from the pool's table of known blocks when obj's block is in it
- * (nothing is read but the pool's own memory), else from kiln_pool_owns_fully. */
+ * (nothing is read but the pool's own memory), else from kiln_pool_owns_fully. Either
+ * way obj lies from slot 0's object to the last slot's (one unsigned compare: below
+ * slot 0 wraps round), never in the header nor in the tail past the last whole slot. */
 static inline bool kiln_pool_owns(const kiln_pool *pool, const void *obj) {
     uintptr_t addr = (uintptr_t)obj, base = addr & ~pool->block_mask;
     size_t entry = (base >> pool->map.block_shift) % KILN_POOL_KNOWN;
     if (kiln_likely(kiln_load_relaxed(&pool->known[entry]) == base &&
-                    addr - base >= pool->first_offset))
+                    addr - base - pool->first_offset <= pool->last_start))
         return true;
     return kiln_pool_owns_fully(pool, obj);
+}
+
+/* Whether cache is bound to this pool: the one test the runtime's alloc and free make
+ * before they use a cache. An unbound cache (first use, flushed at detach) and the cache
+ * of another pool at the same index (a context of another runtime) both fail it, and
+ * go to the checks of the slow path. Serials are unique in the process, so a cache
+ * never matches a pool it was not bound to. A destroyed pool (serial 0) matches its
+ * never-bound spare cache, which is empty: its slow path refuses the call. */
+static inline bool kiln_pool_cache_bound(const kiln_pool *pool, const kiln_pool_cache *cache) {
+    return kiln_load_relaxed(&cache->serial) == kiln_load_relaxed(&pool->serial);
 }
 
 static inline void *kiln_pool_cache_alloc(kiln_pool *pool, kiln_pool_cache *cache) {

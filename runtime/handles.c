@@ -177,13 +177,6 @@ void kiln_handles_set_generation_limit(kiln_handles *table, uint32_t max_generat
 
 /* ---------- get ---------- */
 
-/* A miss counter: a relaxed load and store, no read-modify-write, so that get stays
- * wait-free and a stale lookup costs no locked instruction. Two threads missing at the
- * same instant may count once: the figure is a lower bound under contention. */
-static inline void count_miss(_Atomic uint64_t *counter) {
-    kiln_owner_add(counter, 1);
-}
-
 /* Why a lookup missed, counted; never logged (a stale lookup is normal use). */
 static KILN_COLD void *get_miss(kiln_handles *table, kiln_handle h) {
     if (!table) {
@@ -195,7 +188,10 @@ static KILN_COLD void *get_miss(kiln_handles *table, kiln_handle h) {
     bool ours = h.bits == 0 ||
                 ((h.bits & ~(uint64_t)KILN_HANDLE_INDEX_MASK & 0xffffffffu) == table->tag_bits &&
                  index < table->capacity && (kiln_handle_generation(h) & 1u));
-    count_miss(ours ? &table->stale[index % KILN_HANDLES_STALE_STRIPES].count : &table->foreign);
+    /* Exact: a relaxed atomic add, on the miss path only (a hit writes nothing shared),
+     * still wait-free; the stale count is striped by slot so that threads missing on
+     * different slots seldom share a line. */
+    kiln_add_relaxed(ours ? &table->stale[index % KILN_HANDLES_STALE_STRIPES].count : &table->foreign, 1);
     return NULL;
 }
 
@@ -232,8 +228,10 @@ static void cache_bind(kiln_handles *table, kiln_handle_cache *cache) {
     kiln_store_relaxed(&cache->serial, table->serial);
 }
 
-/* Checks the arguments of a slow path (NULLs, a destroyed table, another runtime's
- * context) and binds the cache when it is not bound yet; NULL when refused (logged). */
+/* Checks the arguments of a slow path (NULLs, a destroyed table, a context that is not
+ * attached — a detached one's cache would strand the slots it takes — or one of another
+ * runtime) and binds the cache when it is not bound yet; NULL when refused (logged). A
+ * detached context's caches were unbound at its detach, so its every call comes here. */
 static kiln_handle_cache *cache_for(kiln_ctx *ctx, kiln_handles *table, const char *function) {
     if (!ctx || !table) {
         kiln_log_misuse(table ? &table->log : NULL, ctx ? "HANDLES_NULL" : "CONTEXT_NULL",
@@ -241,6 +239,11 @@ static kiln_handle_cache *cache_for(kiln_ctx *ctx, kiln_handles *table, const ch
         return NULL;
     }
     if (table_destroyed(table, function)) return NULL;
+    if (ctx->magic != KILN_CTX_MAGIC) {
+        kiln_log_misuse(&table->log, "CONTEXT_DETACHED", "%s: table '%s': context %u has "
+                        "been detached; refused", function, table->name, ctx->id);
+        return NULL;
+    }
     if (ctx->rt != table->owner) {
         kiln_log_misuse(&table->log, "HANDLES_WRONG_RUNTIME", "%s: table '%s' belongs to "
                         "another runtime than context %u; refused", function, table->name, ctx->id);

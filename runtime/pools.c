@@ -7,6 +7,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Pool serials, process-wide, so that a cache bound to a pool of one runtime never
+ * matches the pool of another runtime at the same index (kiln_pool_cache_bound).
+ * Relaxed: only uniqueness matters. */
+static _Atomic uint64_t next_serial;
+
 /* Under registry_lock: a free slot. */
 static int free_slot(kiln_runtime *rt) {
     for (int i = 0; i < KILN_MAX_POOLS; i++)
@@ -33,7 +38,7 @@ kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
         .blocks = &rt->pool,
         .desc = *desc,
         .index = (uint32_t)slot,
-        .serial = ++rt->pool_serial,
+        .serial = kiln_add_relaxed(&next_serial, 1) + 1,
         .checked = (rt->desc.debug & KILN_DEBUG_CHECKS) != 0,
         .log = rt->log,
         .debug = rt->desc.debug,
@@ -99,13 +104,39 @@ void kiln_pool_destroy(kiln_pool *pool) {
     pthread_mutex_unlock(&rt->registry_lock);
 }
 
+/* The checks of a call whose cache is not bound to the pool, before anything binds it
+ * (kiln_pool_cache_bound said no: the cache's first use since attach, or a context that
+ * may not use the pool). false, logged, for a context that is not attached (a detached
+ * one's cache would strand the objects it takes) or one of another runtime (its cache
+ * would move objects into that runtime's pool at the same index). */
+static KILN_COLD bool ctx_may_bind(const kiln_ctx *ctx, kiln_pool *pool, const char *function) {
+    if (ctx->magic != KILN_CTX_MAGIC) {
+        kiln_log_misuse(&pool->log, "CONTEXT_DETACHED", "%s: pool '%s': context %u has been "
+                        "detached; refused", function, pool->name, ctx->id);
+        return false;
+    }
+    if (ctx->rt != pool->owner) {
+        kiln_log_misuse(&pool->log, "POOL_WRONG_RUNTIME", "%s: pool '%s' belongs to another "
+                        "runtime than context %u; refused", function, pool->name, ctx->id);
+        return false;
+    }
+    return true;
+}
+
+static KILN_COLD void *alloc_unbound(kiln_ctx *ctx, kiln_pool *pool, kiln_pool_cache *cache) {
+    if (!ctx_may_bind(ctx, pool, "kiln_pool_alloc")) return NULL;
+    return kiln_pool_alloc_slow(pool, cache);   /* binds the cache, then allocates */
+}
+
 void *kiln_pool_alloc(kiln_ctx *ctx, kiln_pool *pool) {
     if (kiln_unlikely(!ctx || !pool)) {
         kiln_log_misuse(pool ? &pool->log : NULL, ctx ? "POOL_NULL" : "CONTEXT_NULL",
                         "kiln_pool_alloc: the %s is NULL", ctx ? "pool" : "context");
         return NULL;
     }
-    return kiln_pool_cache_alloc(pool, &ctx->pool_caches[pool->index]);
+    kiln_pool_cache *cache = &ctx->pool_caches[pool->index];
+    if (kiln_unlikely(!kiln_pool_cache_bound(pool, cache))) return alloc_unbound(ctx, pool, cache);
+    return kiln_pool_cache_alloc(pool, cache);
 }
 
 void *kiln_pool_alloc_at(kiln_ctx *ctx, kiln_pool *pool, const char *file, int line) {
@@ -113,6 +144,18 @@ void *kiln_pool_alloc_at(kiln_ctx *ctx, kiln_pool *pool, const char *file, int l
     if (obj && (pool->debug & KILN_DEBUG_SITES))
         kiln_pool_debug_site(pool, obj, (kiln_debug_site){ file, line });
     return obj;
+}
+
+/* obj has passed kiln_pool_owns and cache is bound or may be bound: the free hooks
+ * (out of line) or the cache. */
+static inline void free_to_cache(kiln_pool *pool, kiln_pool_cache *cache, void *obj) {
+    if (kiln_unlikely(pool->flags & KILN_POOL_FREE_HOOKS)) kiln_pool_free_checked(pool, cache, obj);
+    else kiln_pool_cache_free(pool, cache, obj);
+}
+
+/* Reached by a tail call, so that the fast path keeps no register across a call. */
+static KILN_COLD void free_unbound(kiln_ctx *ctx, kiln_pool *pool, kiln_pool_cache *cache, void *obj) {
+    if (ctx_may_bind(ctx, pool, "kiln_pool_free")) free_to_cache(pool, cache, obj);
 }
 
 void kiln_pool_free(kiln_ctx *ctx, kiln_pool *pool, void *obj) {
@@ -133,8 +176,8 @@ void kiln_pool_free(kiln_ctx *ctx, kiln_pool *pool, void *obj) {
         return;
     }
     kiln_pool_cache *cache = &ctx->pool_caches[pool->index];
-    if (kiln_unlikely(pool->flags & KILN_POOL_FREE_HOOKS)) kiln_pool_free_checked(pool, cache, obj);
-    else kiln_pool_cache_free(pool, cache, obj);
+    if (kiln_unlikely(!kiln_pool_cache_bound(pool, cache))) free_unbound(ctx, pool, cache, obj);
+    else free_to_cache(pool, cache, obj);
 }
 
 void kiln_runtime_audit_pools(kiln_runtime *rt) {

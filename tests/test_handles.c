@@ -1049,6 +1049,126 @@ Test(handles, slots_cached_by_another_context_return_at_its_detach) {
                  recorded_summary(rec));
 }
 
+/* A detached context is refused by alloc and free (its memory lives on until
+ * kiln_destroy): a cache it bound would strand the slots it took once the next attach
+ * reuses its memory. */
+Test(handles, detached_context_is_refused_and_strands_nothing) {
+    enum { CAP = 2 * KILN_HANDLES_BATCH };
+    kiln_handles *t = create_table("units", 8, 0, CAP);
+    kiln_ctx *gone = kiln_attach(rt);
+    cr_assert_not_null(gone);
+    kiln_detach(gone);
+    alloc_refused(gone, t);
+    kiln_handle h = alloc_ok(ctx, t, NULL);   /* ctx now caches the rest of its batch */
+    cr_assert(!kiln_handle_free(gone, t, h));
+    cr_assert_not_null(kiln_handle_get(t, h), "the refused free left the item live");
+    cr_assert_eq(count_items_at(rec, "CONTEXT_DETACHED", KILN_LOG_ERROR), 2, "log:%s",
+                 recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, "CONTEXT_DETACHED", "kiln_handle_alloc: table 'units': "
+                                  "context "), 1);
+    cr_assert_eq(count_items_with(rec, "CONTEXT_DETACHED", "kiln_handle_free: table 'units': "
+                                  "context "), 1);
+    cr_assert_eq(api_errors(), 2);
+    kiln_handles_stats s = table_stats(t);
+    cr_assert_eq(s.live, 1);
+    cr_assert_eq(s.allocs, 1);
+    cr_assert_eq(s.frees + s.double_frees + s.foreign_handles, 0);
+
+    kiln_ctx *next = kiln_attach(rt);   /* may reuse the detached context's memory */
+    cr_assert_not_null(next);
+    kiln_handle all[CAP];
+    size_t n = alloc_until_full(next, t, all, CAP);
+    cr_assert_eq(n, CAP - KILN_HANDLES_BATCH, "every slot but ctx's batch: %zu:%s", n,
+                 recorded_summary(rec));
+    free_all(next, t, all, n);
+    kiln_detach(next);
+    cr_assert(kiln_handle_free(ctx, t, h));
+    kiln_handles_destroy(t);
+}
+
+/* A context of another runtime is refused, also when its cache of the same index is
+ * bound to a table of its own runtime. */
+Test(handles, context_of_another_runtime_is_refused) {
+    recording_log *orec = recording_log_new();
+    kiln_desc odesc = recording_desc(orec);
+    odesc.worker_count = KILN_NO_WORKERS;
+    kiln_runtime *ort = kiln_create(&odesc);
+    kiln_ctx *octx = ort ? kiln_attach(ort) : NULL;
+    cr_assert(ort && octx);
+    kiln_handles *t = create_table("here", 8, 0, 64);
+    kiln_handles *theirs = kiln_handles_create(ort, &(kiln_handles_desc){ .name = "there", .item_size = 8 });
+    cr_assert_not_null(theirs);
+    kiln_handle o = kiln_handle_alloc(octx, theirs, NULL);   /* binds octx's cache of that index */
+    kiln_handle h = alloc_ok(ctx, t, NULL);
+    cr_assert(!kiln_handle_is_null(o));
+    alloc_refused(octx, t);
+    cr_assert(!kiln_handle_free(octx, t, h));
+    cr_assert_eq(count_items_at(rec, "HANDLES_WRONG_RUNTIME", KILN_LOG_ERROR), 2, "log:%s",
+                 recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, "HANDLES_WRONG_RUNTIME", "table 'here'"), 2);
+    cr_assert_eq(recorded_count(orec), 0, "log:%s", recorded_summary(orec));
+    cr_assert_not_null(kiln_handle_get(t, h));
+    cr_assert_eq(table_stats(t).live, 1);
+    cr_assert(kiln_handle_free(octx, theirs, o));
+    cr_assert(kiln_handle_free(ctx, t, h));
+    kiln_handles_destroy(theirs);
+    kiln_detach(octx);
+    kiln_destroy(ort);
+    recording_log_free(orec);
+    kiln_handles_destroy(t);
+}
+
+/* ---- exact miss counters ---- */
+
+enum { MISS_THREADS = 4, MISSES = 100000 };
+
+typedef struct miss_args {
+    kiln_handles     *table;
+    kiln_handle       stale, foreign;
+    pthread_barrier_t start;
+    _Atomic uint64_t  hits;   /* gets that did not miss: none expected */
+} miss_args;
+
+static void *miss_many(void *arg) {
+    miss_args *m = arg;
+    pthread_barrier_wait(&m->start);
+    for (int i = 0; i < MISSES; i++) {
+        if (kiln_handle_get(m->table, m->stale)) atomic_fetch_add(&m->hits, 1);
+        if (kiln_handle_get(m->table, m->foreign)) atomic_fetch_add(&m->hits, 1);
+    }
+    return NULL;
+}
+
+/* Threads missing on one slot at once: every miss is counted, none lost or rolled back
+ * by a preempted thread (the figures are exact, not lower bounds). How the threads
+ * interleave changes nothing to the expected counts. */
+Test(handles, miss_counts_are_exact_under_contention) {
+    kiln_handles *t = create_table("targets", 8, 0, 64);
+    kiln_handles *other = create_table("others", 8, 0, 64);
+    static miss_args m;
+    m.table = t;
+    m.stale = alloc_ok(ctx, t, NULL);
+    cr_assert(kiln_handle_free(ctx, t, m.stale));
+    m.foreign = alloc_ok(ctx, other, NULL);
+    atomic_store(&m.hits, 0);
+    cr_assert_eq(pthread_barrier_init(&m.start, NULL, MISS_THREADS), 0);
+    pthread_t threads[MISS_THREADS];
+    for (int i = 0; i < MISS_THREADS; i++)
+        cr_assert_eq(pthread_create(&threads[i], NULL, miss_many, &m), 0);
+    for (int i = 0; i < MISS_THREADS; i++) pthread_join(threads[i], NULL);
+    pthread_barrier_destroy(&m.start);
+    cr_assert_eq(atomic_load(&m.hits), 0);
+    kiln_handles_stats s = table_stats(t);
+    cr_assert_eq(s.stale_lookups, (uint64_t)MISS_THREADS * MISSES, "stale %llu",
+                 (unsigned long long)s.stale_lookups);
+    cr_assert_eq(s.foreign_handles, (uint64_t)MISS_THREADS * MISSES, "foreign %llu",
+                 (unsigned long long)s.foreign_handles);
+    cr_assert(kiln_handle_free(ctx, other, m.foreign));
+    kiln_handles_destroy(t);
+    kiln_handles_destroy(other);
+    assert_no_log();
+}
+
 /* ---- generation retirement ---- */
 
 Test(handles, slot_out_of_generations_is_retired) {

@@ -755,6 +755,100 @@ Test(pool, detach_flushes_the_cache) {
     cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));
 }
 
+/* A detached context is refused (its memory lives on until kiln_destroy): a cache it
+ * bound would strand the objects it took when the next attach reuses its memory, so that
+ * a pool of capacity 128 gave 64 objects. */
+Test(pool, detached_context_is_refused_and_strands_nothing) {
+    kiln_pool *pool = kiln_pool_create(rt, &(kiln_pool_desc){ .name = "capped", .size = 16,
+                                                              .capacity = 128 });
+    kiln_ctx *gone = kiln_attach(rt);
+    cr_assert(pool && gone);
+    kiln_detach(gone);
+    cr_assert_null(kiln_pool_alloc(gone, pool));
+    cr_assert_null(kiln_pool_alloc_at(gone, pool, __FILE__, __LINE__));
+    void *obj = kiln_pool_alloc(ctx, pool);
+    cr_assert_not_null(obj);
+    kiln_pool_free(gone, pool, obj);
+    cr_assert_eq(count_items_at(rec, "CONTEXT_DETACHED", KILN_LOG_ERROR), 3, "log:%s",
+                 recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, "CONTEXT_DETACHED", "kiln_pool_alloc: pool 'capped': "
+                                  "context "), 2);
+    cr_assert_eq(count_items_with(rec, "CONTEXT_DETACHED", "kiln_pool_free: pool 'capped': "
+                                  "context "), 1);
+    cr_assert_eq(count_items_with(rec, "CONTEXT_DETACHED", "has been detached; refused"), 3);
+    kiln_pool_stats s = pool_stats(pool);
+    cr_assert_eq(s.live, 1, "the refused free freed nothing");
+    cr_assert_eq(s.allocs, 1);
+    cr_assert_eq(s.frees, 0);
+    cr_assert_eq(runtime_stats(rt).api_errors, 3);
+    kiln_pool_free(ctx, pool, obj);
+    kiln_detach(ctx);   /* every cached object back in the depot */
+    ctx = NULL;
+
+    kiln_ctx *next = kiln_attach(rt);   /* may reuse the detached context's memory */
+    cr_assert_not_null(next);
+    void *all[129];
+    cr_assert_eq(alloc_until_null(next, pool, all, 128), 128, "the whole capacity:%s",
+                 recorded_summary(rec));
+    cr_assert(disjoint(all, 128, 16));
+    for (int i = 0; i < 128; i++) kiln_pool_free(next, pool, all[i]);
+    assert_accounting(pool, "after reattach");
+    kiln_detach(next);
+    kiln_pool_destroy(pool);
+}
+
+/* A context of another runtime is refused by alloc and free: its cache of the same index
+ * (bound to its own runtime's pool) would hand out that pool's objects, or take this
+ * pool's objects and flush them into that pool. */
+Test(pool, context_of_another_runtime_is_refused) {
+    recording_log *orec = recording_log_new();
+    kiln_desc odesc = recording_desc(orec);
+    kiln_runtime *ort = kiln_create(&odesc);
+    kiln_ctx *octx = ort ? kiln_attach(ort) : NULL;
+    kiln_ctx *fresh = ort ? kiln_attach(ort) : NULL;   /* binds nothing before the calls */
+    kiln_pool *pool = kiln_pool_create(rt, &(kiln_pool_desc){ .name = "here", .size = 32 });
+    kiln_pool *opool = ort ? kiln_pool_create(ort, &(kiln_pool_desc){ .name = "there", .size = 32 }) : NULL;
+    cr_assert(ort && octx && fresh && pool && opool);
+    cr_assert_eq(pool->index, opool->index, "the same cache index in both runtimes");
+    void *theirs = kiln_pool_alloc(octx, opool);   /* binds octx's cache of that index */
+    void *ours = kiln_pool_alloc(ctx, pool);
+    cr_assert(theirs && ours);
+
+    cr_assert_null(kiln_pool_alloc(octx, pool), "no object of the other runtime's pool");
+    cr_assert_null(kiln_pool_alloc(fresh, pool));
+    kiln_pool_free(octx, pool, ours);
+    kiln_pool_free(fresh, pool, ours);
+    cr_assert_eq(count_items_at(rec, "POOL_WRONG_RUNTIME", KILN_LOG_ERROR), 4, "log:%s",
+                 recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, "POOL_WRONG_RUNTIME", "kiln_pool_alloc: pool 'here' "
+                                  "belongs to another runtime than context "), 2);
+    cr_assert_eq(count_items_with(rec, "POOL_WRONG_RUNTIME", "kiln_pool_free: pool 'here'"), 2);
+    cr_assert_eq(recorded_count(orec), 0, "the other runtime heard nothing:%s", recorded_summary(orec));
+    cr_assert_eq(runtime_stats(rt).api_errors, 4);
+
+    kiln_pool_stats s = pool_stats(pool);
+    cr_assert_eq(s.live, 1, "the refused free freed nothing");
+    cr_assert_eq(s.frees, 0);
+    s = pool_stats(opool);
+    cr_assert_eq(s.allocs, 1, "the refused alloc took nothing from the other pool");
+    cr_assert_eq(s.frees, 0);
+    /* Nothing of this pool reached the other one: its depot and caches hold its own. */
+    void *next = kiln_pool_alloc(octx, opool);
+    cr_assert_neq(next, ours);
+    kiln_pool_free(octx, opool, next);
+    kiln_pool_free(octx, opool, theirs);
+    kiln_detach(octx);
+    kiln_detach(fresh);
+    s = pool_stats(opool);
+    cr_assert_eq(s.live, 0);
+    cr_assert_eq(s.in_depot, s.carved, "the other pool got back its own objects only");
+    kiln_pool_free(ctx, pool, ours);
+    assert_accounting(pool, "here");
+    kiln_destroy(ort);
+    recording_log_free(orec);
+    kiln_pool_destroy(pool);
+}
+
 /* ---- 9. the magazine bound ---- */
 
 Test(pool, a_context_caches_at_most_two_magazines) {
@@ -1162,13 +1256,15 @@ static void check_interior_and_double_free(kiln_runtime *r, kiln_ctx *c, recordi
     kiln_pool_free(c, pool, idle);
     cr_assert_eq(count_items_with(log, "POOL_DOUBLE_FREE", "is not live"), 2);
 
-    /* The tail of the block, past the last whole slot. */
+    /* The tail of the block, past the last whole slot: no object of the pool, in every
+     * build (pool.tail_past_the_last_slot_is_refused_in_every_build). */
     uintptr_t tail = block->first + (uintptr_t)pool->slots_per_block * 32;
     cr_assert_lt(tail + 32, (uintptr_t)block + BS + 32);
     if (tail < (uintptr_t)block + BS) {
         kiln_pool_free(c, pool, (void *)tail);
-        cr_assert_eq(count_items(log, "POOL_INTERIOR_POINTER"), 3, "tail %#lx:%s",
-                     (unsigned long)tail, recorded_summary(log));
+        cr_assert_eq(count_items_with(log, "POOL_FOREIGN_POINTER", "pool 'checked'"), 1,
+                     "tail %#lx:%s", (unsigned long)tail, recorded_summary(log));
+        cr_assert_eq(count_items(log, "POOL_INTERIOR_POINTER"), 2);
     }
 
     /* The same object allocated again is live again and frees once, cleanly. */
@@ -1210,6 +1306,63 @@ Test(pool, debug_checks_detect_interior_pointers_and_double_frees) {
     ctx = kiln_attach(rt);
     cr_assert(rt && ctx);
     check_interior_and_double_free(rt, ctx, rec, 0);
+}
+
+/* A pointer into a block's tail slack, past its last whole slot, is no object: refused
+ * in every build, not handed out later as an object running past the block. Objects of
+ * 3000 bytes leave a tail of thousands of bytes in a 64 KiB block. */
+Test(pool, tail_past_the_last_slot_is_refused_in_every_build) {
+    kiln_pool *pool = kiln_pool_create(rt, &(kiln_pool_desc){ .name = "big", .size = 3000 });
+    cr_assert_not_null(pool);
+    char *obj = kiln_pool_alloc(ctx, pool);
+    cr_assert_not_null(obj);
+    const kiln_pool_block *block = (const kiln_pool_block *)((uintptr_t)obj & ~(uintptr_t)(BS - 1));
+    size_t last_start = (pool->slots_per_block - 1) * pool->slot;   /* from slot 0's object */
+    uintptr_t end = (uintptr_t)block + BS, last = block->first + last_start;
+    uintptr_t tail = last + pool->slot;
+    cr_assert_gt(end - tail, 1000, "a tail of %zu bytes", (size_t)(end - tail));
+    cr_assert(kiln_pool_owns(pool, (void *)last) && kiln_pool_owns_fully(pool, (void *)last));
+    cr_assert(!kiln_pool_owns(pool, (void *)tail) && !kiln_pool_owns_fully(pool, (void *)tail),
+              "both ownership checks have an upper bound");
+    cr_assert(!kiln_pool_owns(pool, (void *)(end - 1)) && !kiln_pool_owns_fully(pool, (void *)(end - 1)));
+
+    void *refused[] = { (void *)tail, (void *)(tail + 8), (void *)(end - 1) };
+    size_t n = sizeof refused / sizeof refused[0];
+    for (size_t i = 0; i < n; i++) {
+        kiln_pool_free(ctx, pool, refused[i]);
+        char expected[200];
+        snprintf(expected, sizeof expected, "POOL_FOREIGN_POINTER: pool 'big': %p is not an object "
+                 "of this pool (it belongs to kiln memory that is no object of this pool); "
+                 "ignored", refused[i]);
+        cr_assert_str_eq(last_item_text(rec, "POOL_FOREIGN_POINTER"), expected, "case %zu", i);
+        cr_assert_eq(count_items(rec, "POOL_FOREIGN_POINTER"), i + 1, "log:%s", recorded_summary(rec));
+    }
+    /* Into the last slot past its object's start: an object handed out there would run
+     * past the slots, so it is refused without KILN_POOL_CHECKED too. */
+    kiln_pool_free(ctx, pool, (void *)(last + 8));
+    cr_assert_eq(count_items_with(rec, "POOL_INTERIOR_POINTER", "points 8 bytes"), 1,
+                 "log:%s", recorded_summary(rec));
+    kiln_pool_stats s = pool_stats(pool);
+    cr_assert_eq(s.bad_frees, n + 1);
+    cr_assert_eq(s.frees, 0);
+    cr_assert_eq(s.live, 1);
+    cr_assert_eq(runtime_stats(rt).api_errors, n + 1);
+    cr_assert_eq(recorded_count(rec), n + 1, "log:%s", recorded_summary(rec));
+
+    /* Every object the pool hands out now starts on a slot, inside its block's slots. */
+    void *p[64];
+    for (int i = 0; i < 64; i++) {
+        p[i] = kiln_pool_alloc(ctx, pool);
+        cr_assert_not_null(p[i]);
+        uintptr_t base = (uintptr_t)p[i] & ~(uintptr_t)(BS - 1), at = (uintptr_t)p[i] - base;
+        cr_assert(at >= pool->first_offset && at - pool->first_offset <= last_start &&
+                  (at - pool->first_offset) % pool->slot == 0, "object %d at offset %zu", i, (size_t)at);
+        cr_assert_leq(at + pool->size, BS, "object %d runs past its block", i);
+    }
+    for (int i = 0; i < 64; i++) kiln_pool_free(ctx, pool, p[i]);
+    kiln_pool_free(ctx, pool, obj);
+    assert_accounting(pool, "tail");
+    kiln_pool_destroy(pool);
 }
 
 /* After an interior pointer and a double free, a checked pool goes on working. */

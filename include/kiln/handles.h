@@ -42,8 +42,9 @@
  * that table's tag is the same, 1 in 255 tables), and by the index and generation in any
  * case; a slot whose generation would wrap is retired for good.
  *
- * Costs: get is wait-free — one load with acquire and a compare, no lock, no
- * read-modify-write, on a hit or a miss. alloc and free touch only the calling context's cache of the
+ * Costs: get is wait-free — one load with acquire and a compare, no lock, and on a hit
+ * no write at all; a miss adds one relaxed atomic increment to the table's miss counter
+ * (striped by slot), so the miss counts are exact. alloc and free touch only the calling context's cache of the
  * table (a short array of free slot indices) until it runs empty or full, then
  * exchange a batch with the table under a lock taken once per batch. free also makes
  * one compare-and-swap on the slot's generation, so that of two threads freeing the
@@ -83,13 +84,12 @@ typedef struct kiln_handles_stats {
     uint64_t failures;         /* allocs that returned {0}: capacity reached */
     uint64_t stale_lookups;    /* kiln_handle_get of the zero handle or of one shaped like this
                                   table's whose slot is not at its generation (freed, reused,
-                                  or never reached: forged); counted without a
-                                  read-modify-write, so a lower bound when threads miss at the
-                                  same instant */
+                                  or never reached: forged); exact, however many threads
+                                  miss at the same instant */
     uint64_t double_frees;     /* kiln_handle_free of a handle already freed */
     uint64_t foreign_handles;  /* get or free of a handle of another table or of a shape no
                                   handle of this table has; free of a forged generation too
-                                  (a lower bound, like stale_lookups) */
+                                  (exact, like stale_lookups) */
     uint64_t retired_slots;    /* slots whose generation ran out; never used again */
     uint64_t pending_reuse;    /* freed slots not reusable yet: waiting for a frame end or an
                                   outside thread's quiescent point */
@@ -114,7 +114,10 @@ KILN_API void kiln_handles_destroy(kiln_handles *table);
  * table can be full while live < capacity. The item is zeroed before the handle exists; what
  * the caller writes into it afterwards reaches other threads the way the caller
  * publishes the handle (a release store, kiln_run, a frame boundary), as with any
- * memory. Concurrency: the context's thread only. */
+ * memory. Also {0}, logged naming the table: a NULL ctx or table (CONTEXT_NULL,
+ * HANDLES_NULL), a destroyed table (HANDLES_DESTROYED), a detached ctx
+ * (CONTEXT_DETACHED), a ctx of another runtime than the table's
+ * (HANDLES_WRONG_RUNTIME). Concurrency: the context's thread only. */
 KILN_API kiln_handle kiln_handle_alloc(kiln_ctx *ctx, kiln_handles *table, void **item);
 
 /* kiln_handle_alloc that also records the caller's file:line when the runtime has
@@ -135,7 +138,9 @@ KILN_API kiln_handle kiln_handle_alloc_at(kiln_ctx *ctx, kiln_handles *table, vo
 KILN_API void *kiln_handle_get(kiln_handles *table, kiln_handle h);
 
 /* Frees the item: h is stale at once for every thread. false, logged and counted, for a
- * handle already freed (HANDLE_DOUBLE_FREE), a zero, forged or foreign one.
+ * handle already freed (HANDLE_DOUBLE_FREE), a zero, forged or foreign one
+ * (HANDLE_NULL, HANDLE_FOREIGN). false and logged, the item left live, for the ctx and
+ * table refusals of kiln_handle_alloc (CONTEXT_DETACHED, HANDLES_WRONG_RUNTIME, ...).
  * Concurrency: any thread, whoever allocated it, with its own context. */
 KILN_API bool kiln_handle_free(kiln_ctx *ctx, kiln_handles *table, kiln_handle h);
 

@@ -15,7 +15,14 @@
  * Checks: every build ignores, logs and counts a NULL-safe free of a pointer that is not
  * in a block of this pool (a pointer of another pool, of malloc, of the stack: found in
  * O(1) through an address bitmap and the block header, without reading the pointer's
- * memory first), and any use of a destroyed pool. With KILN_POOL_CHECKED (or the runtime's
+ * memory first) or that is outside the block's slots (its header, its tail past the last
+ * whole slot: POOL_FOREIGN_POINTER; past the start of the last slot's object:
+ * POOL_INTERIOR_POINTER, since an object there would run past the slots), and any use of
+ * a destroyed pool. Every build also refuses a context that is detached
+ * (CONTEXT_DETACHED) or of another runtime (POOL_WRONG_RUNTIME): a cache of either
+ * would strand objects or move them into another pool. The fast paths pay one compare
+ * for it (is the context's cache bound to this pool?); the checks run when it says no.
+ * With KILN_POOL_CHECKED (or the runtime's
  * KILN_DEBUG_CHECKS bit) frees are also checked for double frees and for pointers into the
  * middle of an object; without it, a double free is not detected (KILN_DEBUG_GUARDS and
  * KILN_DEBUG_SITES detect it too).
@@ -72,11 +79,18 @@ KILN_API kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *des
 KILN_API void kiln_pool_destroy(kiln_pool *pool);
 
 /* An object, or NULL at capacity (counted; one warning naming the pool until an alloc
- * succeeds again) or when memory runs out. The context's thread only. */
+ * succeeds again) or when memory runs out. NULL and logged, naming the pool: a NULL ctx
+ * or pool (CONTEXT_NULL, POOL_NULL), a destroyed pool (POOL_DESTROYED), a detached ctx
+ * (CONTEXT_DETACHED), a ctx of another runtime than the pool's (POOL_WRONG_RUNTIME).
+ * The context's thread only. */
 KILN_API void *kiln_pool_alloc(kiln_ctx *ctx, kiln_pool *pool);
 
 /* Frees obj into the calling context's cache; any thread, whoever allocated it. NULL is
- * a no-op. Bad pointers are logged, counted and ignored (see Checks above). */
+ * a no-op. Bad pointers are logged, counted and ignored (see Checks above); so is a free
+ * through a detached ctx (CONTEXT_DETACHED) or one of another runtime
+ * (POOL_WRONG_RUNTIME): obj stays live, to be freed through a context of the pool's
+ * runtime. Concurrency: any thread with its own context, concurrently with other allocs
+ * and frees of the pool. */
 KILN_API void kiln_pool_free(kiln_ctx *ctx, kiln_pool *pool, void *obj);
 
 /* kiln_pool_alloc with the caller's site (file, line), kept under KILN_DEBUG_SITES.
