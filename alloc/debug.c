@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "../base/atomics.h"
+#include "../base/heap.h"
 #include "os.h"
 
 /* ---- guard bytes ---- */
@@ -123,10 +124,11 @@ static bool same_site(const kiln_site_count *entry, kiln_debug_site site) {
     return entry->file && site.file && strcmp(entry->file, site.file) == 0;
 }
 
-/* Doubles the table (or makes its first 64 entries); false when malloc refuses. */
+/* Doubles the table (or makes its first 64 entries); false when the heap refuses (the
+ * site goes uncounted in lost; the report says so as an ERROR). */
 static bool site_table_grow(kiln_site_table *t) {
     size_t cap = t->cap ? 2 * t->cap : 64;
-    kiln_site_count *slots = calloc(cap, sizeof *slots);
+    kiln_site_count *slots = kiln_heap_calloc(cap, sizeof *slots);
     if (!slots) return false;
     for (size_t i = 0; i < t->cap; i++) {
         if (t->slots[i].count == 0) continue;
@@ -135,7 +137,7 @@ static bool site_table_grow(kiln_site_table *t) {
         while (slots[j].count != 0) j = (j + 1) & (cap - 1);
         slots[j] = t->slots[i];
     }
-    free(t->slots);
+    kiln_heap_free(t->slots);
     t->slots = slots;
     t->cap = cap;
     return true;
@@ -180,12 +182,16 @@ void kiln_site_table_report(kiln_site_table *t, const kiln_log_sink *log, const 
                      "%s: %llu %s still live, allocated without a site (not through an _at "
                      "call or KILN_TRACK_SITES)", what, (unsigned long long)s->count, noun);
     }
+    if (t->lost != 0)
+        kiln_log(log, KILN_LOG_ERROR, "SITES_OUT_OF_MEMORY",
+                 "%s: no heap memory for the site table; %llu %s still live are not grouped "
+                 "by site", what, (unsigned long long)t->lost, noun);
     if (n > KILN_LEAK_SITES_LISTED || t->lost != 0)
         kiln_log(log, KILN_LOG_WARN, summary_item,
                  "%s: %llu more %s still live from %zu sites not listed (%zu sites, %llu %s "
                  "in all)", what, (unsigned long long)(t->total - listed), noun,
                  n - (n < KILN_LEAK_SITES_LISTED ? n : KILN_LEAK_SITES_LISTED), n,
                  (unsigned long long)t->total, noun);
-    free(t->slots);
+    kiln_heap_free(t->slots);
     *t = (kiln_site_table){ 0 };
 }

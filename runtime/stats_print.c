@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/heap.h"
 #include "json.h"
 
 /* ---------- the stats structs, described ---------- */
@@ -127,13 +128,13 @@ static size_t list_pools(kiln_runtime *rt, void *out, size_t cap) { return kiln_
 static size_t list_handles(kiln_runtime *rt, void *out, size_t cap) { return kiln_stats_handles(rt, out, cap); }
 static size_t list_contexts(kiln_runtime *rt, void *out, size_t cap) { return kiln_stats_contexts(rt, out, cap); }
 
-/* The items of one list in a malloc'd array; false when memory runs out. Another
+/* The items of one list in a heap array; false when memory runs out. Another
  * thread may create items between the count and the copy: then it tries again. */
 static bool fetch(kiln_runtime *rt, list_fn list, section *s) {
     size_t count = list(rt, NULL, 0);
     for (;;) {
         size_t cap = count + 4;
-        void *items = calloc(cap, s->item_size);
+        void *items = kiln_heap_calloc(cap, s->item_size);
         if (!items) return false;
         count = list(rt, items, cap);
         if (count <= cap) {
@@ -141,7 +142,7 @@ static bool fetch(kiln_runtime *rt, list_fn list, section *s) {
             s->count = count;
             return true;
         }
-        free(items);
+        kiln_heap_free(items);
     }
 }
 
@@ -155,14 +156,14 @@ typedef struct snapshot {
 
 static void snapshot_free(snapshot *snap) {
     for (int i = 0; i < S_COUNT; i++)
-        if (snap->sections[i].list) free((void *)snap->sections[i].items);
+        if (snap->sections[i].list) kiln_heap_free((void *)snap->sections[i].items);
 }
 
 /* Reads every figure; false (logged) for bad input or when memory runs out. */
 static bool snapshot_take(kiln_runtime *rt, FILE *out, snapshot *snap, const char *function) {
     memset(snap, 0, sizeof *snap);
     if (!out) {
-        kiln_log_misuse(rt ? &rt->log : NULL, "STATS_NULL_OUT", "%s: out is NULL", function);
+        kiln_log_misuse(kiln_runtime_log(rt), "STATS_NULL_OUT", "%s: out is NULL", function);
         return false;
     }
     if (!kiln_runtime_check(rt, function)) return false;

@@ -4,10 +4,10 @@
  * rings out as JSON is runtime/trace_write.c. */
 #include "runtime_internal.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "../base/clock.h"
+#include "../base/heap.h"
 
 _Static_assert((KILN_TRACE_RING_EVENTS & (KILN_TRACE_RING_EVENTS - 1)) == 0, "the ring index is a mask");
 
@@ -18,18 +18,18 @@ void kiln_trace_init(kiln_trace *trace) {
 void kiln_trace_fini(kiln_trace *trace) {
     for (kiln_trace_ring *ring = trace->rings, *next; ring; ring = next) {
         next = ring->next;
-        free(ring);
+        kiln_heap_free(ring);
     }
     trace->rings = NULL;
     pthread_mutex_destroy(&trace->lock);
 }
 
-/* The context's thread, the first time it records: 2 MiB of zeroed pages (calloc maps
+/* The context's thread, the first time it records: 2 MiB of zeroed pages (the heap maps
  * them fresh, so untouched parts cost no memory). NULL, counted and logged once, when
  * there is no memory. */
 static KILN_COLD kiln_trace_ring *ring_new(kiln_ctx *ctx) {
     kiln_trace *trace = &ctx->rt->trace;
-    kiln_trace_ring *ring = calloc(1, sizeof *ring);
+    kiln_trace_ring *ring = kiln_heap_calloc(1, sizeof *ring);
     if (!ring) {
         kiln_add_relaxed(&trace->lost, 1);
         if (!kiln_exchange_relaxed(&trace->lost_logged, true))
@@ -117,7 +117,7 @@ void kiln_trace_enable(kiln_runtime *rt, bool on) {
 
 bool kiln_trace_stats_get(kiln_runtime *rt, kiln_trace_stats *out) {
     if (!out) {
-        kiln_log_misuse(rt ? &rt->log : NULL, "STATS_NULL_OUT", "kiln_trace_stats_get: out is NULL");
+        kiln_log_misuse(kiln_runtime_log(rt), "STATS_NULL_OUT", "kiln_trace_stats_get: out is NULL");
         return false;
     }
     memset(out, 0, sizeof *out);
