@@ -9,12 +9,12 @@
 
 bool kiln_handles_sites_init(kiln_handles *table, uint32_t debug) {
     if (!(debug & KILN_DEBUG_SITES)) return true;
-    table->sites = calloc(table->capacity, sizeof *table->sites);
+    table->sites = kiln_heap_calloc(table->capacity, sizeof *table->sites);
     return table->sites != NULL;
 }
 
 void kiln_handles_sites_fini(kiln_handles *table) {
-    free(table->sites);
+    kiln_heap_free(table->sites);
     table->sites = NULL;
 }
 

@@ -84,7 +84,7 @@ kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *des
     }
     const char *name = desc->name ? desc->name : "handles";
     if (!desc_valid(rt, desc, name)) return NULL;
-    kiln_handles *table = aligned_alloc(KILN_CACHE_LINE, kiln_align_up(sizeof *table, KILN_CACHE_LINE));
+    kiln_handles *table = kiln_heap_aligned(KILN_CACHE_LINE, sizeof *table);
     if (!table) {
         kiln_log(&rt->log, KILN_LOG_ERROR, "HANDLES_OUT_OF_MEMORY",
                  "kiln_handles_create: no memory for table '%s'", name);
@@ -104,7 +104,7 @@ kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *des
     if (slot < 0)
         kiln_log_misuse(&rt->log, "HANDLES_TOO_MANY", "kiln_handles_create: table '%s': all %d "
                         "table slots are in use", name, KILN_MAX_HANDLE_TABLES);
-    if (!made) free(table);
+    if (!made) kiln_heap_free(table);
     return made ? table : NULL;
 }
 
@@ -166,7 +166,7 @@ void kiln_runtime_handles_fini(kiln_runtime *rt) {
     }
     for (kiln_handles *table = rt->dead_handle_tables, *next; table; table = next) {
         next = table->dead_next;
-        free(table);
+        kiln_heap_free(table);
     }
     rt->dead_handle_tables = NULL;
 }

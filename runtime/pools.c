@@ -31,7 +31,7 @@ kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
     int slot = free_slot(rt);
     kiln_pool *pool = NULL;
     if (slot >= 0) {
-        pool = aligned_alloc(KILN_CACHE_LINE, kiln_align_up(sizeof *pool, KILN_CACHE_LINE));
+        pool = kiln_heap_aligned(KILN_CACHE_LINE, sizeof *pool);
         if (pool) memset(pool, 0, sizeof *pool);
     }
     kiln_pool_config config = {
@@ -50,7 +50,7 @@ kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
         rt->pools[slot] = pool;
         rt->pool_count++;
     } else {
-        free(pool);
+        kiln_heap_free(pool);
     }
     pthread_mutex_unlock(&rt->registry_lock);
     if (slot < 0)
@@ -238,7 +238,7 @@ void kiln_runtime_pools_fini(kiln_runtime *rt) {
     }
     for (kiln_pool *pool = rt->dead_pools, *next; pool; pool = next) {
         next = pool->dead_next;
-        free(pool);
+        kiln_heap_free(pool);
     }
     rt->dead_pools = NULL;
 }

@@ -10,6 +10,7 @@
 #include "../alloc/block_pool.h"
 #include "../alloc/pool.h"
 #include "../base/atomics.h"
+#include "../base/heap.h"     /* every runtime/ file allocates through it */
 #include "../base/log.h"
 #include "../jobs/scheduler.h"
 #include "handles.h"
