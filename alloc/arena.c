@@ -23,12 +23,8 @@ struct kiln_large {
     size_t      guard;      /* bytes of each guard page (before this header); 0: none */
 };
 
-static kiln_arena_block *first_block(const kiln_arena *arena) {
-    return kiln_block_of(arena->pool, arena);
-}
-
-static uintptr_t data_start(const kiln_arena *arena, const kiln_arena_block *block) {
-    if (block == first_block(arena)) return (uintptr_t)(arena + 1);
+/* Every block alike: the arena's record lives outside its blocks. */
+static uintptr_t data_start(const kiln_arena_block *block) {
     return (uintptr_t)(block + 1);
 }
 
@@ -37,8 +33,8 @@ static uintptr_t block_end(const kiln_arena *arena, const kiln_arena_block *bloc
 }
 
 /* The arena position of addr in block (on the chain): bytes in use before it. */
-static size_t position(const kiln_arena *arena, const kiln_arena_block *block, uintptr_t addr) {
-    return block->used_before + (size_t)(addr - data_start(arena, block));
+static size_t position(const kiln_arena_block *block, uintptr_t addr) {
+    return block->used_before + (size_t)(addr - data_start(block));
 }
 
 /* Owner: bytes in use in blocks (without large allocations). */
@@ -78,7 +74,7 @@ static void switch_block(kiln_arena *arena, kiln_arena_block *block, uintptr_t c
     kiln_store_relaxed(&arena->seq, seq + 1);
     kiln_fence_release();
     arena->current = block;
-    kiln_store_relaxed(&arena->base, data_start(arena, block));
+    kiln_store_relaxed(&arena->base, data_start(block));
     kiln_store_relaxed(&arena->used_before, block->used_before);
     kiln_store_relaxed(&arena->cursor, cursor);
     kiln_store_release(&arena->seq, seq + 2);
@@ -113,7 +109,6 @@ void *kiln_arena_take_block(kiln_arena *arena) {
 }
 
 void kiln_arena_give_block(kiln_arena *arena, void *block) {
-    /* Read first: the arena itself lives in its first block, which goes last. */
     kiln_block_pool *pool = arena->pool;
     kiln_store_relaxed(&arena->blocks_held, kiln_load_relaxed(&arena->blocks_held) - 1);
     if (kiln_unlikely(arena->debug)) kiln_debug_block_leaving(arena->debug, block, pool->block_size);
@@ -132,7 +127,7 @@ static bool push_block(kiln_arena *arena) {
     }
     block->prev = arena->current;
     block->used_before = block_bytes(arena);
-    switch_block(arena, block, data_start(arena, block));
+    switch_block(arena, block, data_start(block));
     arena->chain_blocks++;
     return true;
 }
@@ -142,7 +137,7 @@ static void pop_block(kiln_arena *arena) {
     kiln_arena_block *block = arena->current;
     kiln_arena_block *below = block->prev;
     /* below's cursor was where block took over: recover it from the used counts. */
-    switch_block(arena, below, data_start(arena, below) + (block->used_before - below->used_before));
+    switch_block(arena, below, data_start(below) + (block->used_before - below->used_before));
     block->prev = arena->spare;
     arena->spare = block;
     arena->spare_blocks++;
@@ -196,12 +191,13 @@ static void *alloc_large(kiln_arena *arena, size_t size, size_t align) {
     size_t map_size = guard ? 2 * guard + kiln_align_up(sizeof(kiln_large) + align + size, guard)
                             : header + size;
     kiln_large *large = take_kept_large(arena, map_size, align);
-    if (!large) large = map_large(arena, map_size, align, guard);
+    if (large) arena->kept_count--;
+    else large = map_large(arena, map_size, align, guard);
     if (!large) return NULL;
     large->prev = arena->large;
     large->size = size;
     arena->large = large;
-    arena->large_count++;
+    if (++arena->large_count > arena->large_peak) arena->large_peak = arena->large_count;
     kiln_owner_add(&arena->large_bytes, size);
     kiln_owner_add(&arena->large_allocs, 1);
     kiln_owner_add(&arena->allocs, 1);
@@ -209,8 +205,23 @@ static void *alloc_large(kiln_arena *arena, size_t size, size_t align) {
     return large_data(large, align);
 }
 
-/* Owner: frees large allocations down to count; their mappings are kept for reuse
- * (a frame that makes the same large allocations every frame maps nothing). */
+/* Owner: gives one mapping back to the OS (poison lifted first: the address range may
+ * come back from the OS to anyone). */
+static void unmap_large(kiln_arena *arena, kiln_large *large) {
+    /* Read before lifting the poison: under memcheck the header it covers reads as
+     * undefined afterwards. */
+    char *map = (char *)large - large->guard;
+    size_t map_size = large->map_size;
+    if (arena->debug & KILN_DEBUG_POISON) kiln_debug_unpoison(map, map_size);
+    kiln_block_pool_unmap_large(arena->pool, map, map_size);
+}
+
+/* Owner: frees large allocations down to count; their mappings are kept for reuse (a
+ * frame that makes the same large allocations every frame maps nothing), but no more
+ * than the arena had live at once since the last reset: beyond that the smallest kept
+ * ones are unmapped, so an arena that releases and never resets (mark, large
+ * allocation, release, over and over) keeps what one round needs, not every size it
+ * ever asked for. */
 static void free_large_down_to(kiln_arena *arena, uint32_t count) {
     while (arena->large_count > count) {
         kiln_large *large = arena->large;
@@ -219,22 +230,27 @@ static void free_large_down_to(kiln_arena *arena, uint32_t count) {
         kiln_store_relaxed(&arena->large_bytes, kiln_load_relaxed(&arena->large_bytes) - large->size);
         large->prev = arena->large_kept;
         arena->large_kept = large;
+        arena->kept_count++;
+    }
+    while (arena->large_count + arena->kept_count > arena->large_peak) {
+        kiln_large **smallest = &arena->large_kept;
+        for (kiln_large **link = &(*smallest)->prev; *link; link = &(*link)->prev)
+            if ((*link)->map_size < (*smallest)->map_size) smallest = link;
+        kiln_large *large = *smallest;
+        *smallest = large->prev;
+        arena->kept_count--;
+        unmap_large(arena, large);
     }
 }
 
-/* Owner: unmaps every kept mapping (poison lifted first: the address range may come
- * back from the OS to anyone). */
+/* Owner: unmaps every kept mapping. */
 static void unmap_kept_large(kiln_arena *arena) {
     for (kiln_large *large = arena->large_kept, *prev; large; large = prev) {
         prev = large->prev;
-        /* Read before lifting the poison: under memcheck the header it covers reads as
-         * undefined afterwards. */
-        char *map = (char *)large - large->guard;
-        size_t map_size = large->map_size;
-        if (arena->debug & KILN_DEBUG_POISON) kiln_debug_unpoison(map, map_size);
-        kiln_block_pool_unmap_large(arena->pool, map, map_size);
+        unmap_large(arena, large);
     }
     arena->large_kept = NULL;
+    arena->kept_count = 0;
 }
 
 /* Owner: the allocation itself, bounded by the block end (the fast path's limit may lie
@@ -268,6 +284,8 @@ static void *alloc_in_blocks(kiln_arena *arena, size_t size, size_t align) {
  * both callers, so that the plain slow path pays nothing for the site it never has. */
 static inline __attribute__((always_inline)) void *
 alloc_slow_at(kiln_arena *arena, size_t size, size_t align, kiln_debug_site site) {
+    /* A destroyed arena's fast path is closed: every allocation through it lands here. */
+    if (kiln_unlikely(!kiln_arena_live(arena, "an allocation"))) return NULL;
     bool debug = (arena->debug & KILN_ARENA_SLOW_BITS) != 0;
     if (align == 0) {
         if (!debug) return kiln_arena_bump(arena, size, KILN_DEFAULT_ALIGN);
@@ -294,17 +312,17 @@ void *kiln_arena_alloc_raw(kiln_arena *arena, size_t size, size_t align, kiln_ar
     if (!p) return NULL;
     spot->large = arena->large_count != large_before;
     spot->large_index = large_before;
-    spot->pos = spot->large ? 0 : position(arena, arena->current, (uintptr_t)p);
+    spot->pos = spot->large ? 0 : position(arena->current, (uintptr_t)p);
     return p;
 }
 
-kiln_arena *kiln_arena_init(const kiln_arena_config *config) {
+bool kiln_arena_init(kiln_arena *arena, const kiln_arena_config *config) {
     kiln_arena_block *first = kiln_block_get(config->pool);
-    if (!first) return NULL;
+    if (!first) return false;
     first->prev = NULL;
     first->used_before = 0;
-    kiln_arena *arena = (kiln_arena *)(first + 1);
     memset(arena, 0, sizeof *arena);
+    arena->first = first;
     arena->pool = config->pool;
     arena->max_align = config->pool->block_size;
     arena->budget = config->budget;
@@ -320,22 +338,34 @@ kiln_arena *kiln_arena_init(const kiln_arena_config *config) {
     arena->audit_sample = config->audit_sample;
     arena->usable = kiln_debug_block_usable(arena->debug, config->pool->block_size);
     if (arena->debug) kiln_arena_debug_init(arena);
-    switch_block(arena, first, data_start(arena, first));
+    switch_block(arena, first, data_start(first));
     set_limit(arena);
-    return arena;
+    return true;
 }
 
 void kiln_arena_fini(kiln_arena *arena) {
     if (arena->debug) kiln_arena_debug_fini(arena);
     free_large_down_to(arena, 0);
     unmap_kept_large(arena);
-    kiln_arena_block *first = first_block(arena);
+    kiln_arena_block *first = arena->first;
     while (arena->current != first) pop_block(arena);
     for (kiln_arena_block *b = arena->spare, *next; b; b = next) {
         next = b->prev;
         kiln_arena_give_block(arena, b);
     }
-    kiln_arena_give_block(arena, first);   /* the arena itself lives here: last */
+    kiln_arena_give_block(arena, first);
+    arena->spare = NULL;
+    arena->current = arena->first = NULL;
+    /* Closed: no bump can succeed (start >= 1 > limit), so every allocation through a
+     * stale pointer goes out of line and meets the destroyed check. */
+    arena->limit = 0;
+    kiln_store_relaxed(&arena->cursor, 1);
+}
+
+void kiln_arena_refuse_destroyed(const kiln_arena *arena, const char *what) {
+    kiln_log_misuse(&arena->log, "ARENA_DESTROYED",
+                    "arena '%s': %s on an arena that was destroyed%s; refused", arena->name,
+                    what, arena->is_frame ? " (a frame arena: its context detached)" : "");
 }
 
 static KILN_COLD void *refuse_null_arena(const char *function) {
@@ -361,6 +391,7 @@ kiln_mark kiln_arena_mark(kiln_arena *arena) {
         kiln_log_misuse(NULL, "ARENA_NULL", "kiln_arena_mark: arena is NULL");
         return (kiln_mark){ { 0, 0 } };
     }
+    if (!kiln_arena_live(arena, "kiln_arena_mark")) return (kiln_mark){ { 0, 0 } };
     if (kiln_unlikely(arena->debug & KILN_DEBUG_OWNERSHIP))
         kiln_arena_debug_use(arena, "kiln_arena_mark");
     uint32_t serial = ++arena->marks_taken;
@@ -417,7 +448,7 @@ static uintptr_t chain_in_use_end(const kiln_arena *arena, const kiln_arena_bloc
     for (const kiln_arena_block *b = arena->current; b; above = b, b = b->prev) {
         if (b != block) continue;
         if (!above) return kiln_load_relaxed(&arena->cursor);
-        return data_start(arena, block) + (above->used_before - block->used_before);
+        return data_start(block) + (above->used_before - block->used_before);
     }
     return 0;
 }
@@ -427,22 +458,23 @@ void kiln_arena_release(kiln_arena *arena, kiln_mark mark) {
         kiln_log_misuse(NULL, "ARENA_NULL", "kiln_arena_release: arena is NULL");
         return;
     }
+    if (!kiln_arena_live(arena, "kiln_arena_release")) return;
     if (kiln_unlikely(arena->debug & KILN_DEBUG_OWNERSHIP))
         kiln_arena_debug_use(arena, "kiln_arena_release");
     uintptr_t cursor = (uintptr_t)mark.opaque[0];
     uint32_t serial = (uint32_t)(mark.opaque[1] >> 32);
     uint32_t large_count = (uint32_t)mark.opaque[1];
-    kiln_arena_block *block = first_block(arena);
+    kiln_arena_block *block = arena->first;
     bool empty = cursor == 0 && mark.opaque[1] == 0;
     if (empty)
-        cursor = data_start(arena, block);        /* {0}: the empty arena, the outermost scope */
+        cursor = data_start(block);        /* {0}: the empty arena, the outermost scope */
     else
         block = kiln_block_of(arena->pool, (void *)(cursor - 1));
     /* The position first, so that a mark of another arena (whose serial may well be on this
      * arena's stack) is refused as such; then the reset, then the order of scopes. */
     const char *problem = NULL;
     uintptr_t in_use_end = chain_in_use_end(arena, block);
-    if (in_use_end == 0 || cursor < data_start(arena, block) || cursor > block_end(arena, block))
+    if (in_use_end == 0 || cursor < data_start(block) || cursor > block_end(arena, block))
         problem = "does not belong to this arena's current blocks";
     else if (!empty && mark_age(arena, serial) >= mark_age(arena, arena->reset_serial))
         problem = "comes from before the last reset";
@@ -458,7 +490,7 @@ void kiln_arena_release(kiln_arena *arena, kiln_mark mark) {
         return;
     }
     if (arena->records)
-        kiln_arena_debug_release(arena, position(arena, block, cursor), large_count, "at release");
+        kiln_arena_debug_release(arena, position(block, cursor), large_count, "at release");
     record_peak(arena);
     free_large_down_to(arena, large_count);
     while (arena->current != block) pop_block(arena);
@@ -475,12 +507,13 @@ void kiln_arena_reset_all(kiln_arena *arena) {
     /* Mappings the frame did not reuse go back to the OS; those it used are kept. */
     unmap_kept_large(arena);
     free_large_down_to(arena, 0);
+    arena->large_peak = arena->kept_count;   /* what this frame used is what it keeps */
 
     /* Keep what this frame used; after a spike, give back one block per reset, so a
      * steady frame never touches the pool and a one-off spike does not pin memory. */
     uint32_t decayed = arena->keep_blocks > 1 ? arena->keep_blocks - 1 : 1;
     arena->keep_blocks = arena->chain_blocks > decayed ? arena->chain_blocks : decayed;
-    kiln_arena_block *first = first_block(arena);
+    kiln_arena_block *first = arena->first;
     while (arena->current != first) pop_block(arena);
     while (arena->spare && 1 + arena->spare_blocks > arena->keep_blocks) {
         kiln_arena_block *block = arena->spare;
@@ -488,7 +521,7 @@ void kiln_arena_reset_all(kiln_arena *arena) {
         arena->spare_blocks--;
         kiln_arena_give_block(arena, block);
     }
-    switch_block(arena, first, data_start(arena, first));
+    switch_block(arena, first, data_start(first));
     clear_marks(arena);
     arena->reset_serial = arena->marks_taken;
     arena->budget_warned = false;
@@ -496,7 +529,12 @@ void kiln_arena_reset_all(kiln_arena *arena) {
     set_limit(arena);
 }
 
-void kiln_arena_stats_read(const kiln_arena *arena, kiln_arena_stats *out) {
+bool kiln_arena_stats_read(const kiln_arena *arena, kiln_arena_stats *out) {
+    if (!kiln_arena_live(arena, "kiln_arena_stats_get")) {
+        *out = (kiln_arena_stats){ 0 };
+        memcpy(out->name, arena->name, sizeof out->name);
+        return false;
+    }
     kiln_arena *a = (kiln_arena *)arena;   /* atomics are read, never written */
     size_t used;
     for (;;) {
@@ -531,4 +569,5 @@ void kiln_arena_stats_read(const kiln_arena *arena, kiln_arena_stats *out) {
         .wrong_thread = kiln_load_relaxed(&a->wrong_thread),
     };
     memcpy(out->name, a->name, sizeof out->name);
+    return true;
 }

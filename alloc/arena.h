@@ -2,9 +2,14 @@
  * marks, release to a mark, reset with a keep policy, dedicated mappings for large
  * allocations, statistics and the per-frame budget.
  *
- * Layout: the arena's bookkeeping (struct kiln_arena) lives in its first block, right
- * after that block's header, so an arena costs no malloc. Every block starts with a
- * kiln_arena_block header; the chain runs from the current block down to the first.
+ * Layout: the arena's bookkeeping (struct kiln_arena, its record) lives outside its
+ * blocks, in memory its owner (runtime/arenas.c) provides and keeps after the arena is
+ * destroyed: a block goes back to the global pool and may come back as anyone's, even
+ * as another arena's first block, but a destroyed arena's record still says so
+ * (destroyed; limit 0 and cursor 1 close the fast path), so every later call through
+ * it is refused on a slow path instead of writing into memory that is someone else's.
+ * Every block starts with a kiln_arena_block header; the chain runs from the current
+ * block down to the first.
  *
  *   bytes_in_use == current->used_before + (cursor - base) + large_bytes
  *   peak_frame   >= bytes_in_use at every moment since the last reset
@@ -55,6 +60,11 @@ struct kiln_arena {
     kiln_large       *large;         /* live large allocations, newest first */
     kiln_large       *large_kept;    /* freed mappings kept for reuse until the next reset */
     uint32_t          large_count;   /* entries on the large list */
+    uint32_t          kept_count;    /* entries on large_kept */
+    uint32_t          large_peak;    /* the most large allocations live at once since the
+                                        last reset (at least those it kept). A release
+                                        keeps freed mappings only up to it, the largest:
+                                          after a release, large_count + kept_count <= large_peak */
     uint32_t          chain_blocks;  /* blocks on the chain, the first one included */
     uint32_t          spare_blocks;
     uint32_t          keep_blocks;   /* blocks the next reset keeps (decays by one per reset) */
@@ -90,10 +100,16 @@ struct kiln_arena {
     kiln_log_sink            log;
     char                     name[48];
 
-    /* Owned by whoever keeps the arena registry (runtime/). */
+    kiln_arena_block        *first;        /* the bottom of the chain */
+
+    /* Owned by whoever keeps the arena registry (runtime/). destroyed is set when the
+     * arena leaves the registry (under its lock) and stays set while the record is
+     * kept; every entry point reads it first (kiln_arena_live). A destroyed record is
+     * off the registry: registry_next then links the owner's list of kept records. */
     struct kiln_arena *registry_prev, *registry_next;
     void              *registry_owner;
     void              *frame_owner;   /* frame arenas: the context owning it; else NULL */
+    _Atomic bool       destroyed;
 
     /* Debug layer (arena_debug.c). debug, audit_sample and usable are read-only after
      * creation; the record stack is owner-only; the rest is written by any thread that
@@ -120,11 +136,29 @@ typedef struct kiln_arena_config {
     uint32_t                audit_sample; /* KILN_DEBUG_GUARDS: records per frame-end audit */
 } kiln_arena_config;
 
-/* Takes a block, builds the arena in it. NULL when the pool refuses (it logged why). */
-KILN_INTERNAL kiln_arena *kiln_arena_init(const kiln_arena_config *config);
+/* Builds the arena in the record arena (memory the caller owns, KILN_CACHE_LINE
+ * aligned, at least sizeof(kiln_arena)) and takes its first block. false when the pool
+ * refuses (it logged why); the record is then the caller's again. */
+KILN_INTERNAL bool kiln_arena_init(kiln_arena *arena, const kiln_arena_config *config);
 
-/* Returns every block and mapping; the arena's memory goes with its first block. */
+/* Returns every block and mapping and closes the fast path (limit 0, cursor 1: every
+ * bump goes out of line, where destroyed is checked). The record stays readable: its
+ * owner keeps it, with destroyed set, for as long as a stale pointer may be used. */
 KILN_INTERNAL void kiln_arena_fini(kiln_arena *arena);
+
+/* Logs ARENA_DESTROYED naming the arena and what was asked (a function's name). */
+KILN_INTERNAL KILN_COLD void kiln_arena_refuse_destroyed(const kiln_arena *arena,
+                                                         const char *what);
+
+/* Whether arena may be used: true unless it was destroyed, which is logged. Every entry
+ * point but the bump calls it first; the bump cannot succeed on a destroyed arena and
+ * its slow path calls it. Whoever may call that entry point (a relaxed load: destroy
+ * and any other call on the arena must not overlap, so it only has to be race-free). */
+static inline bool kiln_arena_live(const kiln_arena *arena, const char *what) {
+    if (kiln_likely(!kiln_load_relaxed(&arena->destroyed))) return true;
+    kiln_arena_refuse_destroyed(arena, what);
+    return false;
+}
 
 /* Out of line: the current block is full, the budget point is crossed, the size is
  * large, the alignment unusual or bad, or a debug bit sends every allocation here (the
@@ -150,8 +184,9 @@ static inline void *kiln_arena_bump(kiln_arena *arena, size_t size, size_t align
  * runtime wraps it). Owner thread only. */
 KILN_INTERNAL void kiln_arena_reset_all(kiln_arena *arena);
 
-/* Any thread; see the header comment. */
-KILN_INTERNAL void kiln_arena_stats_read(const kiln_arena *arena, kiln_arena_stats *out);
+/* Any thread; see the header comment. A destroyed arena: logged (ARENA_DESTROYED),
+ * *out zeroed but for the name, false. */
+KILN_INTERNAL bool kiln_arena_stats_read(const kiln_arena *arena, kiln_arena_stats *out);
 
 /* ---- the debug layer (arena_debug.c; see KILN_DEBUG_* in kiln/core.h) ----
  * With a record bit (KILN_ARENA_RECORD_BITS) every allocation has a record on a stack

@@ -87,7 +87,7 @@ static kiln_arena_record *record_top(const kiln_arena *arena) {
 
 void kiln_arena_debug_init(kiln_arena *arena) {
     kiln_arena_debug_claim(arena);
-    kiln_debug_block_taken(arena->debug, kiln_block_of(arena->pool, arena),
+    kiln_debug_block_taken(arena->debug, arena->first,
                            arena->pool->block_size, &arena->log);
     if (arena->debug & KILN_DEBUG_POISON) kiln_debug_mempool_create(arena);
 }

@@ -208,17 +208,25 @@ kiln_arena *kiln_frame_arena(kiln_ctx *ctx) {
     return ctx->frame_arena;
 }
 
-/* Whether ctx may take frame memory now: a context, and not a background job's under
- * KILN_DEBUG_CHECKS. */
-static inline bool frame_alloc_allowed(const kiln_ctx *ctx) {
-    return ctx && !(kiln_unlikely(ctx->debug_checks) &&
-                    (ctx->queue.running_flags & KILN_TASK_BACKGROUND));
+/* ctx's frame arena if ctx may take frame memory now, else NULL: a context that is
+ * attached (a detached one, or a zeroed pointer, has no frame arena: its memory is kept
+ * until kiln_destroy, so reading the field is safe), and not running a background job
+ * under KILN_DEBUG_CHECKS. The fast path: the load it needs anyway, and a test. */
+static inline kiln_arena *frame_alloc_arena(const kiln_ctx *ctx) {
+    kiln_arena *arena = ctx ? ctx->frame_arena : NULL;
+    if (kiln_unlikely(!arena) || (kiln_unlikely(ctx->debug_checks) &&
+                                  (ctx->queue.running_flags & KILN_TASK_BACKGROUND)))
+        return NULL;
+    return arena;
 }
 
-/* Logs why frame_alloc_allowed said no; NULL, so that callers reach it by a tail call. */
+/* Logs why frame_alloc_arena said no; NULL, so that callers reach it by a tail call. */
 static KILN_COLD void *refuse_frame_alloc(const kiln_ctx *ctx, const char *function) {
-    if (!ctx) {
-        kiln_log_misuse(NULL, "CONTEXT_NULL", "%s: the context is NULL", function);
+    /* NULL, detached, not a context: the context check says which, in its own words. */
+    if (!ctx || !ctx->frame_arena) {
+        if (kiln_ctx_check(ctx, function))   /* attached with no frame arena: never so */
+            kiln_log_misuse(&ctx->rt->log, "CONTEXT_INVALID",
+                            "%s: context %u has no frame arena", function, ctx->id);
         return NULL;
     }
     kiln_log_misuse(&ctx->rt->log, "JOB_BACKGROUND_FRAME_ALLOC",
@@ -228,12 +236,13 @@ static KILN_COLD void *refuse_frame_alloc(const kiln_ctx *ctx, const char *funct
 }
 
 void *kiln_frame_alloc(kiln_ctx *ctx, size_t size, size_t align) {
-    if (kiln_unlikely(!frame_alloc_allowed(ctx))) return refuse_frame_alloc(ctx, "kiln_frame_alloc");
-    return kiln_arena_bump(ctx->frame_arena, size, align);
+    kiln_arena *arena = frame_alloc_arena(ctx);
+    if (kiln_unlikely(!arena)) return refuse_frame_alloc(ctx, "kiln_frame_alloc");
+    return kiln_arena_bump(arena, size, align);
 }
 
 void *kiln_frame_alloc_at(kiln_ctx *ctx, size_t size, size_t align, const char *file, int line) {
-    if (kiln_unlikely(!frame_alloc_allowed(ctx)))
-        return refuse_frame_alloc(ctx, "kiln_frame_alloc_at");
-    return kiln_arena_alloc_at(ctx->frame_arena, size, align, file, line);
+    kiln_arena *arena = frame_alloc_arena(ctx);
+    if (kiln_unlikely(!arena)) return refuse_frame_alloc(ctx, "kiln_frame_alloc_at");
+    return kiln_arena_alloc_at(arena, size, align, file, line);
 }

@@ -653,6 +653,7 @@ Test(arena, allocation_of_ten_blocks) {
 
 Test(arena, largest_allocation_that_fits_a_block) {
     kiln_arena *a = kiln_arena_create(rt, "level");
+    cr_assert_not_null(kiln_arena_alloc(a, 1, 1), "the first block is in use");
     size_t fits = BS - sizeof(kiln_arena_block);
     unsigned char *p = kiln_arena_alloc(a, fits, 16);
     cr_assert_not_null(p);
@@ -865,4 +866,214 @@ Test(arena, arenas_are_independent) {
     cr_assert_eq(s.arenas, ARENAS - 1);
     for (int k = 0; k < ARENAS; k++)
         if (k != 5) kiln_arena_destroy(arenas[k]);
+}
+
+/* ---- release gives large mappings back; calls on a destroyed arena are refused ---- */
+
+/* A runtime of its own for tests that need a desc field (its log goes to rec). */
+static kiln_runtime *runtime_with(kiln_desc desc) {
+    kiln_runtime *r = kiln_create(&desc);
+    cr_assert_not_null(r, "kiln_create failed:%s", recorded_summary(rec));
+    return r;
+}
+
+/* mark / large allocation / release, over and over, in an arena that is never reset:
+ * what release frees goes back to the OS but for one mapping kept for the next round,
+ * so the reservation stays bounded and memory_limit is never reached. The sizes grow
+ * (no kept mapping fits the next one) and now and then drop back (the kept one fits). */
+Test(arena, release_unmaps_large_mappings_it_does_not_keep) {
+    kiln_desc desc = recording_desc(rec);
+    desc.memory_limit = (size_t)16 << 20;
+    desc.reserve_size = 16 * BS;
+    kiln_runtime *r = runtime_with(desc);
+    kiln_arena *a = kiln_arena_create(r, "loader");
+    cr_assert_not_null(a);
+    size_t page = 4096, largest = 0;
+    for (size_t i = 0; i < 300; i++) {
+        size_t size = i % 3 == 2 ? BS + 1 : BS + i * page;
+        if (size > largest) largest = size;
+        kiln_mark m = kiln_arena_mark(a);
+        unsigned char *p = kiln_arena_alloc(a, size, 16);
+        cr_assert_not_null(p, "round %zu (%zu bytes):%s", i, size, recorded_summary(rec));
+        p[0] = 1;
+        p[size - 1] = 2;
+        kiln_arena_release(a, m);
+        kiln_stats s = runtime_stats(r);
+        cr_assert_leq(s.blocks.large_mappings, 1, "round %zu: %llu mappings kept", i,
+                      (unsigned long long)s.blocks.large_mappings);
+        size_t large_bytes = s.blocks.reserved_bytes - s.blocks.blocks_reserved * BS;
+        cr_assert_leq(large_bytes, largest + 2 * page, "round %zu: %zu bytes of mappings kept",
+                      i, large_bytes);
+        cr_assert_eq(arena_stats(a).bytes_in_use, 0);
+    }
+    cr_assert_eq(arena_stats(a).failures, 0);
+    cr_assert_eq(recorded_count(rec), 0, "log:%s", recorded_summary(rec));
+    kiln_arena_reset(a);
+    cr_assert_eq(runtime_stats(r).blocks.large_mappings, 0, "reset gives back what it did not reuse");
+    kiln_arena_destroy(a);
+    kiln_destroy(r);
+}
+
+/* What release keeps is reused: the same large allocations round after round map
+ * nothing, also with several live at once. */
+Test(arena, release_keeps_mappings_for_the_next_round) {
+    kiln_arena *a = kiln_arena_create(rt, "loader");
+    kiln_mark m = kiln_arena_mark(a);
+    unsigned char *p = kiln_arena_alloc(a, 3 * BS, 16);
+    unsigned char *q = kiln_arena_alloc(a, 2 * BS, 16);
+    cr_assert(p && q);
+    kiln_arena_release(a, m);
+    kiln_stats s0 = runtime_stats(rt);
+    cr_assert_eq(s0.blocks.large_mappings, 2, "two were live at once: both are kept");
+    for (int round = 0; round < 10; round++) {
+        cr_assert_eq(kiln_arena_alloc(a, 3 * BS, 16), p, "round %d", round);
+        cr_assert_eq(kiln_arena_alloc(a, 2 * BS, 16), q, "round %d", round);
+        kiln_arena_release(a, m);
+    }
+    kiln_stats s = runtime_stats(rt);
+    cr_assert_eq(s.blocks.os_maps, s0.blocks.os_maps, "steady rounds map nothing");
+    cr_assert_eq(s.blocks.large_mappings, 2);
+    kiln_arena_destroy(a);
+    cr_assert_eq(runtime_stats(rt).blocks.large_mappings, 0);
+}
+
+/* The block that holds p. */
+static uintptr_t block_of(const void *p) { return (uintptr_t)p & ~(uintptr_t)(BS - 1); }
+
+Test(arena, destroy_twice_is_refused) {
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    cr_assert_not_null(kiln_arena_alloc(a, 100, 16));
+    kiln_arena_destroy(a);
+    uint64_t errors = runtime_stats(rt).api_errors;
+    kiln_arena_destroy(a);
+    cr_assert_eq(count_items(rec, "ARENA_DESTROYED"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, "ARENA_DESTROYED", "arena 'level': kiln_arena_destroy"), 1,
+                 "log:%s", recorded_summary(rec));
+    cr_assert_eq(runtime_stats(rt).api_errors, errors + 1, "a misuse is counted");
+    /* Its first block went back once: two new arenas get a block each. */
+    kiln_stats s = runtime_stats(rt);
+    kiln_arena *b = kiln_arena_create(rt, "b");
+    kiln_arena *c = kiln_arena_create(rt, "c");
+    cr_assert(b && c);
+    unsigned char *pb = kiln_arena_alloc(b, 1000, 16);
+    unsigned char *pc = kiln_arena_alloc(c, 1000, 16);
+    cr_assert(pb && pc);
+    cr_assert_neq(block_of(pb), block_of(pc), "two arenas share a block");
+    fill_pattern(pb, 1000, 1);
+    fill_pattern(pc, 1000, 2);
+    cr_assert(check_pattern(pb, 1000, 1) && check_pattern(pc, 1000, 2));
+    cr_assert_eq(runtime_stats(rt).blocks.blocks_in_use, s.blocks.blocks_in_use + 2);
+    kiln_arena_destroy(b);
+    kiln_arena_destroy(c);
+    cr_assert_eq(count_items(rec, "ARENA_DESTROYED"), 1);
+}
+
+/* Every call through a destroyed arena is refused and logged, whether its first block
+ * is free in the pool or is now another arena's first block; the other arena is left
+ * alone. */
+static void check_destroyed_arena_refuses(kiln_runtime *r, size_t block_large) {
+    kiln_arena *a = kiln_arena_create(r, "level");
+    cr_assert_not_null(a);
+    kiln_mark m = kiln_arena_mark(a);
+    void *in_first = kiln_arena_alloc(a, 100, 16);
+    cr_assert_not_null(in_first);
+    cr_assert_not_null(kiln_arena_alloc(a, block_large, 16));
+    kiln_arena_destroy(a);
+    for (int reused = 0; reused < 2; reused++) {
+        kiln_arena *b = NULL;
+        unsigned char *pb = NULL;
+        kiln_arena_stats before = { 0 };
+        if (reused) {   /* the pool is a LIFO: b's first block is a's */
+            b = kiln_arena_create(r, "b");
+            pb = kiln_arena_alloc(b, 256, 16);
+            cr_assert_not_null(pb);
+            cr_assert_eq(block_of(pb), block_of(in_first), "b's first block was a's");
+            fill_pattern(pb, 256, 7);
+            before = arena_stats(b);
+        }
+        recording_log_clear(rec);
+        cr_assert_null(kiln_arena_alloc(a, 16, 16));
+        cr_assert_null(kiln_arena_alloc(a, 0, 0));
+        cr_assert_null(kiln_arena_alloc(a, 1, 1));
+        cr_assert_null(kiln_arena_alloc(a, block_large, 16));
+        cr_assert_null(kiln_arena_alloc_at(a, 16, 16, __FILE__, __LINE__));
+        kiln_mark dead = kiln_arena_mark(a);
+        cr_assert(dead.opaque[0] == 0 && dead.opaque[1] == 0, "the empty mark");
+        kiln_arena_release(a, m);
+        kiln_arena_reset(a);
+        kiln_arena_stats s;
+        memset(&s, 0xff, sizeof s);
+        kiln_arena_stats_get(a, &s);
+        cr_assert_eq(s.bytes_in_use, 0);
+        cr_assert_eq(s.allocs, 0);
+        cr_assert_str_eq(s.name, "level");
+        kiln_arena_destroy(a);
+        cr_assert_eq(count_items(rec, "ARENA_DESTROYED"), 10, "log:%s", recorded_summary(rec));
+        cr_assert_eq(count_items_with(rec, "ARENA_DESTROYED", "arena 'level'"), 10);
+        cr_assert_eq(recorded_count(rec), 10, "nothing else:%s", recorded_summary(rec));
+        if (reused) {
+            kiln_arena_stats after = arena_stats(b);
+            cr_assert(check_pattern(pb, 256, 7), "the new arena's memory was written");
+            cr_assert_eq(after.bytes_in_use, before.bytes_in_use);
+            cr_assert_eq(after.allocs, before.allocs);
+            cr_assert_eq(after.resets, 0);
+            cr_assert_eq(after.releases, 0);
+            kiln_arena_destroy(b);
+        }
+    }
+}
+
+Test(arena, calls_on_a_destroyed_arena_are_refused) {
+    check_destroyed_arena_refuses(rt, 4 * BS);
+}
+
+Test(arena, calls_on_a_destroyed_debug_arena_are_refused) {
+    kiln_desc desc = recording_desc(rec);
+    desc.debug = KILN_DEBUG_GUARDS | KILN_DEBUG_FILL | KILN_DEBUG_SITES;
+    kiln_runtime *r = runtime_with(desc);
+    check_destroyed_arena_refuses(r, 4 * BS);
+    kiln_destroy(r);
+}
+
+/* Create and destroy in a loop: the blocks go back every time (the records stay with
+ * the runtime until kiln_destroy, which frees them: the ASan build checks the heap). */
+Test(arena, create_destroy_loop_returns_every_block) {
+    uint64_t in_use = runtime_stats(rt).blocks.blocks_in_use;
+    for (int i = 0; i < 200; i++) {
+        kiln_arena *a = kiln_arena_create(rt, "temp");
+        cr_assert_not_null(a);
+        cr_assert_not_null(kiln_arena_alloc(a, 3 * BS / 2, 16));
+        kiln_arena_destroy(a);
+    }
+    cr_assert_eq(runtime_stats(rt).blocks.blocks_in_use, in_use);
+    cr_assert_eq(runtime_stats(rt).arenas, 0);
+}
+
+/* A destroyed arena's record stays with the runtime until kiln_destroy, which frees it
+ * with the rest; a frame arena's record is reused by the next attach, so attaching and
+ * detaching over and over does not grow the heap. Exact in the ASan build only (see
+ * heap_accounting_exact). */
+Test(arena, records_are_reused_or_freed_by_kiln_destroy) {
+    kiln_desc desc = recording_desc(rec);
+    desc.worker_count = 1;   /* see runtime/arenas.c: kiln_destroy frees the records of a
+                                runtime with no worker only once it calls for that */
+    kiln_destroy(runtime_with(desc));   /* the process's first thread costs some heap once */
+    size_t heap0 = heap_bytes_in_use();
+    kiln_runtime *r = runtime_with(desc);
+    for (int i = 0; i < 20; i++) kiln_arena_destroy(kiln_arena_create(r, "temp"));
+    kiln_detach(kiln_attach(r));
+    size_t heap1 = heap_bytes_in_use();
+    for (int i = 0; i < 50; i++) {
+        kiln_ctx *c = kiln_attach(r);
+        cr_assert_not_null(kiln_frame_alloc(c, 100, 16));
+        kiln_detach(c);
+    }
+    size_t heap2 = heap_bytes_in_use();
+    kiln_destroy(r);
+    size_t heap3 = heap_bytes_in_use();
+    if (heap_accounting_exact()) {
+        cr_assert_eq(heap2, heap1, "attach and detach left %zd heap bytes", (ssize_t)(heap2 - heap1));
+        cr_assert_eq(heap3, heap0, "kiln_destroy left %zd heap bytes", (ssize_t)(heap3 - heap0));
+    }
+    cr_assert_eq(recorded_count(rec), 0, "log:%s", recorded_summary(rec));
 }

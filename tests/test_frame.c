@@ -732,3 +732,164 @@ Test(frame, threads_do_frames_against_one_runtime) {
     cr_assert_eq(after.api_errors, 0);
     cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));
 }
+
+/* ---- frame memory through a detached context; a worker's frame arena is frame end's ----
+ * These tests read the runtime's internals (its workers, a context's fields). */
+#include <sched.h>
+#include <time.h>
+
+#include "runtime/runtime_internal.h"
+
+static size_t          refusal_logged;   /* recorded_count at refusal_begin */
+static stderr_capture  refusal_capture;
+
+static void refusal_begin(void) {
+    refusal_logged = recorded_count(rec);
+    stderr_capture_begin(&refusal_capture);
+}
+
+/* What was logged since refusal_begin, through the runtime's log and on stderr (where a
+ * refusal that cannot trust its context writes), with function's name made "F": the
+ * message count in *count, the text (malloc'd). */
+static char *refusal_end(const char *function, size_t *count) {
+    char *err = stderr_capture_end(&refusal_capture);
+    size_t size = strlen(err) + 1;
+    *count = count_substrings(err, "\n");
+    for (size_t i = refusal_logged; i < recorded_count(rec); i++) size += strlen(rec->messages[i].text) + 1;
+    char *all = malloc(size), *out = all;
+    cr_assert_not_null(all);
+    for (size_t i = refusal_logged; i < recorded_count(rec); i++, ++*count)
+        out += sprintf(out, "%s\n", rec->messages[i].text);
+    strcpy(out, err);
+    free(err);
+    size_t n = strlen(function);
+    for (char *at; (at = strstr(all, function)) != NULL;) {
+        *at = 'F';
+        memmove(at + 1, at + n, strlen(at + n) + 1);
+    }
+    return all;
+}
+
+/* A zeroed kiln_ctx: a pointer that is no context, whose fields read as a detached one's. */
+static kiln_ctx not_a_context;
+
+/* kiln_frame_alloc and kiln_frame_alloc_at refuse a detached context (or a zeroed
+ * pointer) exactly as the context check of kiln_frame_arena does, and return NULL. */
+Test(frame, frame_alloc_on_a_detached_context_is_refused) {
+    kiln_ctx *other = kiln_attach(rt);
+    cr_assert_not_null(other);
+    cr_assert_not_null(kiln_frame_alloc(other, 16, 16));
+    kiln_detach(other);
+    kiln_ctx *contexts[] = { other, &not_a_context };
+    for (size_t k = 0; k < 2; k++) {
+        size_t n_check, n_alloc, n_at;
+        refusal_begin();
+        cr_assert_null(kiln_frame_arena(contexts[k]));
+        char *check = refusal_end("kiln_frame_arena", &n_check);
+        refusal_begin();
+        void *p = kiln_frame_alloc(contexts[k], 16, 16);
+        char *alloc = refusal_end("kiln_frame_alloc", &n_alloc);
+        refusal_begin();
+        void *q = kiln_frame_alloc_at(contexts[k], 16, 16, __FILE__, __LINE__);
+        char *at = refusal_end("kiln_frame_alloc_at", &n_at);
+        cr_assert_null(p, "context %zu", k);
+        cr_assert_null(q, "context %zu", k);
+        cr_assert_eq(n_check, 1, "context %zu: %s", k, check);
+        cr_assert_eq(n_alloc, 1, "context %zu: %s", k, alloc);
+        cr_assert_eq(n_at, 1, "context %zu: %s", k, at);
+        cr_assert_str_eq(alloc, check, "context %zu: the context check's refusal", k);
+        cr_assert_str_eq(at, check, "context %zu: the context check's refusal", k);
+        free(check);
+        free(alloc);
+        free(at);
+    }
+}
+
+/* A frame arena kept past its context's kiln_detach: every call through it is refused. */
+Test(frame, frame_arena_of_a_detached_context_is_refused) {
+    kiln_ctx *other = kiln_attach(rt);
+    cr_assert_not_null(other);
+    kiln_arena *stale = kiln_frame_arena(other);
+    cr_assert_not_null(kiln_arena_alloc(stale, 64, 16));
+    kiln_detach(other);
+    cr_assert_null(kiln_arena_alloc(stale, 64, 16));
+    kiln_arena_reset(stale);
+    kiln_arena_destroy(stale);
+    cr_assert_eq(count_items_with(rec, "ARENA_DESTROYED", "its context detached"), 3,
+                 "log:%s", recorded_summary(rec));
+    cr_assert_eq(recorded_count(rec), 3, "log:%s", recorded_summary(rec));
+}
+
+typedef struct reset_job {
+    kiln_ctx        *ran_on;
+    kiln_arena_stats before, after;
+    bool             intact;   /* its frame memory, written before the reset, still there */
+} reset_job;
+
+static void job_resets_its_frame_arena(kiln_ctx *c, void *arg) {
+    reset_job *job = arg;
+    job->ran_on = c;
+    unsigned char *p = kiln_frame_alloc(c, 256, 16);
+    if (p) fill_pattern(p, 256, 9);
+    kiln_arena *frame = kiln_frame_arena(c);
+    kiln_arena_stats_get(frame, &job->before);
+    kiln_arena_reset(frame);
+    kiln_arena_stats_get(frame, &job->after);
+    job->intact = p && check_pattern(p, 256, 9);
+}
+
+static void job_sets_flag(kiln_ctx *c, void *arg) {
+    (void)c;
+    atomic_store((_Atomic int *)arg, 1);
+}
+
+/* A job resetting its worker's frame arena is refused: the memory stays, frame end
+ * resets it as usual, and the worker remains a worker (it steals: its queue says so, and
+ * it takes a job that only a thief can run, since the submitting thread never waits). */
+Test(frame, worker_frame_arena_reset_is_refused) {
+    kiln_desc desc = recording_desc(rec);
+    desc.worker_count = 1;
+    kiln_runtime *r = kiln_create(&desc);
+    cr_assert_not_null(r, "log:%s", recorded_summary(rec));
+    kiln_ctx *c = kiln_attach(r);
+    cr_assert_not_null(c);
+    kiln_ctx *worker = r->workers[0];
+    kiln_frame_begin(c);
+    reset_job job = { 0 };
+    kiln_counter counter = { 0 };
+    kiln_run_ex(c, &(kiln_job){ job_resets_its_frame_arena, &job }, 1, &counter,
+                &(kiln_run_desc){ .pinned_to = worker });
+    kiln_wait(c, &counter);
+    cr_assert_eq(job.ran_on, worker, "the job ran on the worker");
+    cr_assert_eq(count_items(rec, "ARENA_WORKER_FRAME_RESET"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, "ARENA_WORKER_FRAME_RESET", "arena 'frame worker ctx"), 1);
+    cr_assert_eq(job.after.resets, job.before.resets, "the reset was ignored");
+    cr_assert_eq(job.after.bytes_in_use, job.before.bytes_in_use);
+    cr_assert_geq(job.after.bytes_in_use, 256);
+    cr_assert(job.intact, "the frame memory survived");
+    cr_assert(worker->queue.steals, "the worker still steals");
+
+    /* Only a thief can run this one: c spins without running jobs. The deadline only
+     * turns a hang into a failure. */
+    _Atomic int done = 0;
+    kiln_run(c, &(kiln_job){ job_sets_flag, (void *)&done }, 1, NULL);
+    struct timespec start, now;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while (!atomic_load(&done)) {
+        sched_yield();
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        cr_assert_lt(now.tv_sec - start.tv_sec, 120, "the worker never stole the job");
+    }
+    kiln_frame_end(c);
+    cr_assert_eq(arena_stats(worker->frame_arena).resets, job.before.resets + 1,
+                 "frame end reset it");
+    cr_assert_eq(arena_stats(worker->frame_arena).bytes_in_use, 0);
+
+    /* Nor may any other thread reset it. */
+    kiln_arena_reset(worker->frame_arena);
+    cr_assert_eq(count_items(rec, "ARENA_WORKER_FRAME_RESET"), 2);
+    cr_assert(worker->queue.steals);
+    cr_assert_eq(recorded_count(rec), 2, "log:%s", recorded_summary(rec));
+    kiln_detach(c);
+    kiln_destroy(r);
+}

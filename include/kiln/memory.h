@@ -4,7 +4,11 @@
  * pointer. Allocation is a pointer bump; nothing is freed one by one. Marks record
  * a position; releasing to a mark frees exactly what was allocated after it;
  * reset frees everything. Allocations larger than a block get a dedicated
- * mapping of their own, unmapped on release or reset.
+ * mapping of their own. Release and reset give such mappings back to the OS, but
+ * for a few kept for reuse: a release keeps at most as many as were live at once
+ * since the last reset (the largest), so mark / large allocation / release loops
+ * keep one round's worth; a reset keeps those the frame used and gives back the
+ * rest.
  *
  * Lifetimes: a context's frame arena is reset by kiln_frame_end (frame lifetime);
  * arenas made with kiln_arena_create live until their owner resets or destroys
@@ -47,15 +51,24 @@ extern "C" {
 typedef struct kiln_arena kiln_arena;             /* one owner thread at a time */
 typedef struct kiln_mark  { uint64_t opaque[2]; } kiln_mark;  /* {0}: the empty arena */
 
-/* Creates an arena that grows by blocks from the global pool. Its bookkeeping lives
- * in its first block, so creation takes no malloc. name is copied (at most 47 bytes
- * kept) and appears in every log message and in the stats; NULL names it "arena".
- * NULL on failure (bad rt, memory_limit reached), with the reason logged.
- * Concurrency: any thread, concurrently with other creates and destroys. */
+/* Creates an arena that grows by blocks from the global pool. Its bookkeeping is a
+ * small record on the heap (under 1 KiB), kept after kiln_arena_destroy until
+ * kiln_destroy, so that a call through a destroyed arena is always recognised, even
+ * when its blocks are someone else's now: make arenas for long lifetimes (a level, a
+ * load), not one per frame. name is copied (at most 47 bytes kept) and appears in
+ * every log message and in the stats; NULL names it "arena". NULL on failure (bad
+ * rt, memory_limit reached, no heap memory: ARENA_OUT_OF_MEMORY), with the reason
+ * logged. Concurrency: any thread, concurrently with other creates and destroys. */
 KILN_API kiln_arena *kiln_arena_create(kiln_runtime *rt, const char *name);
 
 /* Returns every block and mapping of the arena to the runtime. NULL is a no-op.
- * A context's frame arena cannot be destroyed this way (logged, ignored). */
+ * A context's frame arena cannot be destroyed this way (ARENA_IS_FRAME_ARENA, ignored).
+ *
+ * A destroyed arena: every later call through it — destroy again, alloc, alloc_at,
+ * mark, release, reset, kiln_arena_stats_get — is refused with ARENA_DESTROYED
+ * (counted in api_errors) and returns NULL, the empty mark, or zeroed stats. So is a
+ * frame arena whose context detached, until a later kiln_attach reuses its record
+ * (like the context itself, a stale pointer then names the new one). */
 KILN_API void kiln_arena_destroy(kiln_arena *arena);
 
 /* size bytes aligned to align (a power of two from 1 to the block size; 0 means
@@ -81,15 +94,20 @@ KILN_API void kiln_arena_release(kiln_arena *arena, kiln_mark mark);
 
 /* Frees everything. Keeps as many blocks as recent resets needed (the most any of
  * the last frames used, shrinking by one block per reset after a spike), so a
- * steady-state frame takes no block from the global pool. Owner thread only. */
+ * steady-state frame takes no block from the global pool. A worker's frame arena is
+ * kiln_frame_end's to reset (other jobs of the frame may use its memory): resetting
+ * it here, from a job or any other thread, is refused (ARENA_WORKER_FRAME_RESET) and
+ * the arena left as it is. Owner thread only. */
 KILN_API void kiln_arena_reset(kiln_arena *arena);
 
 /* This thread's frame arena: reset by kiln_frame_end for the driving context and
- * the workers; reset by the owner itself for other attached threads. */
+ * the workers (never by kiln_arena_reset, for a worker); reset by the owner itself
+ * for other attached threads. */
 KILN_API kiln_arena *kiln_frame_arena(kiln_ctx *ctx);
 
 /* Frame memory: lives until the next kiln_frame_end (or, for an attached thread
- * outside the frame clock, until it resets its frame arena). The context's thread
+ * outside the frame clock, until it resets its frame arena). NULL (logged as the
+ * context check logs it) for a NULL or detached context. The context's thread
  * only. */
 KILN_API void *kiln_frame_alloc(kiln_ctx *ctx, size_t size, size_t align);
 
