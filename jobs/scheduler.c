@@ -4,6 +4,7 @@
 #include "scheduler.h"
 
 #include "../base/clock.h"
+#include "../base/heap.h"
 
 #include <ck_pr.h>
 #include <linux/futex.h>
@@ -41,9 +42,15 @@ void kiln_job_system_fini(kiln_job_system *sys) {
     pthread_mutex_destroy(&sys->table_lock);
 }
 
-bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, uint32_t id) {
+bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, uint32_t id,
+                         bool is_worker) {
     q->owner = owner;
     q->id = id;
+    q->is_worker = is_worker;
+    q->job_depth = q->frame_depth = 0;
+    kiln_store_relaxed(&q->work_state, KILN_WORK_IDLE);   /* published with the queue */
+    /* Its frame memory is empty: it serves the epoch of now (no reset before its first job). */
+    kiln_store_relaxed(&q->work_epoch, sys->frame_epoch ? kiln_load_acquire(sys->frame_epoch) : 0);
     q->rng = 0x9e3779b97f4a7c15ull * (id + 1);
     /* A reused queue starts a new context's figures (retire zeroed submitted and
      * completed); relaxed: stats read them only once the context is listed, later. */
@@ -62,6 +69,9 @@ bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, u
         }
         pthread_mutex_init(&q->inbox_lock, NULL);
     }
+    pthread_mutex_lock(&q->inbox_lock);   /* a reused queue's inbox was closed at retire */
+    q->inbox_closed = false;
+    pthread_mutex_unlock(&q->inbox_lock);
     pthread_mutex_lock(&sys->table_lock);
     uint32_t slot = 0;
     while (slot < KILN_MAX_QUEUES && kiln_load_relaxed(&sys->queues[slot])) slot++;
@@ -82,16 +92,21 @@ bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, u
     return true;
 }
 
-static bool take_pinned(kiln_job_queue *q, kiln_task *task);
+static bool take_pinned(kiln_job_queue *q, kiln_task *task, bool background);
 static void run_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task);
 
 void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q) {
+    /* Closed first: a pin that comes after this is refused (and its submitter told), so
+     * nothing lands in an inbox that nobody will ever run. */
+    pthread_mutex_lock(&q->inbox_lock);
+    q->inbox_closed = true;
+    pthread_mutex_unlock(&q->inbox_lock);
     /* Its own tasks only, never stolen ones: a stolen frame job would allocate from the
      * frame arena that the detaching context deletes next, under its parent's feet. Nor
      * may the jobs it runs now steal when they wait. */
     q->steals = false;
     kiln_task task;
-    while (take_pinned(q, &task) || kiln_deque_take(&q->deques[KILN_DEQUE_HIGH], &task) ||
+    while (take_pinned(q, &task, true) || kiln_deque_take(&q->deques[KILN_DEQUE_HIGH], &task) ||
            kiln_deque_take(&q->deques[KILN_DEQUE_NORMAL], &task) ||
            kiln_deque_take(&q->deques[KILN_DEQUE_BACKGROUND], &task))
         run_task(sys, q, &task);
@@ -109,8 +124,8 @@ void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q) {
 void kiln_job_queue_fini(kiln_job_queue *q) {
     if (!kiln_load_relaxed(&q->deques[0].ring)) return;
     for (int i = 0; i < 3; i++) kiln_deque_fini(&q->deques[i]);
-    free(q->inbox);
-    q->inbox = NULL;
+    kiln_inbox_fini(&q->inbox[KILN_INBOX_FRAME]);
+    kiln_inbox_fini(&q->inbox[KILN_INBOX_BACKGROUND]);
     pthread_mutex_destroy(&q->inbox_lock);
 }
 
@@ -123,47 +138,56 @@ static void wake(kiln_job_system *sys, size_t n) {
     futex_wake(&sys->wake_epoch, n < sleeping ? (int)n : (int)sleeping);
 }
 
-/* false when the inbox could not grow (logged). */
-static bool inbox_append(kiln_job_queue *target, const kiln_task *tasks, size_t count,
-                         kiln_job_system *sys) {
+typedef enum { PIN_QUEUED, PIN_CLOSED, PIN_NO_MEMORY } pin_result;
+
+/* Appends to target's frame or background inbox, unless it is closed. */
+static pin_result inbox_append(kiln_job_queue *target, const kiln_task *tasks, size_t count) {
+    int kind = (tasks[0].flags & KILN_TASK_BACKGROUND) ? KILN_INBOX_BACKGROUND : KILN_INBOX_FRAME;
+    kiln_inbox *inbox = &target->inbox[kind];
     pthread_mutex_lock(&target->inbox_lock);
-    if (target->inbox_count + count > target->inbox_cap) {
-        size_t cap = target->inbox_cap ? target->inbox_cap : 64;
-        while (cap < target->inbox_count + count) cap *= 2;
-        kiln_task *grown = realloc(target->inbox, cap * sizeof *grown);
-        if (!grown) {
-            pthread_mutex_unlock(&target->inbox_lock);
-            kiln_log(&sys->log, KILN_LOG_ERROR, "JOB_OUT_OF_MEMORY",
-                     "context %u: no memory to queue pinned jobs; the submitting thread runs "
-                     "them", target->id);
-            return false;
-        }
-        target->inbox = grown;
-        target->inbox_cap = cap;
-    }
-    memcpy(target->inbox + target->inbox_count, tasks, count * sizeof *tasks);
-    target->inbox_count += count;
-    kiln_store_release(&target->inbox_hint, target->inbox_count);
+    pin_result result = target->inbox_closed                      ? PIN_CLOSED
+                        : !kiln_inbox_push(inbox, tasks, count)   ? PIN_NO_MEMORY
+                                                                  : PIN_QUEUED;
+    if (result == PIN_QUEUED) kiln_store_release(&target->inbox_hint[kind], inbox->count);
     pthread_mutex_unlock(&target->inbox_lock);
-    return true;
+    return result;
 }
 
 static void run_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task);
 
-void kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks, size_t count,
+/* Tasks that could not be queued, run here: counted already, dropping them would hang
+ * their waiters. */
+static KILN_COLD void run_here(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks,
+                               size_t count) {
+    for (size_t i = 0; i < count; i++) {
+        kiln_task copy = tasks[i];
+        run_task(sys, q, &copy);
+    }
+}
+
+bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks, size_t count,
                       int priority, kiln_job_queue *pinned) {
+    /* Counted before anyone can run them (frame_quiet reads completions first, so a
+     * count that came late could make a running job look finished). */
     uint64_t frame_jobs = (tasks[0].flags & KILN_TASK_BACKGROUND) ? 0 : count;
-    kiln_store_relaxed(&q->submitted, kiln_load_relaxed(&q->submitted) + frame_jobs);
+    uint64_t submitted = kiln_load_relaxed(&q->submitted);
+    kiln_store_relaxed(&q->submitted, submitted + frame_jobs);
     if (pinned) {
-        if (inbox_append(pinned, tasks, count, sys)) {
-            if (pinned != q) wake(sys, KILN_MAX_QUEUES);   /* the target may be a sleeping worker */
-        } else {   /* counted already: dropping them would hang their waiters */
-            for (size_t i = 0; i < count; i++) {
-                kiln_task copy = tasks[i];
-                run_task(sys, q, &copy);
-            }
+        pin_result result = inbox_append(pinned, tasks, count);
+        if (result == PIN_CLOSED) {
+            /* Never queued: taken back (a frame end that saw the count only waited longer). */
+            kiln_store_relaxed(&q->submitted, submitted);
+            return false;
         }
-        return;
+        if (result == PIN_NO_MEMORY) {
+            kiln_log(&sys->log, KILN_LOG_ERROR, "JOB_OUT_OF_MEMORY",
+                     "context %u: no memory to queue pinned jobs for context %u; the submitting "
+                     "thread runs them", q->id, pinned->id);
+            run_here(sys, q, tasks, count);
+        } else if (pinned != q) {
+            wake(sys, KILN_MAX_QUEUES);   /* the target may be a sleeping worker */
+        }
+        return true;
     }
     kiln_deque *deque = &q->deques[(tasks[0].flags & KILN_TASK_BACKGROUND) ? KILN_DEQUE_BACKGROUND
                                    : priority ? KILN_DEQUE_HIGH : KILN_DEQUE_NORMAL];
@@ -171,23 +195,38 @@ void kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *
         if (kiln_unlikely(!kiln_deque_push(deque, &tasks[i]))) {
             kiln_log(&sys->log, KILN_LOG_ERROR, "JOB_OUT_OF_MEMORY",
                      "context %u: the job deque could not grow; running the job here", q->id);
-            kiln_task copy = tasks[i];
-            run_task(sys, q, &copy);
+            run_here(sys, q, &tasks[i], 1);
         }
     }
     wake(sys, count);
+    return true;
 }
 
-/* Owner: one pinned task, if any. */
-static bool take_pinned(kiln_job_queue *q, kiln_task *task) {
-    if (kiln_likely(kiln_load_acquire(&q->inbox_hint) == 0)) return false;
+/* Owner: the oldest task of one inbox, if any. */
+static bool take_from_inbox(kiln_job_queue *q, int kind, kiln_task *task) {
+    if (kiln_likely(kiln_load_acquire(&q->inbox_hint[kind]) == 0)) return false;
     pthread_mutex_lock(&q->inbox_lock);
-    bool got = q->inbox_count > 0;
-    if (got) {
-        *task = q->inbox[0];
-        memmove(q->inbox, q->inbox + 1, --q->inbox_count * sizeof *task);
-        kiln_store_release(&q->inbox_hint, q->inbox_count);
-    }
+    bool got = kiln_inbox_pop(&q->inbox[kind], task);
+    kiln_store_release(&q->inbox_hint[kind], q->inbox[kind].count);
+    pthread_mutex_unlock(&q->inbox_lock);
+    return got;
+}
+
+/* Owner: one pinned task: a frame one, else with background a background one. */
+static bool take_pinned(kiln_job_queue *q, kiln_task *task, bool background) {
+    return take_from_inbox(q, KILN_INBOX_FRAME, task) ||
+           (background && take_from_inbox(q, KILN_INBOX_BACKGROUND, task));
+}
+
+/* Owner: the pinned background task that counts on counter, if any: a thread waiting
+ * for its own background job runs it, and no other. */
+static bool take_pinned_counted(kiln_job_queue *q, const kiln_counter_state *counter,
+                                kiln_task *task) {
+    if (kiln_likely(kiln_load_acquire(&q->inbox_hint[KILN_INBOX_BACKGROUND]) == 0)) return false;
+    pthread_mutex_lock(&q->inbox_lock);
+    kiln_inbox *inbox = &q->inbox[KILN_INBOX_BACKGROUND];
+    bool got = kiln_inbox_take_counted(inbox, counter, task);
+    kiln_store_release(&q->inbox_hint[KILN_INBOX_BACKGROUND], inbox->count);
     pthread_mutex_unlock(&q->inbox_lock);
     return got;
 }
@@ -230,7 +269,7 @@ static bool take_own(kiln_deque *deque, kiln_task *task) {
 }
 
 static bool find_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task, bool background) {
-    if (take_pinned(q, task)) return true;
+    if (take_pinned(q, task, background)) return true;
     if (take_own(&q->deques[KILN_DEQUE_HIGH], task) || steal(sys, q, KILN_DEQUE_HIGH, task))
         return true;
     if (take_own(&q->deques[KILN_DEQUE_NORMAL], task) || steal(sys, q, KILN_DEQUE_NORMAL, task))
@@ -297,14 +336,72 @@ static KILN_COLD void call_background(kiln_job_system *sys, kiln_job_queue *q, k
     sys->on_background(q->owner, false);
 }
 
+/* ---- A worker's frame work (KILN_WORK_* in scheduler.h) ----
+ * A worker is BUSY from its first frame job until it runs dry (or turns to a background
+ * job), so a burst of frame jobs costs one CAS, and each job a load of the epoch. */
+
+/* IDLE -> BUSY; waits out a claim. acquire: the driver's reset under the claim happens
+ * before this thread's next use of its frame memory. */
+static KILN_COLD void become_busy(kiln_job_queue *q) {
+    uint32_t idle = KILN_WORK_IDLE;
+    while (!kiln_cas_strong_acquire(&q->work_state, &idle, KILN_WORK_BUSY)) {
+        idle = KILN_WORK_IDLE;   /* CLAIMED: the driver is resetting our frame memory */
+        ck_pr_stall();
+    }
+}
+
+/* BUSY -> IDLE. release: every use of the frame memory so far happens before a claim. */
+static inline void become_idle(kiln_job_queue *q) {
+    kiln_store_release(&q->work_state, KILN_WORK_IDLE);
+}
+
+/* A frame ended since this worker's frame memory was last reset, and no frame job runs
+ * on it: the memory belongs to ended frames. The seq_cst fence orders the epoch read
+ * before every handle get of the jobs that follow (the rule in runtime/handles.h: a
+ * slot freed before the bump is stale to them). */
+static KILN_COLD void adopt_epoch(kiln_job_system *sys, kiln_job_queue *q, uint64_t epoch) {
+    sys->reset_frame(q->owner);
+    kiln_store_release(&q->work_epoch, epoch);   /* the driver's settle then sees the reset */
+    kiln_fence_seq_cst();
+}
+
+/* Before a frame job that no other frame job on this thread encloses. */
+static inline void enter_frame_work(kiln_job_system *sys, kiln_job_queue *q) {
+    /* Only this thread stores BUSY, so reading BUSY here is exact. */
+    if (kiln_load_relaxed(&q->work_state) != KILN_WORK_BUSY) become_busy(q);
+    uint64_t epoch = kiln_load_acquire(sys->frame_epoch);
+    if (kiln_unlikely(epoch != kiln_load_relaxed(&q->work_epoch))) adopt_epoch(sys, q, epoch);
+}
+
+/* Around every task: frame depth, and for a worker its frame work. A background job
+ * never holds a frame end back, so a worker turning to one leaves its frame work
+ * first; a frame job nested in a background job leaves it again when it returns. */
+static inline void work_begin(kiln_job_system *sys, kiln_job_queue *q, bool frame_job) {
+    if (frame_job) {
+        if (q->frame_depth++ == 0 && q->is_worker) enter_frame_work(sys, q);
+    } else if (q->is_worker && q->frame_depth == 0 &&
+               kiln_load_relaxed(&q->work_state) == KILN_WORK_BUSY) {
+        become_idle(q);
+    }
+}
+
+static inline void work_end(kiln_job_queue *q, bool frame_job) {
+    if (frame_job && --q->frame_depth == 0 && q->is_worker && q->job_depth > 1) become_idle(q);
+}
+
 /* The task itself, with its flags as the running ones meanwhile. */
 static inline void call_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
     uint32_t outer = q->running_flags;
+    bool frame_job = !(task->flags & KILN_TASK_BACKGROUND);
     q->running_flags = (uint32_t)task->flags;
+    q->job_depth++;
+    work_begin(sys, q, frame_job);
     if (kiln_unlikely((task->flags & ~outer & KILN_TASK_BACKGROUND) && sys->on_background))
         call_background(sys, q, task);
     else
         call_fn(sys, q, task);
+    work_end(q, frame_job);
+    q->job_depth--;
     q->running_flags = outer;
 }
 
@@ -353,8 +450,22 @@ static void wait_counter(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_s
 }
 
 void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter) {
-    /* Background jobs only where no worker would ever take them. */
-    wait_counter(sys, q, counter, sys->threads == 1);
+    /* Background jobs only where no worker would ever take them, and the background
+     * jobs pinned to this thread that count on this very counter: nobody else may run
+     * them, and the caller asked for them. */
+    bool background = sys->threads == 1;
+    unsigned idle = 0;
+    while (kiln_load_acquire(&counter->pending) != 0) {
+        kiln_task task;
+        if (kiln_jobs_run_one(sys, q, background)) {
+            idle = 0;
+        } else if (!background && take_pinned_counted(q, counter, &task)) {
+            run_task(sys, q, &task);
+            idle = 0;
+        } else {
+            idle_pause(&idle);
+        }
+    }
 }
 
 /* Every completed count first, then every submitted count (see the header). */
@@ -374,6 +485,37 @@ static bool frame_quiet(kiln_job_system *sys) {
     return completed == submitted;
 }
 
+/* Claims an idle worker and resets its frame memory, or waits while it finishes the
+ * frame job it runs, which then resets its own (see the header). */
+static void settle_worker(kiln_job_system *sys, kiln_job_queue *q, kiln_job_queue *w, uint64_t epoch) {
+    unsigned idle = 0;
+    while (kiln_load_acquire(&w->work_epoch) != epoch) {
+        uint32_t state = KILN_WORK_IDLE;
+        /* acquire: the worker's last uses of its frame memory happen before the reset */
+        if (kiln_cas_strong_acquire(&w->work_state, &state, KILN_WORK_CLAIMED)) {
+            sys->reset_frame(w->owner);
+            kiln_store_relaxed(&w->work_epoch, epoch);
+            kiln_store_release(&w->work_state, KILN_WORK_IDLE);   /* the worker's next CAS sees both */
+            return;
+        }
+        kiln_task task;   /* busy: its job may be waiting for one pinned to us */
+        if (take_pinned(q, &task, false)) {
+            run_task(sys, q, &task);
+            idle = 0;
+        } else {
+            idle_pause(&idle);
+        }
+    }
+}
+
+void kiln_jobs_settle_workers(kiln_job_system *sys, kiln_job_queue *q, uint64_t epoch) {
+    uint32_t limit = kiln_load_acquire(&sys->queue_limit);
+    for (uint32_t i = 0; i < limit; i++) {
+        kiln_job_queue *w = kiln_load_acquire(&sys->queues[i]);
+        if (w && w->is_worker) settle_worker(sys, q, w, epoch);   /* is_worker: set before publication */
+    }
+}
+
 void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q) {
     unsigned idle = 0;
     for (;;) {
@@ -385,7 +527,9 @@ void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q) {
 
 /* Any queue with work this worker could take? (Checked after announcing sleep.) */
 static bool work_visible(kiln_job_system *sys, kiln_job_queue *q) {
-    if (kiln_load_acquire(&q->inbox_hint) != 0) return true;
+    if (kiln_load_acquire(&q->inbox_hint[KILN_INBOX_FRAME]) != 0 ||
+        kiln_load_acquire(&q->inbox_hint[KILN_INBOX_BACKGROUND]) != 0)
+        return true;
     uint32_t limit = kiln_load_acquire(&sys->queue_limit);
     for (uint32_t i = 0; i < limit; i++) {
         kiln_job_queue *other = kiln_load_acquire(&sys->queues[i]);
@@ -415,7 +559,11 @@ void kiln_jobs_worker_loop(kiln_job_system *sys, kiln_job_queue *q) {
     while (!kiln_load_acquire(&sys->shutdown)) {
         if (kiln_jobs_run_one(sys, q, true)) {
             idle = 0;
-        } else if (++idle < KILN_IDLE_SPINS) {
+            continue;
+        }
+        /* Ran dry: no frame work held, so frame end may claim this worker. */
+        if (kiln_load_relaxed(&q->work_state) == KILN_WORK_BUSY) become_idle(q);
+        if (++idle < KILN_IDLE_SPINS) {
             /* Every 8th round past the 64th, give the core away: oversubscribed (more
              * threads than cores), a thread holding a stolen job, or the waiter, may be
              * waiting for one, and spinning here would keep it off for a time slice. */
@@ -426,6 +574,7 @@ void kiln_jobs_worker_loop(kiln_job_system *sys, kiln_job_queue *q) {
             idle = 0;
         }
     }
+    become_idle(q);   /* shut down: kiln_destroy's retire runs what is left */
 }
 
 void kiln_jobs_set_hook(kiln_job_system *sys, kiln_job_hook hook) {

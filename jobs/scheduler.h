@@ -16,6 +16,7 @@
 
 #include "../base/log.h"
 #include "deque.h"
+#include "inbox.h"
 
 #define KILN_MAX_QUEUES 64
 
@@ -39,23 +40,43 @@ typedef void (*kiln_background_fn)(void *owner, bool running);
  * an asset load that would stall the frame. */
 enum { KILN_DEQUE_NORMAL = 0, KILN_DEQUE_HIGH = 1, KILN_DEQUE_BACKGROUND = 2 };
 
+enum { KILN_INBOX_FRAME = 0, KILN_INBOX_BACKGROUND = 1 };
+
+/* A worker's frame work, the handshake that lets frame end reset a worker's frame
+ * memory without ever doing it under a running frame job (see kiln_jobs_settle_workers):
+ *   IDLE     no frame job runs on the worker; the driver may claim it
+ *   BUSY     the worker runs frame jobs (or is between two of a burst); only it resets
+ *            its frame memory, at its next frame job of a later epoch
+ *   CLAIMED  the driver resets the worker's frame memory now; the worker waits for IDLE
+ * IDLE -> BUSY (worker, CAS), BUSY -> IDLE (worker), IDLE -> CLAIMED -> IDLE (driver). */
+enum { KILN_WORK_IDLE = 0, KILN_WORK_BUSY = 1, KILN_WORK_CLAIMED = 2 };
+
 struct kiln_job_queue {
     kiln_deque          deques[3];       /* [KILN_DEQUE_NORMAL], [KILN_DEQUE_HIGH], [KILN_DEQUE_BACKGROUND] */
 
-    /* Pinned jobs: other threads append under the lock; only the owner runs them. */
+    /* Pinned jobs: other threads append under the lock; only the owner runs them. A
+     * closed inbox (its context is detaching) refuses new ones. */
     pthread_mutex_t     inbox_lock;
-    kiln_task          *inbox;           /* under inbox_lock */
-    size_t              inbox_count, inbox_cap;
-    _Atomic size_t      inbox_hint;      /* inbox_count, readable without the lock */
+    kiln_inbox          inbox[2];        /* [KILN_INBOX_FRAME], [KILN_INBOX_BACKGROUND]; under inbox_lock */
+    bool                inbox_closed;    /* under inbox_lock */
+    _Atomic size_t      inbox_hint[2];   /* each inbox's count, readable without the lock */
 
     /* Owner-written counters, read by the frame clock and by stats. */
     _Alignas(KILN_CACHE_LINE) _Atomic uint64_t submitted;  /* frame jobs pushed by the owner */
     _Atomic uint64_t    completed;       /* frame jobs finished by the owner (release) */
     _Atomic uint64_t    jobs_run, jobs_stolen, steal_misses, sleep_ns;
 
+    /* Workers: the frame-work handshake (KILN_WORK_*), and the frame epoch the worker's
+     * frame memory serves, written by whoever holds the right to reset it (the worker
+     * while BUSY, the driver while CLAIMED; release, read with acquire by the driver). */
+    _Atomic uint32_t    work_state;
+    _Atomic uint64_t    work_epoch;
+
     /* Owner-only. */
     uint64_t            rng;             /* victim choice */
     uint32_t            running_flags;   /* KILN_TASK_* of the job running now */
+    uint32_t            job_depth;       /* jobs running on this thread, nested ones included */
+    uint32_t            frame_depth;     /* of them, frame (not background) jobs */
     bool                steals;          /* takes other queues' jobs: workers and the frame
                                             driver, whose frame arenas frame end resets. An
                                             attached thread with a clock of its own must not:
@@ -68,6 +89,7 @@ struct kiln_job_queue {
     void               *owner;           /* the kiln_ctx handed to jobs */
     uint32_t            id;              /* the context's id, for counters and logs */
     uint32_t            slot;            /* index in the system's table */
+    bool                is_worker;       /* takes part in the frame-work handshake */
 };
 
 typedef struct kiln_job_system {
@@ -78,6 +100,12 @@ typedef struct kiln_job_system {
     uint32_t            threads;         /* workers + 1: for the default grain */
     kiln_job_hook       hook;            /* what new queues start with; table_lock */
     kiln_background_fn  on_background;   /* NULL: none; read-only once jobs run */
+    /* The frame epoch (frame ends so far + 1; the runtime's, which handle reuse counts
+     * by too), bumped by the driver at frame end; and the reset of an owner's frame
+     * memory, called by the worker itself or by the driver under a claim. Both set
+     * before any worker starts. */
+    const _Atomic uint64_t *frame_epoch;
+    void              (*reset_frame)(void *owner);
 
     _Alignas(KILN_CACHE_LINE) _Atomic uint32_t sleepers;   /* workers asleep or about to be */
     _Atomic uint32_t    wake_epoch;      /* the futex word sleepers wait on */
@@ -90,17 +118,19 @@ KILN_INTERNAL void kiln_job_system_fini(kiln_job_system *sys);
 
 /* Sets a queue up and publishes it to thieves. false when the table is full or memory
  * runs out (logged). Any thread (takes table_lock). */
-KILN_INTERNAL bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, uint32_t id);
-/* Owner: runs what is left on its deques and inbox, then withdraws the queue from the
- * table. The memory must stay valid until the system is gone: a thief may still be
+KILN_INTERNAL bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, uint32_t id,
+                                       bool is_worker);
+/* Owner: closes its inbox (later pins are refused), runs what is left on its deques
+ * and inbox, then withdraws the queue from the table. The memory must stay valid until the system is gone: a thief may still be
  * looking at it (its deques read empty). */
 KILN_INTERNAL void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q);
 /* Frees the rings and the inbox (system shut down, no thread left). */
 KILN_INTERNAL void kiln_job_queue_fini(kiln_job_queue *q);
 
 /* Owner of q: submits count tasks (flags, counter already set in the template) by
- * value; to target's inbox when pinned. */
-KILN_INTERNAL void kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks,
+ * value; to target's inbox when pinned. false, with nothing submitted and nothing
+ * counted, when the pinned target's inbox is closed (its context is detaching). */
+KILN_INTERNAL bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks,
                                     size_t count, int priority, kiln_job_queue *pinned);
 
 /* Owner of q: finds one task (pinned, high, stolen high, normal, stolen normal, then,
@@ -116,6 +146,15 @@ KILN_INTERNAL void kiln_jobs_run_range(kiln_job_system *sys, kiln_job_queue *q, 
 
 /* Owner of q: runs tasks until every frame job submitted so far has finished. */
 KILN_INTERNAL void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q);
+
+/* The driver (owner of q), at frame end, after the drain and after bumping the frame
+ * epoch to epoch: returns when every worker's frame memory serves epoch. An idle
+ * worker is claimed and its frame memory reset here; a busy one (a frame job it
+ * started before the bump, from any submitter) is waited for, and resets its own
+ * frame memory when it next starts a frame job, or is claimed once idle. Never resets
+ * memory under a running frame job. Runs q's pinned frame jobs meanwhile (a worker's
+ * job may be waiting for one). */
+KILN_INTERNAL void kiln_jobs_settle_workers(kiln_job_system *sys, kiln_job_queue *q, uint64_t epoch);
 
 /* A worker's life: find and run jobs, sleep when there are none, return at shutdown. */
 KILN_INTERNAL void kiln_jobs_worker_loop(kiln_job_system *sys, kiln_job_queue *q);

@@ -76,7 +76,7 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
     ctx->frame_arena = kiln_runtime_arena_new(rt, name, true);   /* the pool logs a refusal */
     if (ctx->frame_arena) ctx->frame_arena->frame_owner = ctx;
     ctx->queue.steals = true;
-    if (!ctx->frame_arena || !kiln_job_queue_init(&rt->jobs, &ctx->queue, ctx, id)) {
+    if (!ctx->frame_arena || !kiln_job_queue_init(&rt->jobs, &ctx->queue, ctx, id, is_worker)) {
         if (ctx->frame_arena) kiln_runtime_arena_delete(rt, ctx->frame_arena);
         ctx->frame_arena = NULL;
         if (reused) {   /* thieves may have seen it in an earlier life: keep it */

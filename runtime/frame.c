@@ -11,10 +11,28 @@ static bool is_driver(kiln_runtime *rt, kiln_ctx *ctx) {
     return driver == ctx;
 }
 
+/* Whether ctx may call the frame clock at all: a worker's context (reached from inside
+ * a job) never may, and no context from inside a job it runs: frame end would wait for
+ * the very job that called it. Logs the refusal. */
+static bool clock_call_allowed(const kiln_ctx *ctx, const char *function) {
+    const char *item = ctx->is_worker ? "FRAME_WORKER_CONTEXT"
+                       : ctx->queue.job_depth > 0 ? "FRAME_INSIDE_JOB" : NULL;
+    if (kiln_likely(item == NULL)) return true;
+    kiln_log_misuse(&ctx->rt->log, item,
+                    ctx->is_worker ? "%s: context %u is a worker's; only an attached thread "
+                                     "drives the frame clock; ignored"
+                                   : "%s: context %u is running a job; the frame clock is "
+                                     "driven outside jobs (frame end would wait for this one); "
+                                     "ignored",
+                    function, ctx->id);
+    return false;
+}
+
 uint64_t kiln_frame_begin(kiln_ctx *ctx) {
     if (!kiln_ctx_check(ctx, "kiln_frame_begin")) return 0;
     kiln_runtime *rt = ctx->rt;
     uint64_t frame = kiln_load_relaxed(&rt->frame);
+    if (!clock_call_allowed(ctx, "kiln_frame_begin")) return frame;
     if (!is_driver(rt, ctx)) {
         kiln_log_misuse(&rt->log, "FRAME_NOT_DRIVER",
                         "kiln_frame_begin: context %u does not drive the frame clock "
@@ -39,6 +57,7 @@ uint64_t kiln_frame_begin(kiln_ctx *ctx) {
 void kiln_frame_end(kiln_ctx *ctx) {
     if (!kiln_ctx_check(ctx, "kiln_frame_end")) return;
     kiln_runtime *rt = ctx->rt;
+    if (!clock_call_allowed(ctx, "kiln_frame_end")) return;
     /* No claim here: only kiln_frame_begin makes a context the driver. */
     kiln_ctx *driver = kiln_load_relaxed(&rt->driver);
     if (driver != NULL && driver != ctx) {
@@ -53,15 +72,18 @@ void kiln_frame_end(kiln_ctx *ctx) {
         return;
     }
     /* Every frame job, from any thread, with or without a counter, finishes first (the
-     * driver runs jobs meanwhile, its pinned ones included). The completion counts are
-     * read with acquire, so every frame allocation of a job happens before the resets:
-     * a worker touches its frame arena only inside a job. */
+     * driver runs jobs meanwhile, its pinned frame ones included). */
     kiln_jobs_drain_frame(&rt->jobs, &ctx->queue);
     kiln_runtime_audit(rt);   /* KILN_DEBUG_GUARDS: live pool objects and owned arenas */
-    for (uint32_t i = 0; i < rt->workers_started; i++)
-        kiln_arena_reset_all(rt->workers[i]->frame_arena);
+    /* The frame is over for every frame job that starts from now on: it reads the new
+     * epoch. seq_cst: every handle free that read the old epoch is ordered before it. */
+    uint64_t epoch = kiln_add_seq_cst(&rt->handle_epoch, 1) + 1;
+    /* Workers' frame memory is reset by the worker itself, or here under a claim while
+     * it runs no frame job: never under one, whoever submitted it, even a job that
+     * started after the drain (it is waited for, then resets its own). */
+    kiln_jobs_settle_workers(&rt->jobs, &ctx->queue, epoch);
     kiln_arena_reset_all(ctx->frame_arena);
-    kiln_handles_frame_end(rt, ctx);   /* slots freed before now may be reused */
+    kiln_handles_frame_end(rt, ctx, epoch);   /* slots freed before the bump may be reused */
     kiln_frame_record record;   /* the frame's figures: to the history, then the tracer */
     kiln_history_frame_end(rt, ctx, &record);
     if (kiln_unlikely(kiln_tracing(&rt->trace))) kiln_trace_frame_end(ctx, &record);

@@ -157,9 +157,7 @@ static void tables_frame_end(kiln_runtime *rt, uint64_t safe) {
     }
 }
 
-void kiln_handles_frame_end(kiln_runtime *rt, kiln_ctx *driver) {
-    /* seq_cst: every free that read the old epoch is ordered before this bump. */
-    uint64_t epoch = kiln_add_seq_cst(&rt->handle_epoch, 1) + 1;
+void kiln_handles_frame_end(kiln_runtime *rt, kiln_ctx *driver, uint64_t epoch) {
     if (kiln_load_relaxed(&rt->handle_table_count) == 0) {
         kiln_store_release(&rt->handle_safe_epoch, epoch);
         return;

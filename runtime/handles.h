@@ -17,9 +17,11 @@
  *
  * Reuse (the reclaim epoch): rt->handle_epoch counts frame ends. A free records the
  * epoch it read (after its CAS made the handle stale) with the slot. A frame end, after
- * every frame job has finished, bumps the epoch and computes safe = the new epoch,
- * lowered to the quiescent epoch of every attached thread outside the frame clock and of
- * every worker running a background job. A slot freed at epoch F is reusable once
+ * every frame job has finished, bumps the epoch, waits until every worker is idle or
+ * runs frame jobs that read the new epoch (kiln_jobs_settle_workers: a frame job that
+ * started before the bump, from whatever submitter, has returned), and computes safe =
+ * the new epoch, lowered to the quiescent epoch of every attached thread outside the
+ * frame clock and of every worker running a background job. A slot freed at epoch F is reusable once
  * safe > F: a frame end and each such thread's quiescent point came after the free, so
  * no pointer from get taken before the free is still in use. */
 #ifndef KILN_RUNTIME_HANDLES_H
@@ -156,7 +158,8 @@ KILN_INTERNAL void kiln_handles_background(struct kiln_ctx *ctx, bool running);
 
 /* At frame end, on the driver, after every frame job has finished: advances the reclaim
  * epoch, recomputes the safe epoch, promotes what it made reusable, samples peaks. */
-KILN_INTERNAL void kiln_handles_frame_end(struct kiln_runtime *rt, struct kiln_ctx *driver);
+KILN_INTERNAL void kiln_handles_frame_end(struct kiln_runtime *rt, struct kiln_ctx *driver,
+                                          uint64_t epoch);
 
 /* ---- runtime/handle_sites.c ---- */
 

@@ -40,20 +40,40 @@ static kiln_counter_state *counter_add(kiln_ctx *ctx, kiln_counter *counter, siz
     return state;
 }
 
+/* Whether desc's pin can be honoured: a context of this runtime, attached, and for a
+ * background job on a thread that is not a worker, a counter to wait on (such a job
+ * runs only when that thread waits on its counter). Logs JOB_BAD_PIN otherwise. */
+static bool pin_allowed(kiln_ctx *ctx, const kiln_run_desc *d, const kiln_counter *counter) {
+    const kiln_ctx *target = d->pinned_to;
+    const char *problem =
+        target->magic != KILN_CTX_MAGIC || target->rt != ctx->rt
+            ? "is not an attached context of this runtime"
+        : d->background && !target->is_worker && !counter
+            ? "is not a worker's, and a background job pinned there runs only when that "
+              "context waits on the job's counter, which is NULL"
+            : NULL;
+    if (kiln_likely(problem == NULL)) return true;
+    kiln_log_misuse(&ctx->rt->log, "JOB_BAD_PIN", "kiln_run: context %u: pinned_to %s; nothing "
+                    "submitted", ctx->id, problem);
+    return false;
+}
+
+/* The pinned target closed its inbox (it is detaching) before jobs [done, count) were
+ * queued: they are not submitted, and the counter no longer waits for them. */
+static KILN_COLD void refuse_pin_detaching(kiln_ctx *ctx, const kiln_ctx *target,
+                                           kiln_counter_state *state, size_t done, size_t count) {
+    if (state) kiln_sub_acq_rel(&state->pending, count - done);
+    kiln_log_misuse(&ctx->rt->log, "JOB_PIN_DETACHING",
+                    "kiln_run: context %u: pinned_to context %u is detaching; %zu of %zu jobs "
+                    "not submitted", ctx->id, target->id, count - done, count);
+}
+
 void kiln_run_ex(kiln_ctx *ctx, const kiln_job *jobs, size_t count, kiln_counter *counter,
                  const kiln_run_desc *desc) {
     if (!check_jobs(ctx, jobs, count, "kiln_run")) return;
     kiln_run_desc d = desc ? *desc : (kiln_run_desc){ 0 };
-    kiln_job_queue *pinned = NULL;
-    if (d.pinned_to) {
-        if (!kiln_ctx_check(d.pinned_to, "kiln_run") || d.pinned_to->rt != ctx->rt) {
-            kiln_log_misuse(&ctx->rt->log, "JOB_BAD_PIN",
-                            "kiln_run: context %u: pinned_to is not a context of this runtime; "
-                            "nothing submitted", ctx->id);
-            return;
-        }
-        pinned = &d.pinned_to->queue;
-    }
+    if (d.pinned_to && !pin_allowed(ctx, &d, counter)) return;
+    kiln_job_queue *pinned = d.pinned_to ? &d.pinned_to->queue : NULL;
     kiln_counter_state *state = counter_add(ctx, counter, count);
     uint64_t flags = (d.background ? KILN_TASK_BACKGROUND : 0) |
                      (d.priority == KILN_PRIORITY_HIGH ? KILN_TASK_HIGH : 0);
@@ -63,8 +83,11 @@ void kiln_run_ex(kiln_ctx *ctx, const kiln_job *jobs, size_t count, kiln_counter
         for (size_t i = 0; i < n; i++)
             batch[i] = (kiln_task){ .fn.job = jobs[done + i].fn, .arg = jobs[done + i].arg,
                                     .counter = state, .flags = flags };
-        kiln_jobs_submit(&ctx->rt->jobs, &ctx->queue, batch, n, d.priority == KILN_PRIORITY_HIGH,
-                         pinned);
+        if (!kiln_jobs_submit(&ctx->rt->jobs, &ctx->queue, batch, n, d.priority == KILN_PRIORITY_HIGH,
+                              pinned)) {
+            refuse_pin_detaching(ctx, d.pinned_to, state, done, count);
+            return;
+        }
         done += n;
     }
 }

@@ -51,6 +51,12 @@ static bool desc_check(kiln_desc *d, const kiln_log_sink *early) {
     return true;
 }
 
+/* The scheduler's reset of a worker's frame memory (jobs/scheduler.h says who calls it
+ * and when: never under one of the worker's frame jobs). */
+static void reset_worker_frame(void *owner) {
+    kiln_arena_reset_all(((kiln_ctx *)owner)->frame_arena);
+}
+
 kiln_runtime *kiln_create(const kiln_desc *desc) {
     kiln_desc d = desc_with_defaults(desc);
     kiln_log_sink early = { d.log, d.log_user, NULL, d.error_hook, d.error_hook_user };
@@ -86,6 +92,8 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     pthread_mutex_init(&rt->registry_lock, NULL);
     kiln_job_system_init(&rt->jobs, d.worker_count, rt->log);
     rt->jobs.on_background = background_changed;
+    rt->jobs.frame_epoch = &rt->handle_epoch;
+    rt->jobs.reset_frame = reset_worker_frame;
     kiln_trace_init(&rt->trace);
     rt->next_ctx_id = 1;
     kiln_store_relaxed(&rt->handle_epoch, 1);

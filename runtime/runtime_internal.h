@@ -88,7 +88,9 @@ struct kiln_runtime {
     kiln_handles    *handle_tables[KILN_MAX_HANDLE_TABLES];  /* live tables by slot; registry_lock */
     kiln_handles    *dead_handle_tables;   /* destroyed, kept until kiln_destroy */
     _Atomic uint32_t handle_table_count;   /* live tables; changed under registry_lock */
-    _Atomic uint64_t handle_epoch;         /* frame ends so far + 1; bumped by the driver */
+    _Atomic uint64_t handle_epoch;         /* the frame epoch: frame ends so far + 1, bumped by
+                                              the driver (seq_cst) once a frame's jobs are done;
+                                              workers' frame memory and handle reuse both go by it */
     _Atomic uint64_t handle_safe_epoch;    /* slots freed before this epoch are reusable */
     uint32_t         reclaim_stalled_frames;  /* driver only: frame ends with safe held back */
 

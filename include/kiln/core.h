@@ -190,13 +190,20 @@ KILN_API void kiln_detach(kiln_ctx *ctx);
 
 /* Opens a frame and returns its number, starting at 1. One thread drives the frame
  * clock: the first context to call kiln_frame_begin becomes the driver; a call from
- * another context, or a second begin without an end, is logged and returns the
- * current frame number (0 for a bad ctx). */
+ * another context (FRAME_NOT_DRIVER), or a second begin without an end
+ * (FRAME_ALREADY_OPEN), is logged and returns the current frame number (0 for a bad
+ * ctx). So is a call with a worker's context (FRAME_WORKER_CONTEXT: a job's ctx on a
+ * worker) or from inside a job (FRAME_INSIDE_JOB): the clock is driven between jobs. */
 KILN_API uint64_t kiln_frame_begin(kiln_ctx *ctx);
 
 /* Closes the frame: runs and waits until every frame job (from any thread, with or
- * without a counter; not background jobs) is done, then resets the frame arenas of the
- * workers and of ctx and records budgets and high-water marks. Other attached threads
+ * without a counter; not background jobs) is done, and every frame job a worker has
+ * started meanwhile, whoever submitted it (see "The frame a job belongs to" in
+ * kiln/jobs.h), then resets the frame arenas of the workers and of ctx and records
+ * budgets and high-water marks. A worker's frame arena is reset by frame end while the
+ * worker runs no frame job, or by the worker itself before its first frame job of the
+ * next frame: never under a job. The same refusals as kiln_frame_begin, and
+ * FRAME_END_WITHOUT_BEGIN for a frame that is not open. Other attached threads
  * reset their own frame arena at their own frame boundary:
  * kiln_arena_reset(kiln_frame_arena(their_ctx)); kiln never resets an arena under a
  * thread that may be using it. From its first such reset on, that thread's kiln_wait

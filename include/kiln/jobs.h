@@ -16,6 +16,21 @@
  * would). They must not use frame memory (with KILN_DEBUG_CHECKS, kiln_frame_alloc
  * inside one is refused with JOB_BACKGROUND_FRAME_ALLOC). Wait for them with a counter.
  *
+ * The frame a job belongs to. A frame job (any job that is not background) belongs to
+ * the frame of the driver's clock during which it starts, whoever submitted it: the
+ * driver, a job, a background job, or an attached thread with a loop of its own (a
+ * render thread). kiln_frame_end waits for every frame job submitted before it has
+ * drained the frame, and for every frame job a worker started before it closed the
+ * frame (one that another thread submitted just after the drain), so it never resets
+ * frame memory under a running job; a frame job that starts after that belongs to the
+ * next frame. The frame memory a job takes (kiln_frame_alloc with the ctx it was
+ * given) lives until the job has returned and the frame it belongs to has ended. The
+ * driver can read it until its kiln_frame_end; a thread that does not drive the clock
+ * cannot know when a frame ends, so its jobs hand results over in memory that thread
+ * owns (allocated before it submits them, from its own frame arena, a pool or an arena).
+ * Likewise a pointer that a frame job gets from kiln_handle_get stays valid (the slot
+ * is not reused) until the job returns, and for the driver's jobs until frame end.
+ *
  * Idle workers spin briefly, then sleep; kiln_run makes a system call only when some
  * worker sleeps. */
 #ifndef KILN_JOBS_H
@@ -38,15 +53,25 @@ typedef enum kiln_priority {
 
 typedef struct kiln_run_desc {
     kiln_priority priority;     /* 0: normal */
-    kiln_ctx     *pinned_to;    /* NULL: any thread; else only that context runs the jobs
-                                   (when it waits, or at frame end for the driver) */
+    kiln_ctx     *pinned_to;    /* NULL: any thread; else only that context runs the jobs:
+                                   frame jobs when it waits (kiln_wait on any counter) and,
+                                   for the driver, at frame end; background jobs only when
+                                   it waits on the job's own counter (a worker: also when
+                                   idle), never at frame end. A background job pinned to a
+                                   context that is not a worker's needs a counter
+                                   (JOB_BAD_PIN otherwise). A pin to a context that is
+                                   detaching is refused (JOB_PIN_DETACHING): those jobs are
+                                   neither run nor counted on the counter. */
     bool          background;   /* may cross frame boundaries; frame end does not wait */
 } kiln_run_desc;
 
 /* Submits count jobs; counter (may be NULL) counts the unfinished ones and must stay
  * alive until it reads zero. Jobs may themselves call kiln_run and kiln_wait.
- * Bad input (NULL ctx, a job with a NULL fn, count 0 with jobs NULL) is logged and
- * refused: no job of the call runs, the counter is untouched.
+ * Bad input (NULL ctx, a job with a NULL fn, count 0 with jobs NULL: JOB_NULL_FN,
+ * JOB_COUNT_ZERO, JOB_NULL_JOBS; a bad pin: JOB_BAD_PIN) is logged and refused: no job
+ * of the call runs, the counter is untouched. A pin to a context that starts to detach
+ * during the call refuses the jobs not yet queued (JOB_PIN_DETACHING, which says how
+ * many); the counter then counts only those that were.
  * Concurrency: the context's own thread; any number of contexts at once. */
 KILN_API void kiln_run(kiln_ctx *ctx, const kiln_job *jobs, size_t count, kiln_counter *counter);
 KILN_API void kiln_run_ex(kiln_ctx *ctx, const kiln_job *jobs, size_t count,
