@@ -83,7 +83,7 @@ typedef struct churn_item { uint64_t id; } churn_item;
 static kiln_handles      *churn_items;
 static _Atomic uint64_t   churn_live[CHURN_HANDLES];   /* handle values, as uint64_t */
 static _Atomic uint32_t   churn_serial;
-static _Atomic unsigned   churn_jobs_done, churn_stop;
+static _Atomic unsigned   churn_jobs_done, churn_stop, render_batches_done;
 
 static uint64_t handle_bits(kiln_handle h) { return h.bits; }
 static kiln_handle handle_of(uint64_t bits) { return (kiln_handle){ bits }; }
@@ -140,9 +140,11 @@ static void *render_main(void *arg) {
     for (unsigned b = 0; b < batches; b++) {
         kiln_arena_reset(kiln_frame_arena(ctx));   /* its own frame boundary */
         kiln_counter c = { { 0, 0 } };
-        kiln_run(ctx, &(kiln_job){ churn_job, NULL }, 1, &c);
+        kiln_job jobs[3] = { { churn_job, NULL }, { churn_job, NULL }, { churn_job, NULL } };
+        kiln_run(ctx, jobs, 1 + b % 3, &c);
         kiln_wait(ctx, &c);
         kiln_handles_quiescent(ctx);
+        atomic_fetch_add(&render_batches_done, 1);
     }
     kiln_detach(ctx);
     return NULL;
@@ -173,6 +175,7 @@ static void churn_start(void) {
     }
     atomic_store(&churn_serial, 0);
     atomic_store(&churn_jobs_done, 0);
+    atomic_store(&render_batches_done, 0);
     atomic_store(&churn_stop, 0);
 }
 
@@ -183,14 +186,14 @@ static void churn_finish(void) {
 }
 
 Test(lifecycle, frame_jobs_from_a_render_thread_keep_their_memory_across_frame_ends) {
-    start(2, 16u << 10);
+    start(3, 16u << 10);
     churn_start();
-    unsigned batches = 1500;
+    unsigned batches = 3000;
     pthread_t render;
     cr_assert_eq(pthread_create(&render, NULL, render_main, &batches), 0);
     /* The driver runs empty frames as fast as it can: each frame end meets the render
      * thread's jobs at every stage, before, during and after its drain. */
-    while (atomic_load(&churn_jobs_done) < batches) {
+    while (atomic_load(&render_batches_done) < batches) {
         kiln_frame_begin(main_ctx);
         kiln_frame_end(main_ctx);
     }
