@@ -130,6 +130,7 @@ void kiln_destroy(kiln_runtime *rt) {
     }
     kiln_trace_fini(&rt->trace);   /* every context is detached: nobody records */
     kiln_contexts_free(rt);
+    kiln_runtime_arenas_fini(rt);  /* every arena is gone: their records go too */
     kiln_job_system_fini(&rt->jobs);
     kiln_block_pool_fini(&rt->pool);
     pthread_mutex_destroy(&rt->registry_lock);

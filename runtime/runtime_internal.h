@@ -135,6 +135,10 @@ KILN_INTERNAL kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *n
 /* Unregisters and frees an arena. Concurrency: any thread (takes registry_lock). */
 KILN_INTERNAL void kiln_runtime_arena_delete(kiln_runtime *rt, kiln_arena *arena);
 
+/* kiln_destroy, once every arena of rt is gone: frees rt's arena records (runtime/arenas.c),
+ * even when none was ever made. */
+KILN_INTERNAL void kiln_runtime_arenas_fini(kiln_runtime *rt);
+
 /* Whether rt looks like a live runtime; logs ITEM_NULL / stale otherwise. */
 KILN_INTERNAL bool kiln_runtime_check(const kiln_runtime *rt, const char *function);
 
