@@ -46,7 +46,7 @@ bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, u
                          bool is_worker) {
     q->owner = owner;
     q->id = id;
-    q->is_worker = is_worker;
+    kiln_store_relaxed(&q->is_worker, is_worker);
     q->job_depth = q->frame_depth = 0;
     kiln_store_relaxed(&q->work_state, KILN_WORK_IDLE);   /* published with the queue */
     /* Its frame memory is empty: it serves the epoch of now (no reset before its first job). */
@@ -378,15 +378,16 @@ static inline void enter_frame_work(kiln_job_system *sys, kiln_job_queue *q) {
  * first; a frame job nested in a background job leaves it again when it returns. */
 static inline void work_begin(kiln_job_system *sys, kiln_job_queue *q, bool frame_job) {
     if (frame_job) {
-        if (q->frame_depth++ == 0 && q->is_worker) enter_frame_work(sys, q);
-    } else if (q->is_worker && q->frame_depth == 0 &&
+        if (q->frame_depth++ == 0 && kiln_load_relaxed(&q->is_worker)) enter_frame_work(sys, q);
+    } else if (kiln_load_relaxed(&q->is_worker) && q->frame_depth == 0 &&
                kiln_load_relaxed(&q->work_state) == KILN_WORK_BUSY) {
         become_idle(q);
     }
 }
 
 static inline void work_end(kiln_job_queue *q, bool frame_job) {
-    if (frame_job && --q->frame_depth == 0 && q->is_worker && q->job_depth > 1) become_idle(q);
+    if (frame_job && --q->frame_depth == 0 && kiln_load_relaxed(&q->is_worker) && q->job_depth > 1)
+        become_idle(q);
 }
 
 /* The task itself, with its flags as the running ones meanwhile. */
@@ -512,7 +513,7 @@ void kiln_jobs_settle_workers(kiln_job_system *sys, kiln_job_queue *q, uint64_t 
     uint32_t limit = kiln_load_acquire(&sys->queue_limit);
     for (uint32_t i = 0; i < limit; i++) {
         kiln_job_queue *w = kiln_load_acquire(&sys->queues[i]);
-        if (w && w->is_worker) settle_worker(sys, q, w, epoch);   /* is_worker: set before publication */
+        if (w && kiln_load_relaxed(&w->is_worker)) settle_worker(sys, q, w, epoch);
     }
 }
 

@@ -89,7 +89,9 @@ struct kiln_job_queue {
     void               *owner;           /* the kiln_ctx handed to jobs */
     uint32_t            id;              /* the context's id, for counters and logs */
     uint32_t            slot;            /* index in the system's table */
-    bool                is_worker;       /* takes part in the frame-work handshake */
+    _Atomic bool        is_worker;       /* takes part in the frame-work handshake; atomic
+                                            (relaxed): a driver's settle may read a queue whose
+                                            memory a new attach is setting up */
 };
 
 typedef struct kiln_job_system {
