@@ -9,44 +9,11 @@
  * for kiln_destroy, as destroyed pools do. A frame arena's record is reused for a later
  * frame arena, as the context it belonged to is reused by a later attach: detaching
  * and attaching over and over keeps as many records as contexts were attached at once.
- * Until its reuse, a call through it is refused too. */
+ * Until its reuse, a call through it is refused too. Both kinds wait on the runtime's
+ * lists (dead_arenas, spare_frame_arenas) until kiln_destroy frees them. */
 #include "runtime_internal.h"
 
 #include "../base/heap.h"
-
-/* The records a runtime keeps, both lists linked by registry_next: destroyed user
- * arenas, and free frame-arena records (their context detached, or never handed out).
- *
- * Found by the runtime's address in a process-wide list, because kiln_runtime has no
- * field for it (yet): made with the runtime's first arena, and freed by
- * kiln_runtime_arenas_fini, which kiln_destroy is to call once every arena is gone.
- * Until it does, the graveyard goes with the last arena deleted while kiln_destroy runs
- * (the job system is shut down only there): a runtime destroyed with no arena left to
- * delete (no workers, every arena destroyed, no context attached) leaves it on the
- * list, still reachable, and a runtime made later at the same address adopts it. */
-typedef struct arena_graveyard {
-    struct arena_graveyard *next;
-    const kiln_runtime     *rt;
-    kiln_arena             *dead;
-    kiln_arena             *spare_frames;
-} arena_graveyard;
-
-static pthread_mutex_t  graveyard_lock = PTHREAD_MUTEX_INITIALIZER;
-static arena_graveyard *graveyards;   /* under graveyard_lock */
-
-/* Under graveyard_lock: rt's graveyard; made when there is none and make says so
- * (NULL when the heap refuses). */
-static arena_graveyard *graveyard_of(const kiln_runtime *rt, bool make) {
-    for (arena_graveyard *g = graveyards; g; g = g->next)
-        if (g->rt == rt) return g;
-    arena_graveyard *g = make ? kiln_heap_calloc(1, sizeof *g) : NULL;
-    if (g) {
-        g->rt = rt;
-        g->next = graveyards;
-        graveyards = g;
-    }
-    return g;
-}
 
 static void records_free(kiln_arena *list) {
     for (kiln_arena *a = list, *next; a; a = next) {
@@ -55,38 +22,24 @@ static void records_free(kiln_arena *list) {
     }
 }
 
-/* Under graveyard_lock: rt is going away; so do its records. */
-static void graveyard_free(const kiln_runtime *rt) {
-    for (arena_graveyard **link = &graveyards; *link; link = &(*link)->next) {
-        arena_graveyard *g = *link;
-        if (g->rt != rt) continue;
-        *link = g->next;
-        records_free(g->dead);
-        records_free(g->spare_frames);
-        kiln_heap_free(g);
-        return;
-    }
-}
-
-/* kiln_destroy, after the last arena: frees rt's records. Declared here until
- * runtime_internal.h declares it. Any thread, once no arena of rt is used any more. */
-KILN_INTERNAL void kiln_runtime_arenas_fini(kiln_runtime *rt);
-
 void kiln_runtime_arenas_fini(kiln_runtime *rt) {
-    pthread_mutex_lock(&graveyard_lock);
-    graveyard_free(rt);
-    pthread_mutex_unlock(&graveyard_lock);
+    records_free(rt->dead_arenas);
+    records_free(rt->spare_frame_arenas);
+    rt->dead_arenas = rt->spare_frame_arenas = NULL;
 }
 
-/* A record for a new arena: a free frame record for a frame arena, else a new one.
- * NULL when the heap refuses (logged). Any thread. */
-static kiln_arena *record_take(kiln_runtime *rt, const char *name, bool is_frame) {
-    pthread_mutex_lock(&graveyard_lock);
-    arena_graveyard *g = graveyard_of(rt, true);
-    kiln_arena *record = g && is_frame ? g->spare_frames : NULL;
-    if (record) g->spare_frames = record->registry_next;
-    pthread_mutex_unlock(&graveyard_lock);
-    if (g && !record) record = kiln_heap_aligned(KILN_CACHE_LINE, sizeof *record);
+/* A record for a new arena: a free frame record for a frame arena (*reused set), else a
+ * new one. NULL when the heap refuses (logged). Any thread (takes registry_lock). */
+static kiln_arena *record_take(kiln_runtime *rt, const char *name, bool is_frame, bool *reused) {
+    kiln_arena *record = NULL;
+    if (is_frame) {
+        pthread_mutex_lock(&rt->registry_lock);
+        record = rt->spare_frame_arenas;
+        if (record) rt->spare_frame_arenas = record->registry_next;
+        pthread_mutex_unlock(&rt->registry_lock);
+    }
+    *reused = record != NULL;
+    if (!record) record = kiln_heap_aligned(KILN_CACHE_LINE, sizeof *record);
     if (!record)
         kiln_log(&rt->log, KILN_LOG_ERROR, "ARENA_OUT_OF_MEMORY",
                  "arena '%s': no heap memory for its record", name ? name : "arena");
@@ -94,24 +47,18 @@ static kiln_arena *record_take(kiln_runtime *rt, const char *name, bool is_frame
 }
 
 /* Keeps a record whose arena is gone (or never was: fresh says no pointer to it was
- * handed out, so a user record may be freed); last: rt's last arena during
- * kiln_destroy, and every record goes. Any thread. */
-static void record_keep(kiln_runtime *rt, kiln_arena *record, bool fresh, bool last) {
-    if (fresh && !record->is_frame) {
+ * ever handed out, so it is freed). Any thread (takes registry_lock). */
+static void record_keep(kiln_runtime *rt, kiln_arena *record, bool fresh) {
+    if (fresh) {
         kiln_heap_free(record);
-        record = NULL;
+        return;
     }
-    pthread_mutex_lock(&graveyard_lock);
-    arena_graveyard *g = graveyard_of(rt, false);   /* made with the record */
-    if (record && !g) kiln_heap_free(record);       /* not reached: made with the record */
-    else if (record) {
-        kiln_arena **list = record->is_frame ? &g->spare_frames : &g->dead;
-        record->registry_prev = NULL;
-        record->registry_next = *list;
-        *list = record;
-    }
-    if (last) graveyard_free(rt);
-    pthread_mutex_unlock(&graveyard_lock);
+    pthread_mutex_lock(&rt->registry_lock);
+    kiln_arena **list = record->is_frame ? &rt->spare_frame_arenas : &rt->dead_arenas;
+    record->registry_prev = NULL;
+    record->registry_next = *list;
+    *list = record;
+    pthread_mutex_unlock(&rt->registry_lock);
 }
 
 kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *name, bool is_frame) {
@@ -125,11 +72,12 @@ kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *name, bool is_f
         .debug = rt->desc.debug,
         .audit_sample = rt->desc.audit_sample,
     };
-    kiln_arena *arena = record_take(rt, name, is_frame);
+    bool reused;
+    kiln_arena *arena = record_take(rt, name, is_frame, &reused);
     if (!arena) return NULL;
     if (!kiln_arena_init(arena, &config)) {   /* the pool logged why */
         arena->is_frame = is_frame;
-        record_keep(rt, arena, true, false);
+        record_keep(rt, arena, !reused);
         return NULL;
     }
     arena->registry_owner = rt;
@@ -142,28 +90,26 @@ kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *name, bool is_f
     return arena;
 }
 
-/* Under registry_lock: takes arena off the registry and marks it destroyed; whether it
- * was the runtime's last arena during kiln_destroy. */
-static bool unregister_locked(kiln_runtime *rt, kiln_arena *arena) {
+/* Under registry_lock: takes arena off the registry and marks it destroyed. */
+static void unregister_locked(kiln_runtime *rt, kiln_arena *arena) {
     if (arena->registry_prev) arena->registry_prev->registry_next = arena->registry_next;
     else rt->arenas = arena->registry_next;
     if (arena->registry_next) arena->registry_next->registry_prev = arena->registry_prev;
     rt->arena_count--;
     kiln_store_relaxed(&arena->destroyed, true);
-    return rt->arenas == NULL && kiln_load_acquire(&rt->jobs.shutdown);
 }
 
 /* Off the registry (done): gives back the arena's memory and keeps its record. */
-static void arena_bury(kiln_runtime *rt, kiln_arena *arena, bool last) {
+static void arena_bury(kiln_runtime *rt, kiln_arena *arena) {
     kiln_arena_fini(arena);
-    record_keep(rt, arena, false, last);
+    record_keep(rt, arena, false);
 }
 
 void kiln_runtime_arena_delete(kiln_runtime *rt, kiln_arena *arena) {
     pthread_mutex_lock(&rt->registry_lock);
-    bool last = unregister_locked(rt, arena);
+    unregister_locked(rt, arena);
     pthread_mutex_unlock(&rt->registry_lock);
-    arena_bury(rt, arena, last);
+    arena_bury(rt, arena);
 }
 
 kiln_arena *kiln_arena_create(kiln_runtime *rt, const char *name) {
@@ -179,7 +125,7 @@ void kiln_arena_destroy(kiln_arena *arena) {
     pthread_mutex_lock(&rt->registry_lock);
     bool destroyed = kiln_load_relaxed(&arena->destroyed);
     bool refused = destroyed || arena->is_frame;
-    bool last = !refused && unregister_locked(rt, arena);
+    if (!refused) unregister_locked(rt, arena);
     pthread_mutex_unlock(&rt->registry_lock);
     if (destroyed) {
         kiln_arena_refuse_destroyed(arena, "kiln_arena_destroy");
@@ -188,7 +134,7 @@ void kiln_arena_destroy(kiln_arena *arena) {
                         "kiln_arena_destroy: arena '%s' is a context's frame arena; it goes "
                         "with kiln_detach", arena->name);
     } else {
-        arena_bury(rt, arena, last);
+        arena_bury(rt, arena);
     }
 }
 

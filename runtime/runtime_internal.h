@@ -30,8 +30,9 @@
  * by the next attach): a thief may still be looking at its job deques. */
 struct kiln_ctx {
     kiln_job_queue   queue;        /* first: cache-line aligned fields */
-    uint64_t         magic;        /* KILN_CTX_MAGIC while attached, then
-                                      KILN_CTX_DETACHED_MAGIC until kiln_destroy */
+    _Atomic uint64_t magic;        /* KILN_CTX_MAGIC while attached, then
+                                      KILN_CTX_DETACHED_MAGIC until kiln_destroy; atomic
+                                      (seq_cst by plain use): a pin reads another's */
     kiln_runtime    *rt;
     kiln_arena      *frame_arena;  /* owned by this context's thread */
     uint32_t         id;           /* 1, 2, ... in attach order */
@@ -74,6 +75,9 @@ struct kiln_runtime {
     uint32_t         context_count;
     uint32_t         next_ctx_id;
     kiln_arena      *arenas;        /* newest first, frame arenas included */
+    kiln_arena      *dead_arenas;   /* records of destroyed user arenas (a stale pointer is
+                                       refused through them); kept until kiln_destroy */
+    kiln_arena      *spare_frame_arenas;  /* frame-arena records free for the next attach */
     uint32_t         arena_count;
     kiln_ctx        *detached;      /* contexts kept for reuse; under registry_lock */
     kiln_ctx       **workers;       /* desc.worker_count of them */

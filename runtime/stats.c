@@ -46,8 +46,7 @@ bool kiln_stats_args_ok(const kiln_log_sink *log, const void *object, const char
 bool kiln_arena_stats_get(const kiln_arena *arena, kiln_arena_stats *out) {
     if (!kiln_stats_args_ok(arena ? &arena->log : NULL, arena, "ARENA_NULL", "the arena", out, sizeof *out, "kiln_arena_stats_get"))
         return false;
-    kiln_arena_stats_read(arena, out);
-    return true;
+    return kiln_arena_stats_read(arena, out);   /* false, logged, for a destroyed arena */
 }
 
 size_t kiln_stats_contexts(kiln_runtime *rt, kiln_ctx_stats *out, size_t cap) {
