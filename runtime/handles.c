@@ -62,6 +62,8 @@ static bool table_init(kiln_runtime *rt, kiln_handles *table, const kiln_handles
     if (!table->slots) return false;   /* the block pool logged the refusal */
     table->ring = (kiln_reuse_entry *)(table->slots + ring_offset);
     if (!kiln_handles_sites_init(table, rt->desc.debug)) {
+        kiln_log(&rt->log, KILN_LOG_ERROR, "HANDLES_OUT_OF_MEMORY",
+                 "kiln_handles_create: table '%s': no memory for its allocation-site array", name);
         kiln_block_pool_unmap_large(&rt->pool, table->slots, table->map_bytes);
         return false;
     }
@@ -234,7 +236,7 @@ static void cache_bind(kiln_handles *table, kiln_handle_cache *cache) {
  * detached context's caches were unbound at its detach, so its every call comes here. */
 static kiln_handle_cache *cache_for(kiln_ctx *ctx, kiln_handles *table, const char *function) {
     if (!ctx || !table) {
-        kiln_log_misuse(table ? &table->log : NULL, ctx ? "HANDLES_NULL" : "CONTEXT_NULL",
+        kiln_log_misuse(table ? &table->log : kiln_ctx_log(ctx), ctx ? "HANDLES_NULL" : "CONTEXT_NULL",
                         "%s: the %s is NULL", function, ctx ? "table" : "context");
         return NULL;
     }
@@ -431,7 +433,7 @@ size_t kiln_stats_handles(kiln_runtime *rt, kiln_handles_stats *out, size_t cap)
 }
 
 bool kiln_handles_stats_get(kiln_handles *table, kiln_handles_stats *out) {
-    if (!kiln_stats_args_ok(NULL, table, "HANDLES_NULL", "the table", out, sizeof *out,
+    if (!kiln_stats_args_ok(table ? &table->log : NULL, table, "HANDLES_NULL", "the table", out, sizeof *out,
                             "kiln_handles_stats_get"))
         return false;
     kiln_runtime *rt = table->owner;

@@ -130,7 +130,7 @@ static KILN_COLD void *alloc_unbound(kiln_ctx *ctx, kiln_pool *pool, kiln_pool_c
 
 void *kiln_pool_alloc(kiln_ctx *ctx, kiln_pool *pool) {
     if (kiln_unlikely(!ctx || !pool)) {
-        kiln_log_misuse(pool ? &pool->log : NULL, ctx ? "POOL_NULL" : "CONTEXT_NULL",
+        kiln_log_misuse(pool ? &pool->log : kiln_ctx_log(ctx), ctx ? "POOL_NULL" : "CONTEXT_NULL",
                         "kiln_pool_alloc: the %s is NULL", ctx ? "pool" : "context");
         return NULL;
     }
@@ -161,7 +161,7 @@ static KILN_COLD void free_unbound(kiln_ctx *ctx, kiln_pool *pool, kiln_pool_cac
 void kiln_pool_free(kiln_ctx *ctx, kiln_pool *pool, void *obj) {
     if (!obj) return;
     if (kiln_unlikely(!ctx || !pool)) {
-        kiln_log_misuse(pool ? &pool->log : NULL, ctx ? "POOL_NULL" : "CONTEXT_NULL",
+        kiln_log_misuse(pool ? &pool->log : kiln_ctx_log(ctx), ctx ? "POOL_NULL" : "CONTEXT_NULL",
                         "kiln_pool_free: the %s is NULL; %p not freed", ctx ? "pool" : "context", obj);
         return;
     }
@@ -215,7 +215,7 @@ size_t kiln_stats_pools(kiln_runtime *rt, kiln_pool_stats *out, size_t cap) {
 }
 
 bool kiln_pool_stats_get(kiln_pool *pool, kiln_pool_stats *out) {
-    if (!kiln_stats_args_ok(NULL, pool, "POOL_NULL", "the pool", out, sizeof *out, "kiln_pool_stats_get"))
+    if (!kiln_stats_args_ok(pool ? &pool->log : NULL, pool, "POOL_NULL", "the pool", out, sizeof *out, "kiln_pool_stats_get"))
         return false;
     kiln_runtime *rt = pool->owner;
     pthread_mutex_lock(&rt->registry_lock);
