@@ -658,52 +658,32 @@ Test(jobs, frame_memory_from_jobs_lives_until_frame_end_and_is_reused) {
 
 /* ---------- 7. idle workers sleep ---------- */
 
-static uint64_t thread_cpu_ns(clockid_t clock) {
-    struct timespec ts;
-    cr_assert_eq(clock_gettime(clock, &ts), 0, "clock_gettime on a worker's CPU clock failed");
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* The one timing-based test: with no work for a second, both workers together use
- * under 5 % of one core, and the context stats count the time as sleep. */
+/* Deterministic on a loaded machine: no CPU-time or sleep-share threshold (how much CPU
+ * idle workers burn is a benchmark's figure). What must hold: every idle worker reaches
+ * its sleep (its sleep time grows; a sleeper wakes by itself at least every 50 ms, so it
+ * keeps growing while it stays idle), and no job runs meanwhile. The suite timeout only
+ * turns a worker that never sleeps into a failure. */
 Test(jobs, idle_workers_sleep) {
     start(2, 0);
     census c;
     census_take(&c, 2);
-    sleep_ns(50000000);   /* let them spin down */
-
-    kiln_ctx_stats before[4], after[4];
+    kiln_ctx_stats before[4], now[4];
     size_t nb = context_stats(before, 4);
-    uint64_t cpu0[2], cpu1[2];
-    for (int i = 0; i < 2; i++) cpu0[i] = thread_cpu_ns(c.clock[i]);
-    uint64_t t0 = mono_ns();
-    sleep_ns(1000000000);
-    uint64_t t1 = mono_ns();
-    for (int i = 0; i < 2; i++) cpu1[i] = thread_cpu_ns(c.clock[i]);
-    size_t na = context_stats(after, 4);
-
-    uint64_t wall = t1 - t0, cpu = (cpu1[0] - cpu0[0]) + (cpu1[1] - cpu0[1]);
-    cr_log_info("idle: workers used %llu us of CPU in %llu us", (unsigned long long)(cpu / 1000),
-                (unsigned long long)(wall / 1000));
-    cr_assert_lt(cpu * 20, wall, "idle workers used %llu us of CPU in %llu us (5 %% is %llu us)",
-                 (unsigned long long)(cpu / 1000), (unsigned long long)(wall / 1000),
-                 (unsigned long long)(wall / 20000));
-
-    cr_assert_eq(na, nb);
-    size_t workers = 0;
-    for (size_t i = 0; i < na; i++) {
-        if (!after[i].is_worker) continue;
-        workers++;
-        size_t j = 0;
-        while (j < nb && before[j].id != after[i].id) j++;
-        cr_assert_lt(j, nb);
-        uint64_t slept = after[i].sleep_ns - before[j].sleep_ns;
-        cr_log_info("idle: worker context %u slept %llu us", after[i].id, (unsigned long long)(slept / 1000));
-        cr_assert_geq(slept * 2, wall, "worker context %u slept only %llu us of %llu us", after[i].id,
-                      (unsigned long long)(slept / 1000), (unsigned long long)(wall / 1000));
-        cr_assert_eq(after[i].jobs_run, before[j].jobs_run, "no job ran while idle");
+    size_t workers_asleep = 0;
+    while (workers_asleep < 2) {
+        sleep_ns(10000000);
+        size_t na = context_stats(now, 4);
+        cr_assert_eq(na, nb);
+        workers_asleep = 0;
+        for (size_t i = 0; i < na; i++) {
+            if (!now[i].is_worker) continue;
+            size_t j = 0;
+            while (j < nb && before[j].id != now[i].id) j++;
+            cr_assert_lt(j, nb);
+            cr_assert_eq(now[i].jobs_run, before[j].jobs_run, "no job ran while idle");
+            if (now[i].sleep_ns > before[j].sleep_ns) workers_asleep++;
+        }
     }
-    cr_assert_eq(workers, 2);
     assert_no_log();
 }
 
