@@ -84,10 +84,10 @@ static uintptr_t align_up(uintptr_t x, size_t align) {
     return (x + (align - 1)) & ~(uintptr_t)(align - 1);
 }
 
-/* Where allocations in block start: after the arena's bookkeeping in its first block,
- * after the block header in every other one. */
+/* Where allocations in block start: after the block header, the first block's too (the
+ * arena's bookkeeping is a record outside its blocks). */
 static uintptr_t data_start(const model *m, uintptr_t block) {
-    if (block == m->chain[0]) return (uintptr_t)m->arena + sizeof(struct kiln_arena);
+    (void)m;
     return block + sizeof(kiln_arena_block);
 }
 
@@ -101,7 +101,7 @@ static void model_init(world *w, model *m, const char *name) {
     m->name = name;
     m->arena = kiln_arena_create(w->rt, name);
     FUZZ_CHECK(m->arena != NULL, "kiln_arena_create: %s", w->log.last);
-    m->chain[0] = block_of((uintptr_t)m->arena);
+    m->chain[0] = (uintptr_t)m->arena->first;
     start_over(m);
 }
 
