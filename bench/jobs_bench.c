@@ -1,4 +1,5 @@
 /* bench/jobs_bench.c — the job family of BENCH.md: J1 empty jobs, J2 fib, J3 parallel_for,
+ * J4 a backlog of pinned jobs (kiln only),
  * kiln against OpenMP (gcc's libgomp) and oneTBB (bench/jobs_tbb.cpp, behind a C
  * interface), all in this process, rounds alternating kiln, OpenMP, oneTBB, ...
  *
@@ -466,6 +467,26 @@ static void add_rows(bench_workload *w, phase *ph, row *rows, bench_round_fn fn,
     }
 }
 
+/* ---- J4 pinned backlog ------------------------------------------------------------------ */
+
+/* n empty jobs pinned to the submitting thread, all queued before one wait drains them:
+ * the cost per job must not grow with the backlog (an inbox take is O(1)). */
+static void j4_round(void *state, bench_series *s) {
+    row *r = state;
+    phase *ph = r->ph;
+    static kiln_job jobs[1024];
+    for (int i = 0; i < 1024; i++) jobs[i] = (kiln_job){ kiln_empty_job, NULL };
+    kiln_counter counter = { { 0, 0 } };
+    kiln_run_desc pin = { .pinned_to = ph->ctx };
+    uint64_t t0 = bench_now_ns();
+    for (size_t done = 0; done < ph->n; done += 1024)
+        kiln_run_ex(ph->ctx, jobs, ph->n - done < 1024 ? ph->n - done : 1024, &counter, &pin);
+    kiln_wait(ph->ctx, &counter);
+    double ns = (double)(bench_now_ns() - t0);
+    bench_add_sample(s, ns, (double)ph->n);
+    bench_add_round(s, ns, (double)ph->n);
+}
+
 static void run_workload(bench_workload *w, phase *ph) {
     ctx_snapshot before, after;
     snapshot(ph->rt, &before);
@@ -473,6 +494,31 @@ static void run_workload(bench_workload *w, phase *ph) {
     snapshot(ph->rt, &after);
     bench_print(w);
     print_ctx_delta(&before, &after, w->rounds);
+}
+
+static void run_workload(bench_workload *w, phase *ph);
+
+/* kiln only: no peer pins a job to a thread. Three backlogs, one row each. */
+static void run_j4(phase *ph) {
+    static const size_t backlogs[3] = { 10000, 40000, 160000 };
+    for (int i = 0; i < 3; i++) {
+        bench_workload w = { 0 };
+        char title[80], detail[200];
+        ph->n = quick ? backlogs[i] / 10 : backlogs[i];
+        snprintf(title, sizeof title, "J4 pinned backlog of %zu (T=%d threads)", ph->n, ph->threads);
+        snprintf(detail, sizeof detail,
+                 "%zu empty jobs pinned to the submitting thread, queued before one kiln_wait "
+                 "drains them; ns per job must stay flat as the backlog grows", ph->n);
+        w.title = title;
+        w.detail = detail;
+        w.op = "job";
+        w.sample = "round";
+        w.rounds = ph->size->rounds;
+        row r = { ph, IMPL_KILN, 0 };
+        bench_add_entry(&w, "kiln pinned_to self + kiln_wait", j4_round, &r);
+        run_workload(&w, ph);
+        bench_workload_free(&w);
+    }
 }
 
 static void run_j1(phase *ph) {
@@ -624,7 +670,7 @@ static void phase_close(phase *ph) {
 /* ---- main ------------------------------------------------------------------------------ */
 
 static void usage(void) {
-    fprintf(stderr, "usage: jobs_bench [--quick] [--only j1|j2|j3] [--threads 1,2,4] [--kiln-only]\n");
+    fprintf(stderr, "usage: jobs_bench [--quick] [--only j1|j2|j3|j4] [--threads 1,2,4] [--kiln-only]\n");
     exit(2);
 }
 
@@ -642,7 +688,8 @@ int main(int argc, char **argv) {
             kiln_only = true;
         } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
             only = argv[++i];
-            if (strcmp(only, "j1") && strcmp(only, "j2") && strcmp(only, "j3")) usage();
+            if (strcmp(only, "j1") && strcmp(only, "j2") && strcmp(only, "j3") && strcmp(only, "j4"))
+                usage();
         } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
             for (char *p = argv[++i], *end; *p && phases < MAX_PHASES; p = *end ? end + 1 : end) {
                 long t = strtol(p, &end, 10);
@@ -692,6 +739,7 @@ int main(int argc, char **argv) {
             run_j3(&ph, size->j3_n, 1024, size->j3_passes_coarse);
             run_j3(&ph, size->j3_n_fine, 1, size->j3_passes_fine);
         }
+        if ((!only && p == 0) || (only && strcmp(only, "j4") == 0)) run_j4(&ph);
         phase_close(&ph);
     }
     free(data);
