@@ -153,6 +153,11 @@ void kiln_detach(kiln_ctx *ctx) {
                         ctx->id);
         return;
     }
+    if (ctx->queue.job_depth > 0) {   /* its frame arena and queue are in use below us */
+        kiln_log_misuse(&ctx->rt->log, "CONTEXT_INSIDE_JOB",
+                        "kiln_detach: context %u is running a job; detach between jobs", ctx->id);
+        return;
+    }
     context_release(ctx);
 }
 

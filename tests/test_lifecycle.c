@@ -4,7 +4,7 @@
  * pin to a context that is detaching is refused or run, never stranded; a background
  * job pinned to a thread runs only when that thread waits on its counter; pinned jobs
  * come out in order whatever the backlog; the frame clock refuses worker contexts and
- * calls from inside a job.
+ * calls from inside a job, and a context cannot detach from inside a job it runs.
  *
  * The races of the first tests are real ones: correct code passes them every time, and
  * a frame end that resets memory under a running job fails them (a pattern check, an
@@ -420,4 +420,24 @@ Test(lifecycle, the_driver_cannot_end_or_begin_a_frame_from_inside_a_job) {
     cr_assert_eq(kiln_frame_number(rt), 1, "the frame stays open");
     kiln_frame_end(main_ctx);   /* and closes normally */
     cr_assert_eq(recorded_count(rec), 2, "log:%s", recorded_summary(rec));
+}
+
+static void detach_inside_job(kiln_ctx *ctx, void *arg) {
+    (void)arg;
+    kiln_detach(ctx);
+}
+
+Test(lifecycle, a_context_cannot_detach_from_inside_a_job_it_runs) {
+    start(1, 0);
+    kiln_counter c = { { 0, 0 } };
+    kiln_run_ex(main_ctx, &(kiln_job){ detach_inside_job, NULL }, 1, &c,
+                &(kiln_run_desc){ .pinned_to = main_ctx });
+    kiln_wait(main_ctx, &c);
+    cr_assert_eq(count_items_at(rec, "CONTEXT_INSIDE_JOB", KILN_LOG_ERROR), 1, "log:%s",
+                 recorded_summary(rec));
+    cr_assert_eq(api_errors(), 1);
+    kiln_frame_begin(main_ctx);   /* still attached and usable */
+    cr_assert_not_null(kiln_frame_alloc(main_ctx, 64, 16));
+    kiln_frame_end(main_ctx);
+    cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
 }

@@ -185,7 +185,9 @@ KILN_API kiln_ctx *kiln_attach(kiln_runtime *rt);
 /* Releases a context and its frame arena. Called by the thread that attached it.
  * Concurrency: concurrently with other attach/detach calls. NULL is a no-op. A context
  * used after its detach (detached twice, say) is refused with CONTEXT_DETACHED through
- * its runtime's log, until kiln_destroy (a later attach may reuse its memory). */
+ * its runtime's log, until kiln_destroy (a later attach may reuse its memory). A
+ * worker's context (CONTEXT_IS_WORKER) and a call from inside a job running on ctx
+ * (CONTEXT_INSIDE_JOB) are refused: the context stays attached. */
 KILN_API void kiln_detach(kiln_ctx *ctx);
 
 /* Opens a frame and returns its number, starting at 1. One thread drives the frame
