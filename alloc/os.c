@@ -7,10 +7,9 @@
 #include <unistd.h>
 
 #include "../base/atomics.h"
+#include "../base/fault.h"
 
-/* Countdown to the injected failure: 0 means off. Any thread decrements it. */
-static _Atomic unsigned fail_countdown;
-static _Atomic unsigned long injected_failures;
+static kiln_fault map_fault;   /* the nth map call fails */
 
 size_t kiln_os_page_size(void) {
     static _Atomic size_t cached;   /* racing first readers compute the same value */
@@ -23,24 +22,12 @@ size_t kiln_os_page_size(void) {
     return page;
 }
 
-void kiln_os_fail_nth_map(unsigned nth) { kiln_store_relaxed(&fail_countdown, nth); }
+void kiln_os_fail_nth_map(unsigned nth) { kiln_store_relaxed(&map_fault.countdown, nth); }
 
-unsigned long kiln_os_injected_failures(void) { return kiln_load_relaxed(&injected_failures); }
-
-static bool injected_failure_fires(void) {
-    unsigned left = kiln_load_relaxed(&fail_countdown);
-    while (left != 0) {
-        if (kiln_cas_weak_relaxed(&fail_countdown, &left, left - 1)) {
-            if (left != 1) return false;
-            kiln_add_relaxed(&injected_failures, 1);
-            return true;
-        }
-    }
-    return false;
-}
+unsigned long kiln_os_injected_failures(void) { return kiln_load_relaxed(&map_fault.fired); }
 
 void *kiln_os_map_aligned(size_t size, size_t align) {
-    if (injected_failure_fires()) return NULL;
+    if (kiln_fault_fires(&map_fault)) return NULL;
     size_t page = kiln_os_page_size();
     if (align < page) align = page;
     size_t slack = align - page;            /* mmap is page-aligned already */

@@ -6,32 +6,21 @@
 #include <stdlib.h>
 
 #include "atomics.h"
+#include "fault.h"
 
-/* Countdown to the injected failure: 0 means off. Any thread decrements it (relaxed:
- * it orders nothing, a test sets it before the work it fails and reads the counts
- * after joining that work). */
-static _Atomic unsigned long fail_countdown;
-static _Atomic unsigned long allocations;
-static _Atomic unsigned long injected_failures;
+static kiln_fault heap_fault;            /* the nth heap allocation fails */
+static _Atomic unsigned long allocations;   /* attempted, failed ones included (relaxed) */
 
-void kiln_heap_fail_nth(unsigned long nth) { kiln_store_relaxed(&fail_countdown, nth); }
+void kiln_heap_fail_nth(unsigned long nth) { kiln_store_relaxed(&heap_fault.countdown, nth); }
 
 unsigned long kiln_heap_allocations(void) { return kiln_load_relaxed(&allocations); }
 
-unsigned long kiln_heap_injected_failures(void) { return kiln_load_relaxed(&injected_failures); }
+unsigned long kiln_heap_injected_failures(void) { return kiln_load_relaxed(&heap_fault.fired); }
 
 /* Counts the attempt; true when it is the one to fail. */
 static bool injected_failure_fires(void) {
     kiln_add_relaxed(&allocations, 1);
-    unsigned long left = kiln_load_relaxed(&fail_countdown);
-    while (left != 0) {
-        if (kiln_cas_weak_relaxed(&fail_countdown, &left, left - 1)) {
-            if (left != 1) return false;
-            kiln_add_relaxed(&injected_failures, 1);
-            return true;
-        }
-    }
-    return false;
+    return kiln_fault_fires(&heap_fault);
 }
 
 void *kiln_heap_alloc(size_t size) {

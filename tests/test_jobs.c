@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "job_check.h"
 #include "recording_log.h"
 
 #define MAX_WORKERS 8
@@ -26,24 +27,6 @@ static kiln_runtime  *rt;
 static kiln_ctx      *main_ctx;
 static pthread_t      main_thread;
 
-/* ---------- failures seen inside jobs ---------- */
-
-static _Atomic unsigned job_failures;
-static char             job_failure_text[256];   /* the first failure; written once */
-
-static void job_fail(int line, const char *what) {
-    if (atomic_fetch_add(&job_failures, 1) == 0)
-        snprintf(job_failure_text, sizeof job_failure_text, "line %d: %s", line, what);
-}
-
-#define JOB_CHECK(cond) \
-    do { \
-        if (!(cond)) job_fail(__LINE__, #cond); \
-    } while (0)
-
-#define assert_no_job_failures() \
-    cr_assert_eq(atomic_load(&job_failures), 0, "%u check(s) failed inside jobs, the first at %s", \
-                 atomic_load(&job_failures), job_failure_text)
 
 #define assert_no_log() \
     cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec))
@@ -52,8 +35,7 @@ static void job_fail(int line, const char *what) {
 
 static void setup(void) {
     rec = recording_log_new();
-    atomic_store(&job_failures, 0);
-    job_failure_text[0] = '\0';
+    job_checks_reset();
     main_thread = pthread_self();
 }
 

@@ -19,33 +19,17 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "job_check.h"
 #include "recording_log.h"
 
 static recording_log *rec;
 static kiln_runtime  *rt;
 static kiln_ctx      *main_ctx;
 
-static _Atomic unsigned job_failures;
-static char             job_failure_text[256];
-
-static void job_fail(int line, const char *what) {
-    if (atomic_fetch_add(&job_failures, 1) == 0)
-        snprintf(job_failure_text, sizeof job_failure_text, "line %d: %s", line, what);
-}
-
-#define JOB_CHECK(cond) \
-    do { \
-        if (!(cond)) job_fail(__LINE__, #cond); \
-    } while (0)
-
-#define assert_no_job_failures() \
-    cr_assert_eq(atomic_load(&job_failures), 0, "%u check(s) failed inside jobs, the first at %s", \
-                 atomic_load(&job_failures), job_failure_text)
 
 static void setup(void) {
     rec = recording_log_new();
-    atomic_store(&job_failures, 0);
-    job_failure_text[0] = '\0';
+    job_checks_reset();
 }
 
 static void teardown(void) {

@@ -97,26 +97,3 @@ Test(log, default_sink_is_stderr) {
                            "of two from 1 to 65536\n");
     free(text);
 }
-
-/* Misuse of a detached context reaches its runtime's log (and api_errors), not stderr:
- * the context's memory, and so its runtime, outlive the detach until kiln_destroy. */
-Test(log, detached_context_misuse_goes_to_desc_log) {
-    kiln_desc desc = recording_desc(rec);
-    kiln_runtime *rt = kiln_create(&desc);
-    kiln_ctx *ctx = kiln_attach(rt);
-    cr_assert(rt && ctx);
-    kiln_detach(ctx);
-    stderr_capture cap;
-    stderr_capture_begin(&cap);
-    kiln_detach(ctx);
-    cr_assert_null(kiln_frame_arena(ctx));
-    char *text = stderr_capture_end(&cap);
-    cr_assert_str_eq(text, "", "a runtime with a log writes nothing to stderr: %s", text);
-    free(text);
-    cr_assert_eq(count_items_at(rec, "CONTEXT_DETACHED", KILN_LOG_ERROR), 2, "log:%s",
-                 recorded_summary(rec));
-    kiln_stats s;
-    cr_assert(kiln_stats_get(rt, &s));
-    cr_assert_eq(s.api_errors, 2);
-    kiln_destroy(rt);
-}

@@ -1,0 +1,34 @@
+/* tests/job_check.h — checks made inside jobs. Criterion's assertions must run on the
+ * test's own thread, so a job records what it found wrong with JOB_CHECK (any thread)
+ * and the test asserts afterwards, with assert_no_job_failures, that nothing was.
+ * job_checks_reset starts a test's count. Each test binary that includes this has its
+ * own state (static). */
+#ifndef KILN_TESTS_JOB_CHECK_H
+#define KILN_TESTS_JOB_CHECK_H
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+static _Atomic unsigned job_failures;
+static char             job_failure_text[256];   /* the first failure; written once */
+
+static inline void job_fail(int line, const char *what) {
+    if (atomic_fetch_add(&job_failures, 1) == 0)
+        snprintf(job_failure_text, sizeof job_failure_text, "line %d: %s", line, what);
+}
+
+static inline void job_checks_reset(void) {
+    atomic_store(&job_failures, 0);
+    job_failure_text[0] = '\0';
+}
+
+#define JOB_CHECK(cond) \
+    do { \
+        if (!(cond)) job_fail(__LINE__, #cond); \
+    } while (0)
+
+#define assert_no_job_failures() \
+    cr_assert_eq(atomic_load(&job_failures), 0, "%u check(s) failed inside jobs, the first at %s", \
+                 atomic_load(&job_failures), job_failure_text)
+
+#endif /* KILN_TESTS_JOB_CHECK_H */
