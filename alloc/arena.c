@@ -184,8 +184,9 @@ static void *alloc_large(kiln_arena *arena, size_t size, size_t align) {
     size_t guard = (arena->debug & KILN_DEBUG_GUARD_PAGES) ? kiln_os_page_size() : 0;
     size_t header = kiln_align_up(sizeof(kiln_large), align);
     if (size > SIZE_MAX / 2 - header - 2 * guard) {
-        kiln_log(&arena->log, KILN_LOG_ERROR, "ARENA_SIZE_OVERFLOW",
-                 "arena '%s': an allocation of %zu bytes cannot be represented", arena->name, size);
+        kiln_log_misuse(&arena->log, "ARENA_SIZE_OVERFLOW",
+                        "arena '%s': an allocation of %zu bytes cannot be represented", arena->name,
+                        size);
         return NULL;
     }
     size_t map_size = guard ? 2 * guard + kiln_align_up(sizeof(kiln_large) + align + size, guard)
@@ -531,8 +532,7 @@ void kiln_arena_reset_all(kiln_arena *arena) {
 
 bool kiln_arena_stats_read(const kiln_arena *arena, kiln_arena_stats *out) {
     if (!kiln_arena_live(arena, "kiln_arena_stats_get")) {
-        *out = (kiln_arena_stats){ 0 };
-        memcpy(out->name, arena->name, sizeof out->name);
+        *out = (kiln_arena_stats){ 0 };   /* zeroed, as for any refused stats call */
         return false;
     }
     kiln_arena *a = (kiln_arena *)arena;   /* atomics are read, never written */

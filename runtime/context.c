@@ -14,6 +14,26 @@ const kiln_log_sink *kiln_ctx_log(const kiln_ctx *ctx) {
     return &ctx->rt->log;
 }
 
+bool kiln_ctx_may_use(const kiln_ctx *ctx, const kiln_runtime *owner, const kiln_log_sink *log,
+                      const char *wrong_runtime_item, const char *function, const char *kind,
+                      const char *name) {
+    if (ctx->magic != KILN_CTX_MAGIC) {
+        if (ctx_detached(ctx))
+            kiln_log_misuse(log, "CONTEXT_DETACHED", "%s: %s '%s': context %u has been detached; "
+                            "refused", function, kind, name, ctx->id);
+        else
+            kiln_log_misuse(log, "CONTEXT_INVALID", "%s: %s '%s': %p is not a kiln context; "
+                            "refused", function, kind, name, (const void *)ctx);
+        return false;
+    }
+    if (ctx->rt != owner) {
+        kiln_log_misuse(log, wrong_runtime_item, "%s: %s '%s' belongs to another runtime than "
+                        "context %u; refused", function, kind, name, ctx->id);
+        return false;
+    }
+    return true;
+}
+
 static KILN_COLD void refuse_ctx(const kiln_ctx *ctx, const char *function) {
     if (!ctx)
         kiln_log_misuse(NULL, "CONTEXT_NULL", "%s: the context is NULL", function);
@@ -205,7 +225,8 @@ void kiln_workers_stop(kiln_runtime *rt) {
 }
 
 kiln_runtime *kiln_ctx_runtime(const kiln_ctx *ctx) {
-    return ctx ? ctx->rt : NULL;
+    if (!kiln_ctx_check(ctx, "kiln_ctx_runtime")) return NULL;
+    return ctx->rt;
 }
 
 kiln_arena *kiln_frame_arena(kiln_ctx *ctx) {

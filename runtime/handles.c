@@ -241,16 +241,9 @@ static kiln_handle_cache *cache_for(kiln_ctx *ctx, kiln_handles *table, const ch
         return NULL;
     }
     if (table_destroyed(table, function)) return NULL;
-    if (ctx->magic != KILN_CTX_MAGIC) {
-        kiln_log_misuse(&table->log, "CONTEXT_DETACHED", "%s: table '%s': context %u has "
-                        "been detached; refused", function, table->name, ctx->id);
+    if (!kiln_ctx_may_use(ctx, table->owner, &table->log, "HANDLES_WRONG_RUNTIME", function,
+                          "table", table->name))
         return NULL;
-    }
-    if (ctx->rt != table->owner) {
-        kiln_log_misuse(&table->log, "HANDLES_WRONG_RUNTIME", "%s: table '%s' belongs to "
-                        "another runtime than context %u; refused", function, table->name, ctx->id);
-        return NULL;
-    }
     kiln_handle_cache *cache = &ctx->handle_caches[table->index];
     if (kiln_load_relaxed(&cache->serial) != table->serial) {
         pthread_mutex_lock(&ctx->rt->registry_lock);   /* stats readers sum bound caches */
@@ -418,8 +411,7 @@ static void stats_read(kiln_handles *table, kiln_handles_stats *out) {
 }
 
 size_t kiln_stats_handles(kiln_runtime *rt, kiln_handles_stats *out, size_t cap) {
-    if (!kiln_runtime_check(rt, "kiln_stats_handles")) return 0;
-    if (!out) cap = 0;
+    if (!kiln_stats_list_args_ok(rt, out, cap, "kiln_stats_handles")) return 0;
     size_t count = 0;
     pthread_mutex_lock(&rt->registry_lock);
     for (int i = 0; i < KILN_MAX_HANDLE_TABLES; i++) {

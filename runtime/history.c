@@ -80,8 +80,7 @@ static bool read_record(kiln_history *h, uint64_t index, kiln_frame_record *out)
 }
 
 size_t kiln_history_read(kiln_runtime *rt, kiln_frame_record *out, size_t cap) {
-    if (!kiln_runtime_check(rt, "kiln_history_read")) return 0;
-    if (!out) cap = 0;
+    if (!kiln_stats_list_args_ok(rt, out, cap, "kiln_history_read")) return 0;
     kiln_history *h = &rt->history;
     for (;;) {   /* starts over only when the driver laps this reader */
         uint64_t written = kiln_load_acquire(&h->written);

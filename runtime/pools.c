@@ -110,17 +110,8 @@ void kiln_pool_destroy(kiln_pool *pool) {
  * one's cache would strand the objects it takes) or one of another runtime (its cache
  * would move objects into that runtime's pool at the same index). */
 static KILN_COLD bool ctx_may_bind(const kiln_ctx *ctx, kiln_pool *pool, const char *function) {
-    if (ctx->magic != KILN_CTX_MAGIC) {
-        kiln_log_misuse(&pool->log, "CONTEXT_DETACHED", "%s: pool '%s': context %u has been "
-                        "detached; refused", function, pool->name, ctx->id);
-        return false;
-    }
-    if (ctx->rt != pool->owner) {
-        kiln_log_misuse(&pool->log, "POOL_WRONG_RUNTIME", "%s: pool '%s' belongs to another "
-                        "runtime than context %u; refused", function, pool->name, ctx->id);
-        return false;
-    }
-    return true;
+    return kiln_ctx_may_use(ctx, pool->owner, &pool->log, "POOL_WRONG_RUNTIME", function, "pool",
+                            pool->name);
 }
 
 static KILN_COLD void *alloc_unbound(kiln_ctx *ctx, kiln_pool *pool, kiln_pool_cache *cache) {
@@ -196,8 +187,7 @@ void kiln_ctx_flush_pools(kiln_ctx *ctx) {
 }
 
 size_t kiln_stats_pools(kiln_runtime *rt, kiln_pool_stats *out, size_t cap) {
-    if (!kiln_runtime_check(rt, "kiln_stats_pools")) return 0;
-    if (!out) cap = 0;
+    if (!kiln_stats_list_args_ok(rt, out, cap, "kiln_stats_pools")) return 0;
     size_t count = 0;
     pthread_mutex_lock(&rt->registry_lock);
     for (int i = 0; i < KILN_MAX_POOLS; i++) {

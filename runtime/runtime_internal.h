@@ -150,6 +150,12 @@ KILN_INTERNAL bool kiln_runtime_check(const kiln_runtime *rt, const char *functi
  * another argument never reads a dead runtime. Concurrency: any thread. */
 KILN_INTERNAL const kiln_log_sink *kiln_runtime_log(const kiln_runtime *rt);
 
+/* The argument check of a list call (kiln_stats_pools and the like, kiln_history_read):
+ * a live runtime (else RUNTIME_NULL / RUNTIME_INVALID), and out unless cap is 0 (else
+ * STATS_NULL_OUT through rt's log). Any thread. */
+KILN_INTERNAL bool kiln_stats_list_args_ok(const kiln_runtime *rt, const void *out, size_t cap,
+                                           const char *function);
+
 /* The argument check of a kiln_*_stats_get: true when object and out are both given;
  * otherwise logs through log which is NULL (null_item, or STATS_NULL_OUT), zeroes *out
  * when there is one, and returns false. */
@@ -166,5 +172,13 @@ KILN_INTERNAL bool kiln_ctx_check(const kiln_ctx *ctx, const char *function);
  * default) when ctx is NULL or not a context. For refusing a valid context's other
  * arguments (a NULL pool or table) through its runtime. Concurrency: ctx's own thread. */
 KILN_INTERNAL const kiln_log_sink *kiln_ctx_log(const kiln_ctx *ctx);
+
+/* Whether a non-NULL ctx may use an object of runtime owner (a pool or a handle table:
+ * kind and name say which, for the message): attached, and of that runtime. Otherwise
+ * logs through the object's log CONTEXT_DETACHED, CONTEXT_INVALID (not a context at
+ * all) or wrong_runtime_item, and returns false. Concurrency: ctx's own thread. */
+KILN_INTERNAL bool kiln_ctx_may_use(const kiln_ctx *ctx, const kiln_runtime *owner,
+                                    const kiln_log_sink *log, const char *wrong_runtime_item,
+                                    const char *function, const char *kind, const char *name);
 
 #endif /* KILN_RUNTIME_INTERNAL_H */

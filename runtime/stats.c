@@ -4,12 +4,12 @@
 #include <string.h>
 
 bool kiln_stats_get(kiln_runtime *rt, kiln_stats *out) {
+    if (out) memset(out, 0, sizeof *out);
+    if (!kiln_runtime_check(rt, "kiln_stats_get")) return false;   /* the runtime first */
     if (!out) {
-        kiln_log_misuse(kiln_runtime_log(rt), "STATS_NULL_OUT", "kiln_stats_get: out is NULL");
+        kiln_log_misuse(&rt->log, "STATS_NULL_OUT", "kiln_stats_get: out is NULL");
         return false;
     }
-    memset(out, 0, sizeof *out);
-    if (!kiln_runtime_check(rt, "kiln_stats_get")) return false;
     out->frame = kiln_load_relaxed(&rt->frame);
     out->worker_count = rt->desc.worker_count;
     out->api_errors = kiln_load_relaxed(&rt->api_errors);
@@ -24,14 +24,22 @@ bool kiln_stats_get(kiln_runtime *rt, kiln_stats *out) {
 }
 
 size_t kiln_stats_arenas(kiln_runtime *rt, kiln_arena_stats *out, size_t cap) {
-    if (!kiln_runtime_check(rt, "kiln_stats_arenas")) return 0;
-    if (!out) cap = 0;
+    if (!kiln_stats_list_args_ok(rt, out, cap, "kiln_stats_arenas")) return 0;
     pthread_mutex_lock(&rt->registry_lock);
     size_t count = 0;
     for (kiln_arena *a = rt->arenas; a; a = a->registry_next, count++)
         if (count < cap) kiln_arena_stats_read(a, &out[count]);
     pthread_mutex_unlock(&rt->registry_lock);
     return count;
+}
+
+bool kiln_stats_list_args_ok(const kiln_runtime *rt, const void *out, size_t cap,
+                             const char *function) {
+    if (!kiln_runtime_check(rt, function)) return false;
+    if (out || cap == 0) return true;
+    kiln_log_misuse(&((kiln_runtime *)rt)->log, "STATS_NULL_OUT",
+                    "%s: out is NULL with cap %zu; nothing copied", function, cap);
+    return false;
 }
 
 bool kiln_stats_args_ok(const kiln_log_sink *log, const void *object, const char *null_item,
@@ -50,8 +58,7 @@ bool kiln_arena_stats_get(const kiln_arena *arena, kiln_arena_stats *out) {
 }
 
 size_t kiln_stats_contexts(kiln_runtime *rt, kiln_ctx_stats *out, size_t cap) {
-    if (!kiln_runtime_check(rt, "kiln_stats_contexts")) return 0;
-    if (!out) cap = 0;
+    if (!kiln_stats_list_args_ok(rt, out, cap, "kiln_stats_contexts")) return 0;
     pthread_mutex_lock(&rt->registry_lock);
     size_t count = 0;
     for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next, count++) {

@@ -372,7 +372,7 @@ Test(frame, null_context_calls_are_safe) {
     cr_assert_null(p);
     cr_assert_null(a);
     cr_assert_null(r);
-    cr_assert_eq(count_substrings(text, "CONTEXT_NULL: "), 4, "stderr: %s", text);
+    cr_assert_eq(count_substrings(text, "CONTEXT_NULL: "), 5, "stderr: %s", text);
     cr_assert_eq(count_substrings(text, "kiln error: CONTEXT_NULL: kiln_frame_begin"), 1, "stderr: %s", text);
     free(text);
     cr_assert_eq(kiln_frame_number(rt), 0);

@@ -218,7 +218,8 @@ KILN_API void kiln_frame_end(kiln_ctx *ctx);
  * Concurrency: any thread (a relaxed read of the clock). */
 KILN_API uint64_t kiln_frame_number(const kiln_runtime *rt);
 
-/* The runtime a context belongs to; NULL for NULL. */
+/* The runtime a context belongs to; NULL, logged, for a NULL (CONTEXT_NULL), detached
+ * (CONTEXT_DETACHED) or invalid (CONTEXT_INVALID) context. */
 KILN_API kiln_runtime *kiln_ctx_runtime(const kiln_ctx *ctx);
 
 /* The desc the runtime runs with, every default filled in. Concurrency: any thread. */
