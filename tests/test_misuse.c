@@ -306,6 +306,12 @@ typedef struct misuse_row {
     void      (*thunk)(fx *f);
 } misuse_row;
 
+/* The safe-return checks of the rows: the failure message is the expression itself. */
+#define WANT(expr)          cr_expect((expr), "want: %s", #expr)
+#define WANT_NULL(expr)     cr_expect_null((expr), "want NULL: %s", #expr)
+#define WANT_NOT_NULL(expr) cr_expect_not_null((expr), "want non-NULL: %s", #expr)
+#define WANT_EQ(a, b)       cr_expect_eq((a), (b), "want equal: %s, %s", #a, #b)
+
 #define ROW(id, fn, cls, item, where, counted, flags, doc, ...) \
     static void thunk_##id(fx *f) { (void)f; __VA_ARGS__ }
 #include "misuse_cases.h"
