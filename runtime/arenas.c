@@ -141,11 +141,30 @@ void kiln_arena_destroy(kiln_arena *arena) {
 /* A worker's frame arena is kiln_frame_end's to reset: the frame's other jobs may be
  * using its memory, and a reset by the worker itself would also have made it stop
  * stealing for good (a thread with a clock of its own). */
-static KILN_COLD void refuse_worker_frame_reset(const kiln_arena *arena, const kiln_ctx *owner) {
-    kiln_log_misuse(&arena->log, "ARENA_WORKER_FRAME_RESET",
-                    "kiln_arena_reset: arena '%s' is the frame arena of worker context %u, "
-                    "which kiln_frame_end resets (other jobs of the frame may be using its "
-                    "memory); ignored", arena->name, owner->id);
+/* Whether kiln_arena_reset may reset the frame arena of owner now; logs why not. Never
+ * under a job: a worker's is frame end's to reset, the driver's too while its frame is
+ * open (the frame's jobs that ran on it may still use their memory), and no thread's
+ * from inside a job running on it (the job's callers hold memory in it). Read on the
+ * owner's thread, the only one that may reset it (job_depth and frame_open are that
+ * thread's). */
+static bool frame_reset_allowed(const kiln_arena *arena, const kiln_ctx *owner) {
+    const char *item = NULL, *why = NULL;
+    if (owner->is_worker) {
+        item = "ARENA_WORKER_FRAME_RESET";
+        why = "is a worker's, which kiln_frame_end resets (other jobs of the frame may be "
+              "using its memory)";
+    } else if (owner->queue.job_depth > 0) {
+        item = "ARENA_RESET_INSIDE_JOB";
+        why = "belongs to a thread that is running a job (the jobs below it may be using its "
+              "memory); reset it between jobs";
+    } else if (kiln_load_relaxed(&owner->rt->driver) == owner && owner->rt->frame_open) {
+        item = "ARENA_DRIVER_FRAME_RESET";
+        why = "is the frame driver's and its frame is open: kiln_frame_end resets it";
+    }
+    if (kiln_likely(item == NULL)) return true;
+    kiln_log_misuse(&arena->log, item, "kiln_arena_reset: arena '%s' of context %u %s; ignored",
+                    arena->name, owner->id, why);
+    return false;
 }
 
 void kiln_arena_reset(kiln_arena *arena) {
@@ -155,10 +174,7 @@ void kiln_arena_reset(kiln_arena *arena) {
     }
     if (!kiln_arena_live(arena, "kiln_arena_reset")) return;
     kiln_ctx *owner = arena->frame_owner;
-    if (owner && owner->is_worker) {
-        refuse_worker_frame_reset(arena, owner);
-        return;
-    }
+    if (owner && !frame_reset_allowed(arena, owner)) return;
     if (kiln_unlikely(arena->debug)) kiln_arena_debug_reset(arena);   /* who owns it now */
     /* A thread that resets its own frame arena keeps a clock of its own: from now on it
      * runs only its own jobs, never another thread's frame job, whose frame memory

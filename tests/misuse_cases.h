@@ -463,6 +463,11 @@ ROW(arena_reset_worker_frame, "kiln_arena_reset", "wrong thread: a worker's fram
 ROW(arena_reset_worker_frame_in_job, "kiln_arena_reset", "inside a job: the worker's own frame arena: ignored", "ARENA_WORKER_FRAME_RESET", SINK_A, COUNTED, 0, DOC, {
     in_worker_job(f, OP_RESET_OWN_FRAME_ARENA);
 })
+ROW(arena_reset_driver_frame_open, "kiln_arena_reset", "the driver's frame arena while its frame is open: ignored", "ARENA_DRIVER_FRAME_RESET", SINK_A, COUNTED, 0, DOC, {
+    kiln_frame_begin(f->ctx_a);
+    kiln_arena_reset(kiln_frame_arena(f->ctx_a));
+    kiln_frame_end(f->ctx_a);
+})
 ROW(arena_reset_frame_wrong_thread, "kiln_arena_reset", "wrong thread (KILN_DEBUG_OWNERSHIP): another thread resets ctx_a's frame arena", "ARENA_WRONG_THREAD", SINK_A, COUNTED, FX_OWNERSHIP, DOC, {
     kiln_frame_alloc(f->ctx_a, 64, 0);
     on_thread(f, OP_RESET_CTX_A_FRAME);

@@ -425,3 +425,59 @@ Test(lifecycle, a_context_cannot_detach_from_inside_a_job_it_runs) {
     kiln_frame_end(main_ctx);
     cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
 }
+
+/* ---------- frame arena resets under jobs ---------- */
+
+static _Atomic int inner_reset_done;
+
+static void reset_own_frame_arena_job(kiln_ctx *ctx, void *arg) {
+    (void)arg;
+    kiln_arena_reset(kiln_frame_arena(ctx));
+    atomic_store(&inner_reset_done, 1);
+}
+
+/* A job pinned to main holds frame memory while a job it waits for (also on main)
+ * resets main's frame arena: refused, and the outer job's memory is intact. */
+static void outer_holds_frame_memory_job(kiln_ctx *ctx, void *arg) {
+    (void)arg;
+    unsigned char *mine = kiln_frame_alloc(ctx, 1000, 16);
+    JOB_CHECK(mine != NULL);
+    if (!mine) return;
+    memset(mine, 0x5A, 1000);
+    kiln_counter c = { { 0, 0 } };
+    kiln_run_ex(ctx, &(kiln_job){ reset_own_frame_arena_job, NULL }, 1, &c,
+                &(kiln_run_desc){ .pinned_to = ctx });
+    kiln_wait(ctx, &c);
+    unsigned char *next = kiln_frame_alloc(ctx, 1000, 16);
+    JOB_CHECK(next != mine);
+    for (int i = 0; i < 1000; i++) JOB_CHECK(mine[i] == 0x5A);
+}
+
+Test(lifecycle, a_frame_arena_is_not_reset_from_inside_a_job_on_its_thread) {
+    start(1, 0);
+    kiln_counter c = { { 0, 0 } };
+    kiln_run_ex(main_ctx, &(kiln_job){ outer_holds_frame_memory_job, NULL }, 1, &c,
+                &(kiln_run_desc){ .pinned_to = main_ctx });
+    kiln_wait(main_ctx, &c);
+    cr_assert_eq(atomic_load(&inner_reset_done), 1);
+    assert_no_job_failures();
+    cr_assert_eq(count_items_at(rec, "ARENA_RESET_INSIDE_JOB", KILN_LOG_ERROR), 1, "log:%s",
+                 recorded_summary(rec));
+    cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
+}
+
+Test(lifecycle, the_driver_frame_arena_is_not_reset_while_its_frame_is_open) {
+    start(1, 0);
+    kiln_frame_begin(main_ctx);
+    unsigned char *p = kiln_frame_alloc(main_ctx, 500, 16);
+    cr_assert_not_null(p);
+    memset(p, 0x77, 500);
+    kiln_arena_reset(kiln_frame_arena(main_ctx));
+    cr_assert_eq(count_items_at(rec, "ARENA_DRIVER_FRAME_RESET", KILN_LOG_ERROR), 1, "log:%s",
+                 recorded_summary(rec));
+    for (int i = 0; i < 500; i++) cr_assert_eq(p[i], 0x77);
+    kiln_frame_end(main_ctx);
+    kiln_arena_reset(kiln_frame_arena(main_ctx));   /* between frames: harmless, allowed */
+    cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(api_errors(), 1);
+}

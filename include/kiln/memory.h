@@ -94,10 +94,13 @@ KILN_API void kiln_arena_release(kiln_arena *arena, kiln_mark mark);
 
 /* Frees everything. Keeps as many blocks as recent resets needed (the most any of
  * the last frames used, shrinking by one block per reset after a spike), so a
- * steady-state frame takes no block from the global pool. A worker's frame arena is
- * kiln_frame_end's to reset (other jobs of the frame may use its memory): resetting
- * it here, from a job or any other thread, is refused (ARENA_WORKER_FRAME_RESET) and
- * the arena left as it is. Owner thread only. */
+ * steady-state frame takes no block from the global pool. A frame arena is never reset
+ * under memory that may still be in use, so these are refused and the arena left as
+ * it is: a worker's frame arena, which kiln_frame_end resets (other jobs of the frame
+ * may use its memory), from a job or any other thread (ARENA_WORKER_FRAME_RESET); the
+ * driver's while its frame is open (ARENA_DRIVER_FRAME_RESET); any frame arena from
+ * inside a job running on its thread (ARENA_RESET_INSIDE_JOB: the jobs that called
+ * it may hold memory in it). Owner thread only. */
 KILN_API void kiln_arena_reset(kiln_arena *arena);
 
 /* This thread's frame arena: reset by kiln_frame_end for the driving context and
