@@ -239,22 +239,18 @@ kiln_arena *kiln_frame_arena(kiln_ctx *ctx) {
  * until kiln_destroy, so reading the field is safe), and not running a background job
  * under KILN_DEBUG_CHECKS. The fast path: the load it needs anyway, and a test. */
 static inline kiln_arena *frame_alloc_arena(const kiln_ctx *ctx) {
-    kiln_arena *arena = ctx ? ctx->frame_arena : NULL;
-    if (kiln_unlikely(!arena) || (kiln_unlikely(ctx->debug_checks) &&
-                                  (ctx->queue.running_flags & KILN_TASK_BACKGROUND)))
+    /* The magic first: a detached context, or a pointer that is no context, is never
+     * read further (relaxed: the context is this thread's, or it is misuse anyway). */
+    if (kiln_unlikely(!ctx || kiln_load_relaxed(&ctx->magic) != KILN_CTX_MAGIC)) return NULL;
+    if (kiln_unlikely(ctx->debug_checks) && (ctx->queue.running_flags & KILN_TASK_BACKGROUND))
         return NULL;
-    return arena;
+    return ctx->frame_arena;
 }
 
 /* Logs why frame_alloc_arena said no; NULL, so that callers reach it by a tail call. */
 static KILN_COLD void *refuse_frame_alloc(const kiln_ctx *ctx, const char *function) {
     /* NULL, detached, not a context: the context check says which, in its own words. */
-    if (!ctx || !ctx->frame_arena) {
-        if (kiln_ctx_check(ctx, function))   /* attached with no frame arena: never so */
-            kiln_log_misuse(&ctx->rt->log, "CONTEXT_INVALID",
-                            "%s: context %u has no frame arena", function, ctx->id);
-        return NULL;
-    }
+    if (!kiln_ctx_check(ctx, function)) return NULL;
     kiln_log_misuse(&ctx->rt->log, "JOB_BACKGROUND_FRAME_ALLOC",
                     "%s: a background job on context %u asked for frame memory, which frame "
                     "end may reset under it; refused", function, ctx->id);

@@ -29,10 +29,12 @@
 /* A context's memory is kept until kiln_destroy, even after kiln_detach (it is reused
  * by the next attach): a thief may still be looking at its job deques. */
 struct kiln_ctx {
-    kiln_job_queue   queue;        /* first: cache-line aligned fields */
     _Atomic uint64_t magic;        /* KILN_CTX_MAGIC while attached, then
                                       KILN_CTX_DETACHED_MAGIC until kiln_destroy; atomic
-                                      (seq_cst by plain use): a pin reads another's */
+                                      (seq_cst by plain use): a pin reads another's. First,
+                                      so that checking a pointer that is some other kiln
+                                      object reads inside that object */
+    kiln_job_queue   queue;        /* cache-line aligned fields */
     kiln_runtime    *rt;
     kiln_arena      *frame_arena;  /* owned by this context's thread */
     uint32_t         id;           /* 1, 2, ... in attach order */

@@ -491,6 +491,14 @@ ROW(frame_alloc_detached, "kiln_frame_alloc", "detached ctx: NULL", "CONTEXT_DET
 ROW(frame_alloc_forged, "kiln_frame_alloc", "UNDOC forged ctx (zeroed memory): NULL, CONTEXT_INVALID", "CONTEXT_INVALID", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     WANT_NULL(kiln_frame_alloc(FORGED_CTX, 64, 0));
 })
+ROW(frame_alloc_garbage, "kiln_frame_alloc", "UNDOC a pointer to bytes 0x77: NULL, CONTEXT_INVALID", "CONTEXT_INVALID", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+    static _Alignas(64) unsigned char garbage[sizeof(void *) * 64];
+    memset(garbage, 0x77, sizeof garbage);
+    WANT_NULL(kiln_frame_alloc((kiln_ctx *)(void *)garbage, 64, 0));
+})
+ROW(frame_alloc_arena_as_ctx, "kiln_frame_alloc", "UNDOC an arena passed as the ctx: NULL, CONTEXT_INVALID", "CONTEXT_INVALID", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+    WANT_NULL(kiln_frame_alloc((kiln_ctx *)(void *)f->arena_a, 64, 0));
+})
 ROW(frame_alloc_align_3, "kiln_frame_alloc", "align 3: NULL", "ARENA_BAD_ALIGN", SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_frame_alloc(f->ctx_a, 64, 3));
 })
