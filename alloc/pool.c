@@ -90,6 +90,12 @@ bool kiln_pool_init(kiln_pool *pool, const kiln_pool_config *config) {
                         name, align, KILN_POOL_MAX_ALIGN);
         return false;
     }
+    if (d->flags & ~(uint32_t)(KILN_POOL_ZERO | KILN_POOL_CHECKED)) {
+        kiln_log_misuse(&config->log, "POOL_BAD_FLAGS",
+                        "pool '%s': flags 0x%x has bits that are no KILN_POOL_* flag", name,
+                        (unsigned)d->flags);
+        return false;
+    }
     if (d->magazine_size != 0 && (d->magazine_size < 2 || d->magazine_size > KILN_POOL_MAX_MAGAZINE)) {
         kiln_log_misuse(&config->log, "POOL_BAD_MAGAZINE_SIZE",
                         "pool '%s': magazine_size %u is not from 2 to %d",

@@ -87,9 +87,12 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
     kiln_handle_caches_init(ctx->handle_caches, KILN_MAX_HANDLE_TABLES);
     /* Attaching is a quiescent point: the new thread holds no pointer from a get. */
     kiln_store_seq_cst(&ctx->quiescent_epoch, kiln_load_seq_cst(&rt->handle_epoch));
-    ctx->id = id;
-    ctx->rt = rt;
-    ctx->is_worker = is_worker;
+    /* A pin may read a reused context's id, runtime and kind while this attach sets it up
+     * (it then names the new context; jobs.h): the id is atomic, and the runtime and the
+     * kind, the same for a reused context, are not written again. */
+    kiln_store_relaxed(&ctx->id, id);
+    if (!reused) ctx->rt = rt;
+    if (ctx->is_worker != is_worker) ctx->is_worker = is_worker;
     ctx->debug_checks = (rt->desc.debug & KILN_DEBUG_CHECKS) != 0;
     char name[48];
     snprintf(name, sizeof name, is_worker ? "frame worker ctx %u" : "frame ctx %u", id);

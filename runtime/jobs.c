@@ -72,6 +72,12 @@ void kiln_run_ex(kiln_ctx *ctx, const kiln_job *jobs, size_t count, kiln_counter
                  const kiln_run_desc *desc) {
     if (!check_jobs(ctx, jobs, count, "kiln_run")) return;
     kiln_run_desc d = desc ? *desc : (kiln_run_desc){ 0 };
+    if (d.priority != KILN_PRIORITY_NORMAL && d.priority != KILN_PRIORITY_HIGH) {
+        kiln_log_misuse(&ctx->rt->log, "JOB_BAD_PRIORITY",
+                        "kiln_run: context %u: priority %d is no kiln_priority; nothing submitted",
+                        ctx->id, (int)d.priority);
+        return;
+    }
     if (d.pinned_to && !pin_allowed(ctx, &d, counter)) return;
     kiln_job_queue *pinned = d.pinned_to ? &d.pinned_to->queue : NULL;
     kiln_counter_state *state = counter_add(ctx, counter, count);

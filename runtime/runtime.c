@@ -151,7 +151,12 @@ const kiln_log_sink *kiln_runtime_log(const kiln_runtime *rt) {
 
 kiln_desc kiln_runtime_desc(const kiln_runtime *rt) {
     if (!kiln_runtime_check(rt, "kiln_runtime_desc")) return (kiln_desc){ 0 };
-    return rt->desc;
+    kiln_desc d = rt->desc;
+    /* As kiln_create reads it back: no workers is KILN_NO_WORKERS (0 means the default),
+     * and the reservation is the whole blocks the block pool asks for. */
+    if (d.worker_count == 0) d.worker_count = KILN_NO_WORKERS;
+    d.reserve_size = rt->pool.reserve_blocks * rt->pool.block_size;
+    return d;
 }
 
 uint64_t kiln_frame_number(const kiln_runtime *rt) {

@@ -37,7 +37,7 @@ struct kiln_ctx {
     kiln_job_queue   queue;        /* cache-line aligned fields */
     kiln_runtime    *rt;
     kiln_arena      *frame_arena;  /* owned by this context's thread */
-    uint32_t         id;           /* 1, 2, ... in attach order */
+    _Atomic uint32_t id;           /* 1, 2, ... in attach order (atomic: a pin reads another's) */
     bool             is_worker;
     bool             debug_checks; /* rt->desc.debug & KILN_DEBUG_CHECKS, at hand */
     struct kiln_ctx *prev, *next;  /* the runtime's context list (or the reuse list);

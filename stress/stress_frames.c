@@ -9,8 +9,12 @@
  * jobs given the same bytes, or a large mapping unmapped early shows as a bad pattern,
  * an overlap or a crash. Every resolved handle item names its own handle and must go
  * on naming it until the job returns: a slot reused under a running job shows as a
- * changed name. At the end kiln_destroy must find every block back (a block freed
- * twice or leaked is logged, and any log message fails the run).
+ * changed name. The driver also pins a frame job to the render thread every frame
+ * (run in the render thread's waits, from its own frame arena), and the render thread
+ * detaches and attaches again now and then, so some pins meet a context that is
+ * detaching (refused, JOB_PIN_DETACHING) or gone (JOB_BAD_PIN): nothing may be stranded.
+ * At the end kiln_destroy must find every block back (a block freed twice or leaked is
+ * logged, and any other log message fails the run).
  *
  *   stress-frames --threads N --iterations FRAMES --seed S */
 #define _GNU_SOURCE
@@ -37,6 +41,8 @@ static _Atomic uint64_t live[HANDLES];      /* handle bits; 0: empty */
 static _Atomic uint64_t job_serial;
 static _Atomic uint64_t jobs_done, render_batches, background_rounds;
 static _Atomic int      stop;
+static _Atomic(kiln_ctx *) render_ctx;      /* the render thread's context, for pins */
+static _Atomic int      pins_in_flight;     /* the driver is between reading render_ctx and pinning */
 static uint64_t         seed;
 
 /* Sizes: two small pieces, one of a few KiB, one larger than the 16 KiB block. */
@@ -104,11 +110,21 @@ static void frame_job(kiln_ctx *ctx, void *arg) {
     atomic_fetch_add_explicit(&jobs_done, 1, memory_order_relaxed);
 }
 
+static void empty_job(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    (void)arg;
+}
+
 /* The render thread and the background jobs each submit about one batch per driver
- * frame (two at most), landing anywhere in it: before, during or after its frame end. */
-static void pace(uint64_t *last_frame) {
+ * frame (two at most), landing anywhere in it: before, during or after its frame end.
+ * Meanwhile they wait on an empty job, and so run the jobs pinned to their thread:
+ * frame end waits for those, and the thread runs them only when it waits. */
+static void pace(kiln_ctx *ctx, uint64_t *last_frame) {
     uint64_t now = kiln_frame_number(rt);
     while (now == *last_frame && !atomic_load(&stop)) {
+        kiln_counter c = { { 0, 0 } };
+        kiln_run(ctx, &(kiln_job){ empty_job, NULL }, 1, &c);
+        kiln_wait(ctx, &c);
         sched_yield();
         now = kiln_frame_number(rt);
     }
@@ -130,14 +146,24 @@ static void *render_main(void *arg) {
     kiln_ctx *ctx = kiln_attach(rt);
     STRESS_CHECK(ctx != NULL, "render thread attach");
     if (!ctx) return NULL;
+    atomic_store(&render_ctx, ctx);
     uint64_t last_frame = 0;
     for (uint64_t b = 0; !atomic_load(&stop); b++) {
-        if (b % 2 == 0) pace(&last_frame);
+        if (b % 2 == 0) pace(ctx, &last_frame);
+        if (b % 64 == 63) {   /* detach under the driver's pins, then attach again */
+            kiln_detach(ctx);
+            ctx = kiln_attach(rt);
+            STRESS_CHECK(ctx != NULL, "render thread attach");
+            if (!ctx) return NULL;
+            atomic_store(&render_ctx, ctx);
+        }
         kiln_arena_reset(kiln_frame_arena(ctx));
         kiln_handles_quiescent(ctx);
         run_batch(ctx, 1 + b % 4);
         atomic_fetch_add_explicit(&render_batches, 1, memory_order_relaxed);
     }
+    atomic_store(&render_ctx, NULL);   /* the driver stops pinning before the last detach */
+    while (atomic_load(&pins_in_flight)) sched_yield();
     kiln_detach(ctx);
     return NULL;
 }
@@ -147,18 +173,27 @@ static void background_main(kiln_ctx *ctx, void *arg) {
     (void)arg;
     uint64_t last_frame = 0;
     for (uint64_t b = 0; !atomic_load(&stop); b++) {
-        if (b % 2 == 0) pace(&last_frame);
+        if (b % 2 == 0) pace(ctx, &last_frame);
         run_batch(ctx, 1 + b % 3);
         kiln_handles_quiescent(ctx);   /* between rounds it holds no pointer */
         atomic_fetch_add_explicit(&background_rounds, 1, memory_order_relaxed);
     }
 }
 
+/* One frame job pinned to the render thread; frame end waits for it (the render thread
+ * runs it in its next wait, or its detach does), or the pin is refused. */
+static void pin_to_render(kiln_ctx *ctx) {
+    atomic_store(&pins_in_flight, 1);
+    kiln_ctx *r = atomic_load(&render_ctx);
+    if (r) kiln_run_ex(ctx, &(kiln_job){ frame_job, NULL }, 1, NULL, &(kiln_run_desc){ .pinned_to = r });
+    atomic_store(&pins_in_flight, 0);
+}
+
 int main(int argc, char **argv) {
     stress_options opt = { .threads = 4, .iterations = 3000, .seed = 1 };
     if (!stress_parse(argc, argv, &opt)) return 2;
     seed = opt.seed;
-    static const char *const expected[] = { NULL };
+    static const char *const expected[] = { "JOB_PIN_DETACHING", "JOB_BAD_PIN", NULL };
     stress_log log = { .expected = expected };
     rt = kiln_create(&(kiln_desc){ .worker_count = opt.threads, .block_size = 16u << 10,
                                    .log = stress_log_fn, .log_user = &log });
@@ -185,6 +220,7 @@ int main(int argc, char **argv) {
             for (size_t i = 0; i < count; i++) jobs[i] = (kiln_job){ frame_job, NULL };
             kiln_run(ctx, jobs, count, NULL);   /* no counter: frame end waits */
         }
+        pin_to_render(ctx);
         kiln_frame_end(ctx);
     }
     atomic_store(&stop, 1);
@@ -199,8 +235,9 @@ int main(int argc, char **argv) {
     kiln_detach(ctx);
     kiln_destroy(rt);   /* every block back, none twice: anything else is logged */
     printf("stress-frames: %" PRIu64 " frames, %" PRIu64 " frame jobs (%" PRIu64
-           " render batches, %" PRIu64 " background rounds) in %.1f s, %" PRIu64 " failures\n",
-           opt.iterations, atomic_load(&jobs_done), atomic_load(&render_batches),
-           atomic_load(&background_rounds), seconds, stress_failure_count());
+           " render batches, %" PRIu64 " background rounds, %" PRIu64 " pins refused) in %.1f s, %"
+           PRIu64 " failures\n", opt.iterations, atomic_load(&jobs_done),
+           atomic_load(&render_batches), atomic_load(&background_rounds),
+           atomic_load(&log.expected_seen), seconds, stress_failure_count());
     return stress_failure_count() == 0 ? 0 : 1;
 }

@@ -568,6 +568,9 @@ ROW(pool_create_size_over_quarter, "kiln_pool_create", "size a quarter block + 1
 ROW(pool_create_size_max_align, "kiln_pool_create", "size SIZE_MAX-7 align 8 (rounding overflows): NULL", "POOL_BAD_SIZE", SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_create(f->a, &(kiln_pool_desc){ .size = SIZE_MAX - 7, .align = 8 }));
 })
+ROW(pool_create_bad_flags, "kiln_pool_create", "flags 0x80 (no KILN_POOL_* flag): NULL", "POOL_BAD_FLAGS", SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_pool_create(f->a, &(kiln_pool_desc){ .size = 32, .flags = 0x80 }));
+})
 ROW(pool_create_align_3, "kiln_pool_create", "align 3: NULL", "POOL_BAD_ALIGN", SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_create(f->a, &(kiln_pool_desc){ .size = 32, .align = 3 }));
 })
@@ -1183,6 +1186,12 @@ ROW(run_ex_null_jobs, "kiln_run_ex", "NULL jobs, count 2", "JOB_NULL_JOBS", SINK
 ROW(run_ex_count_zero, "kiln_run_ex", "count 0", "JOB_COUNT_ZERO", SINK_A, COUNTED, 0, DOC, {
     kiln_job job = { job_nop, NULL };
     kiln_run_ex(f->ctx_a, &job, 0, NULL, &(kiln_run_desc){ .priority = KILN_PRIORITY_HIGH });
+})
+ROW(run_ex_bad_priority, "kiln_run_ex", "priority 7 (no kiln_priority): nothing runs", "JOB_BAD_PRIORITY", SINK_A, COUNTED, 0, DOC, {
+    kiln_job job = { job_nop, NULL };
+    kiln_counter c = { { 0, 0 } };
+    kiln_run_ex(f->ctx_a, &job, 1, &c, &(kiln_run_desc){ .priority = (kiln_priority)7 });
+    WANT(all_zero(&c, sizeof c));
 })
 ROW(run_ex_null_fn, "kiln_run_ex", "a job with a NULL fn: none runs", "JOB_NULL_FN", SINK_A, COUNTED, 0, DOC, {
     kiln_job job = { NULL, NULL };

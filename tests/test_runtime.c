@@ -801,3 +801,24 @@ Test(runtime, non_context_pointer_is_reported_on_stderr) {
     cr_assert_eq(count_substrings(text, "is not a kiln context"), 1, "stderr: %s", text);
     free(text);
 }
+
+/* kiln_runtime_desc gives a desc kiln_create takes back to the same effect: no workers
+ * reads KILN_NO_WORKERS (0 would mean one per CPU minus one), and reserve_size the whole
+ * blocks asked of the OS. */
+Test(runtime, runtime_desc_reads_back_as_kiln_create_takes_it) {
+    kiln_desc desc = recording_desc(rec);   /* KILN_NO_WORKERS */
+    desc.reserve_size = 1;
+    kiln_runtime *rt = kiln_create(&desc);
+    cr_assert_not_null(rt);
+    kiln_desc d = kiln_runtime_desc(rt);
+    cr_assert_eq(d.worker_count, KILN_NO_WORKERS);
+    cr_assert_eq(d.reserve_size, d.block_size, "one byte rounds up to one block");
+    kiln_runtime *again = kiln_create(&d);
+    cr_assert_not_null(again);
+    cr_assert_eq(kiln_runtime_desc(again).worker_count, KILN_NO_WORKERS);
+    kiln_stats s = runtime_stats(again);
+    cr_assert_eq(s.worker_count, 0);
+    kiln_destroy(again);
+    kiln_destroy(rt);
+    cr_assert_eq(recorded_count(rec), 0, "log:%s", recorded_summary(rec));
+}

@@ -222,7 +222,10 @@ KILN_API uint64_t kiln_frame_number(const kiln_runtime *rt);
  * (CONTEXT_DETACHED) or invalid (CONTEXT_INVALID) context. */
 KILN_API kiln_runtime *kiln_ctx_runtime(const kiln_ctx *ctx);
 
-/* The desc the runtime runs with, every default filled in. Concurrency: any thread. */
+/* The desc the runtime runs with, every default filled in, as kiln_create would take it
+ * again: worker_count KILN_NO_WORKERS for none, reserve_size rounded up to whole blocks
+ * (a reservation that would cross memory_limit is cut to it when it is made).
+ * Concurrency: any thread. */
 KILN_API kiln_desc kiln_runtime_desc(const kiln_runtime *rt);
 
 /* Gives the pages of every free block back to the OS (madvise), without unmapping

@@ -24,10 +24,14 @@
  * frame (one that another thread submitted just after the drain), so it never resets
  * frame memory under a running job; a frame job that starts after that belongs to the
  * next frame. The frame memory a job takes (kiln_frame_alloc with the ctx it was
- * given) lives until the job has returned and the frame it belongs to has ended. The
- * driver can read it until its kiln_frame_end; a thread that does not drive the clock
- * cannot know when a frame ends, so its jobs hand results over in memory that thread
- * owns (allocated before it submits them, from its own frame arena, a pool or an arena).
+ * given) comes from the frame arena of the thread running it: on a worker or the driver
+ * it lives until the job has returned and the frame it belongs to has ended, and the
+ * driver can read it until its kiln_frame_end. On an attached thread with a clock of
+ * its own (one that resets its own frame arena: its own jobs, and jobs pinned to it) it
+ * lives until that thread's next reset, whoever submitted the job. A thread that does
+ * not drive the clock cannot know when a frame ends, so its jobs hand results over in
+ * memory that thread owns (allocated before it submits them, from its own frame arena,
+ * a pool or an arena), and so do jobs pinned to a thread with a clock of its own.
  * Likewise a pointer that a frame job gets from kiln_handle_get stays valid (the slot
  * is not reused) until the job returns, and for the driver's jobs until frame end.
  *
@@ -55,9 +59,12 @@ typedef struct kiln_run_desc {
     kiln_priority priority;     /* 0: normal */
     kiln_ctx     *pinned_to;    /* NULL: any thread; else only that context runs the jobs:
                                    frame jobs when it waits (kiln_wait on any counter) and,
-                                   for the driver, at frame end; background jobs only when
+                                   for the driver, at frame end (which waits for every frame
+                                   job, so a frame job pinned to a thread that does not wait
+                                   holds frame end until it does); background jobs only when
                                    it waits on the job's own counter (a worker: also when
-                                   idle), never at frame end. A background job pinned to a
+                                   idle; with KILN_NO_WORKERS any wait runs them, as above),
+                                   never at frame end. A background job pinned to a
                                    context that is not a worker's needs a counter
                                    (JOB_BAD_PIN otherwise). A pin to a context that is
                                    detaching is refused (JOB_PIN_DETACHING): those jobs are
@@ -68,7 +75,8 @@ typedef struct kiln_run_desc {
 /* Submits count jobs; counter (may be NULL) counts the unfinished ones and must stay
  * alive until it reads zero. Jobs may themselves call kiln_run and kiln_wait.
  * Bad input (NULL ctx, a job with a NULL fn, count 0 with jobs NULL: JOB_NULL_FN,
- * JOB_COUNT_ZERO, JOB_NULL_JOBS; a bad pin: JOB_BAD_PIN) is logged and refused: no job
+ * JOB_COUNT_ZERO, JOB_NULL_JOBS; a bad pin: JOB_BAD_PIN; a priority that is no
+ * kiln_priority: JOB_BAD_PRIORITY) is logged and refused: no job
  * of the call runs, the counter is untouched. A pin to a context that starts to detach
  * during the call refuses the jobs not yet queued (JOB_PIN_DETACHING, which says how
  * many); the counter then counts only those that were.

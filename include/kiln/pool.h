@@ -68,8 +68,9 @@ typedef struct kiln_pool_desc {
                                   8 KiB of objects, at least 4) */
 } kiln_pool_desc;
 
-/* NULL on bad desc (logged) or when the block pool refuses. At most 256 pools live per
- * runtime. Concurrency: any thread, concurrently with other creates and destroys. */
+/* NULL on bad desc (logged: POOL_BAD_SIZE, POOL_BAD_ALIGN, POOL_BAD_FLAGS for a bit that
+ * is no KILN_POOL_* flag, POOL_BAD_MAGAZINE_SIZE) or when the block pool refuses. At most
+ * 256 pools live per runtime. Concurrency: any thread, concurrently with other creates and destroys. */
 KILN_API kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc);
 
 /* Logs how many objects are still live (with KILN_DEBUG_SITES, one more message per
