@@ -124,8 +124,8 @@ void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q) {
 void kiln_job_queue_fini(kiln_job_queue *q) {
     if (!kiln_load_relaxed(&q->deques[0].ring)) return;
     for (int i = 0; i < 3; i++) kiln_deque_fini(&q->deques[i]);
-    kiln_inbox_fini(&q->inbox[KILN_INBOX_FRAME]);
-    kiln_inbox_fini(&q->inbox[KILN_INBOX_BACKGROUND]);
+    kiln_inbox_fini(&q->inbox);
+    kiln_lanes_fini(&q->background);
     pthread_mutex_destroy(&q->inbox_lock);
 }
 
@@ -140,15 +140,23 @@ static void wake(kiln_job_system *sys, size_t n) {
 
 typedef enum { PIN_QUEUED, PIN_CLOSED, PIN_NO_MEMORY } pin_result;
 
-/* Appends to target's frame or background inbox, unless it is closed. */
+/* Under inbox_lock: the counts that finders read without it (release: a finder that
+ * sees one sees the tasks, through the lock it then takes). */
+static void publish_hints(kiln_job_queue *q) {
+    kiln_store_release(&q->inbox_hint[KILN_INBOX_FRAME], q->inbox.count);
+    kiln_store_release(&q->inbox_hint[KILN_INBOX_BACKGROUND], q->background.count);
+}
+
+/* Appends to target's frame inbox or its background lanes, unless it is closed. The
+ * tasks of one call share their flags and counter. */
 static pin_result inbox_append(kiln_job_queue *target, const kiln_task *tasks, size_t count) {
-    int kind = (tasks[0].flags & KILN_TASK_BACKGROUND) ? KILN_INBOX_BACKGROUND : KILN_INBOX_FRAME;
-    kiln_inbox *inbox = &target->inbox[kind];
+    bool background = (tasks[0].flags & KILN_TASK_BACKGROUND) != 0;
     pthread_mutex_lock(&target->inbox_lock);
-    pin_result result = target->inbox_closed                      ? PIN_CLOSED
-                        : !kiln_inbox_push(inbox, tasks, count)   ? PIN_NO_MEMORY
-                                                                  : PIN_QUEUED;
-    if (result == PIN_QUEUED) kiln_store_release(&target->inbox_hint[kind], inbox->count);
+    bool queued = !target->inbox_closed &&
+                  (background ? kiln_lanes_push(&target->background, tasks[0].counter, tasks, count)
+                              : kiln_inbox_push(&target->inbox, tasks, count));
+    pin_result result = target->inbox_closed ? PIN_CLOSED : queued ? PIN_QUEUED : PIN_NO_MEMORY;
+    if (queued) publish_hints(target);
     pthread_mutex_unlock(&target->inbox_lock);
     return result;
 }
@@ -202,31 +210,28 @@ bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *
     return true;
 }
 
-/* Owner: the oldest task of one inbox, if any. */
-static bool take_from_inbox(kiln_job_queue *q, int kind, kiln_task *task) {
-    if (kiln_likely(kiln_load_acquire(&q->inbox_hint[kind]) == 0)) return false;
+/* Owner: one pinned task: a frame one, else with background any background one. */
+static bool take_pinned(kiln_job_queue *q, kiln_task *task, bool background) {
+    bool frame = kiln_load_acquire(&q->inbox_hint[KILN_INBOX_FRAME]) != 0;
+    if (kiln_likely(!frame && (!background ||
+                               kiln_load_acquire(&q->inbox_hint[KILN_INBOX_BACKGROUND]) == 0)))
+        return false;
     pthread_mutex_lock(&q->inbox_lock);
-    bool got = kiln_inbox_pop(&q->inbox[kind], task);
-    kiln_store_release(&q->inbox_hint[kind], q->inbox[kind].count);
+    bool got = kiln_inbox_pop(&q->inbox, task) ||
+               (background && kiln_lanes_pop_any(&q->background, task));
+    publish_hints(q);
     pthread_mutex_unlock(&q->inbox_lock);
     return got;
 }
 
-/* Owner: one pinned task: a frame one, else with background a background one. */
-static bool take_pinned(kiln_job_queue *q, kiln_task *task, bool background) {
-    return take_from_inbox(q, KILN_INBOX_FRAME, task) ||
-           (background && take_from_inbox(q, KILN_INBOX_BACKGROUND, task));
-}
-
-/* Owner: the pinned background task that counts on counter, if any: a thread waiting
- * for its own background job runs it, and no other. */
+/* Owner: the oldest pinned background task that counts on counter, if any: a thread
+ * waiting for its own background job runs it, and no other; O(1) whatever else waits. */
 static bool take_pinned_counted(kiln_job_queue *q, const kiln_counter_state *counter,
                                 kiln_task *task) {
     if (kiln_likely(kiln_load_acquire(&q->inbox_hint[KILN_INBOX_BACKGROUND]) == 0)) return false;
     pthread_mutex_lock(&q->inbox_lock);
-    kiln_inbox *inbox = &q->inbox[KILN_INBOX_BACKGROUND];
-    bool got = kiln_inbox_take_counted(inbox, counter, task);
-    kiln_store_release(&q->inbox_hint[KILN_INBOX_BACKGROUND], inbox->count);
+    bool got = kiln_lanes_take(&q->background, counter, task);
+    publish_hints(q);
     pthread_mutex_unlock(&q->inbox_lock);
     return got;
 }

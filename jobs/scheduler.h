@@ -57,9 +57,11 @@ struct kiln_job_queue {
     /* Pinned jobs: other threads append under the lock; only the owner runs them. A
      * closed inbox (its context is detaching) refuses new ones. */
     pthread_mutex_t     inbox_lock;
-    kiln_inbox          inbox[2];        /* [KILN_INBOX_FRAME], [KILN_INBOX_BACKGROUND]; under inbox_lock */
+    kiln_inbox          inbox;           /* frame jobs, in order; under inbox_lock */
+    kiln_lanes          background;      /* background jobs, by counter; under inbox_lock */
     bool                inbox_closed;    /* under inbox_lock */
-    _Atomic size_t      inbox_hint[2];   /* each inbox's count, readable without the lock */
+    _Atomic size_t      inbox_hint[2];   /* [KILN_INBOX_FRAME]: inbox.count, [KILN_INBOX_BACKGROUND]:
+                                            background.count; readable without the lock */
 
     /* Owner-written counters, read by the frame clock and by stats. */
     _Alignas(KILN_CACHE_LINE) _Atomic uint64_t submitted;  /* frame jobs pushed by the owner */

@@ -481,3 +481,42 @@ Test(lifecycle, the_driver_frame_arena_is_not_reset_while_its_frame_is_open) {
     cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
     cr_assert_eq(api_errors(), 1);
 }
+
+/* ---------- pinned background jobs of many counters ---------- */
+
+#define LANE_COUNTERS 300
+#define LANE_JOBS     7
+static uint32_t lane_seen[LANE_COUNTERS][LANE_JOBS];   /* main thread only */
+static uint32_t lane_next[LANE_COUNTERS];
+
+static void lane_job(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    uint32_t v = (uint32_t)(uintptr_t)arg, c = v / LANE_JOBS;
+    JOB_CHECK(lane_next[c] < LANE_JOBS);
+    if (lane_next[c] < LANE_JOBS) lane_seen[c][lane_next[c]++] = v % LANE_JOBS;
+}
+
+/* Background jobs pinned to main under 300 counters, interleaved: a wait on one counter
+ * runs exactly its own jobs, in submission order, and leaves every other counter's
+ * parked; waits in a scattered order empty the lanes one by one. */
+Test(lifecycle, pinned_background_jobs_run_per_counter_in_order) {
+    start(1, 0);
+    memset(lane_next, 0, sizeof lane_next);
+    static kiln_counter counters[LANE_COUNTERS];
+    memset(counters, 0, sizeof counters);
+    kiln_run_desc pin = { .pinned_to = main_ctx, .background = true };
+    for (uint32_t j = 0; j < LANE_JOBS; j++)
+        for (uint32_t c = 0; c < LANE_COUNTERS; c++)
+            kiln_run_ex(main_ctx, &(kiln_job){ lane_job, (void *)(uintptr_t)(c * LANE_JOBS + j) }, 1,
+                        &counters[c], &pin);
+    for (uint32_t k = 0; k < LANE_COUNTERS; k++) {
+        uint32_t c = (k * 97) % LANE_COUNTERS;   /* 97 and 300 are coprime: each once */
+        kiln_wait(main_ctx, &counters[c]);
+        cr_assert_eq(lane_next[c], LANE_JOBS, "counter %u ran %u of its jobs", c, lane_next[c]);
+        for (uint32_t j = 0; j < LANE_JOBS; j++) cr_assert_eq(lane_seen[c][j], j, "counter %u", c);
+        uint32_t other = ((k + 1) * 97) % LANE_COUNTERS;
+        if (k + 1 < LANE_COUNTERS) cr_assert_eq(lane_next[other], 0, "a wait ran another counter's job");
+    }
+    assert_no_job_failures();
+    cr_assert_eq(recorded_count(rec), 0, "log:%s", recorded_summary(rec));
+}

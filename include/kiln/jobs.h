@@ -62,7 +62,9 @@ typedef struct kiln_run_desc {
                                    for the driver, at frame end (which waits for every frame
                                    job, so a frame job pinned to a thread that does not wait
                                    holds frame end until it does); background jobs only when
-                                   it waits on the job's own counter (a worker: also when
+                                   it waits on the job's own counter, in submission order
+                                   for each counter, in O(1) per job however many other
+                                   counters' jobs are parked (a worker: also when
                                    idle; with KILN_NO_WORKERS any wait runs them, as above),
                                    never at frame end. A background job pinned to a
                                    context that is not a worker's needs a counter

@@ -3,7 +3,14 @@
  *
  * Compiles as C11 and as C++17. Every function is safe to call with bad input:
  * it returns NULL / false / a zero value, counts the event in the stats and
- * reports it once through the log callback. Nothing in kiln aborts. */
+ * reports it once through the log callback (the runtime's whenever the arguments name
+ * one, stderr otherwise). Bad input means NULL pointers, contexts that are detached or
+ * are no context at all, objects that were destroyed or belong to another runtime,
+ * forged, stale or foreign handles, bad sizes, counts, alignments, flags and priorities,
+ * and calls from the wrong thread or from inside a job where a header forbids them.
+ * The one exception: a pool, handle table or arena pointer that never was one (a cast
+ * from something else) is not detected, since checking it would cost every fast path a
+ * load; a destroyed one is, until kiln_destroy. Nothing in kiln aborts. */
 #ifndef KILN_KILN_H
 #define KILN_KILN_H
 
