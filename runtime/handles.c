@@ -297,7 +297,7 @@ static KILN_COLD kiln_handle alloc_slow(kiln_ctx *ctx, kiln_handles *table, void
 }
 
 kiln_handle kiln_handle_alloc(kiln_ctx *ctx, kiln_handles *table, void **item) {
-    if (kiln_unlikely(!ctx || !table)) return alloc_slow(ctx, table, item);
+    if (kiln_unlikely(!kiln_ctx_attached(ctx) || !table)) return alloc_slow(ctx, table, item);
     kiln_handle_cache *cache = &ctx->handle_caches[table->index];
     uint32_t n = kiln_load_relaxed(&cache->ready_count);
     if (kiln_unlikely(kiln_load_relaxed(&cache->serial) != table->serial || n == 0))
@@ -374,7 +374,7 @@ static KILN_COLD bool free_slow(kiln_ctx *ctx, kiln_handles *table, kiln_handle 
 }
 
 bool kiln_handle_free(kiln_ctx *ctx, kiln_handles *table, kiln_handle h) {
-    if (kiln_unlikely(!ctx || !table)) return free_slow(ctx, table, h);
+    if (kiln_unlikely(!kiln_ctx_attached(ctx) || !table)) return free_slow(ctx, table, h);
     kiln_handle_cache *cache = &ctx->handle_caches[table->index];
     if (kiln_unlikely(!handle_shape_ok(table, h) ||
                       kiln_load_relaxed(&cache->serial) != table->serial ||

@@ -119,10 +119,24 @@ static KILN_COLD void *alloc_unbound(kiln_ctx *ctx, kiln_pool *pool, kiln_pool_c
     return kiln_pool_alloc_slow(pool, cache);   /* binds the cache, then allocates */
 }
 
+/* A NULL argument, or a context that is not attached (detached, or no context at all:
+ * its caches are never read); logged. */
+static KILN_COLD void refuse_call(const kiln_ctx *ctx, kiln_pool *pool, const char *function,
+                                  const void *obj) {
+    if (ctx && pool) {
+        kiln_ctx_may_use(ctx, pool->owner, &pool->log, "POOL_WRONG_RUNTIME", function, "pool",
+                         pool->name);
+        return;
+    }
+    const kiln_log_sink *log = pool ? &pool->log : kiln_ctx_log(ctx);
+    const char *item = ctx ? "POOL_NULL" : "CONTEXT_NULL", *what = ctx ? "pool" : "context";
+    if (obj) kiln_log_misuse(log, item, "%s: the %s is NULL; %p not freed", function, what, obj);
+    else kiln_log_misuse(log, item, "%s: the %s is NULL", function, what);
+}
+
 void *kiln_pool_alloc(kiln_ctx *ctx, kiln_pool *pool) {
-    if (kiln_unlikely(!ctx || !pool)) {
-        kiln_log_misuse(pool ? &pool->log : kiln_ctx_log(ctx), ctx ? "POOL_NULL" : "CONTEXT_NULL",
-                        "kiln_pool_alloc: the %s is NULL", ctx ? "pool" : "context");
+    if (kiln_unlikely(!kiln_ctx_attached(ctx) || !pool)) {
+        refuse_call(ctx, pool, "kiln_pool_alloc", NULL);
         return NULL;
     }
     kiln_pool_cache *cache = &ctx->pool_caches[pool->index];
@@ -151,9 +165,8 @@ static KILN_COLD void free_unbound(kiln_ctx *ctx, kiln_pool *pool, kiln_pool_cac
 
 void kiln_pool_free(kiln_ctx *ctx, kiln_pool *pool, void *obj) {
     if (!obj) return;
-    if (kiln_unlikely(!ctx || !pool)) {
-        kiln_log_misuse(pool ? &pool->log : kiln_ctx_log(ctx), ctx ? "POOL_NULL" : "CONTEXT_NULL",
-                        "kiln_pool_free: the %s is NULL; %p not freed", ctx ? "pool" : "context", obj);
+    if (kiln_unlikely(!kiln_ctx_attached(ctx) || !pool)) {
+        refuse_call(ctx, pool, "kiln_pool_free", obj);
         return;
     }
     if (kiln_unlikely(!kiln_pool_owns(pool, obj))) {

@@ -175,6 +175,13 @@ KILN_INTERNAL bool kiln_ctx_check(const kiln_ctx *ctx, const char *function);
  * arguments (a NULL pool or table) through its runtime. Concurrency: ctx's own thread. */
 KILN_INTERNAL const kiln_log_sink *kiln_ctx_log(const kiln_ctx *ctx);
 
+/* Whether ctx is an attached context: the fast paths' check, one load and a compare of
+ * the context's first word (relaxed: a context is its own thread's; another thread's
+ * view only matters for misuse, which is then refused on the slow path). */
+static inline bool kiln_ctx_attached(const kiln_ctx *ctx) {
+    return ctx && kiln_load_relaxed(&ctx->magic) == KILN_CTX_MAGIC;
+}
+
 /* Whether a non-NULL ctx may use an object of runtime owner (a pool or a handle table:
  * kind and name say which, for the message): attached, and of that runtime. Otherwise
  * logs through the object's log CONTEXT_DETACHED, CONTEXT_INVALID (not a context at
