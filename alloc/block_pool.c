@@ -65,7 +65,8 @@ bool kiln_block_pool_init(kiln_block_pool *pool, const kiln_block_pool_config *c
 }
 
 void kiln_block_pool_fini(kiln_block_pool *pool) {
-    uint64_t in_use = kiln_load_relaxed(&pool->blocks_reserved) - kiln_lifo_depth(&pool->free_blocks);
+    uint64_t in_use = kiln_load_relaxed(&pool->blocks_reserved) - kiln_lifo_depth(&pool->free_blocks) -
+                      kiln_load_relaxed(&pool->uncarved);
     if (in_use != 0)
         kiln_log(&pool->log, KILN_LOG_WARN, "BLOCK_POOL_BLOCKS_LIVE",
                  "block pool: %llu blocks still in use at destroy; unmapping them",
@@ -126,8 +127,29 @@ static void add_reserved(kiln_block_pool *pool, size_t size) {
     kiln_add_relaxed(&pool->os_maps, 1);
 }
 
-/* Under grow_lock: maps a new reservation and pushes all its blocks. false when the
- * limit, the OS or the heap refuses (*refusal and *asked say why). */
+/* Blocks moved from the newest reservation onto the LIFO at a time. */
+#define KILN_CARVE_BATCH 64
+
+/* Under grow_lock: pushes the next batch of the newest reservation's blocks; false when
+ * none is left. uncarved goes down before the push, whose release then publishes it
+ * with the blocks (a reader that pops one never counts it twice). */
+static bool carve_locked(kiln_block_pool *pool) {
+    size_t bs = pool->block_size;
+    size_t left = (size_t)(pool->carve_end - pool->carve_next) / bs;
+    if (left == 0) return false;
+    size_t n = left < KILN_CARVE_BATCH ? left : KILN_CARVE_BATCH;
+    char *base = pool->carve_next;
+    for (size_t i = 0; i + 1 < n; i++)
+        ((kiln_lifo_node *)(base + i * bs))->next = (kiln_lifo_node *)(base + (i + 1) * bs);
+    pool->carve_next = base + n * bs;
+    kiln_store_relaxed(&pool->uncarved, left - n);
+    kiln_lifo_push_chain(&pool->free_blocks, (kiln_lifo_node *)base,
+                         (kiln_lifo_node *)(base + (n - 1) * bs), n);
+    return true;
+}
+
+/* Under grow_lock: maps a new reservation and pushes its first batch of blocks. false
+ * when the limit, the OS or the heap refuses (*refusal and *asked say why). */
 static bool grow_locked(kiln_block_pool *pool, const char **refusal, size_t *asked) {
     size_t bs = pool->block_size;
     size_t blocks = pool->reserve_blocks;
@@ -161,13 +183,12 @@ static bool grow_locked(kiln_block_pool *pool, const char **refusal, size_t *ask
     *record = (kiln_reservation){ pool->reservations, base, blocks * bs };
     pool->reservations = record;
     add_reserved(pool, blocks * bs);
-    /* Counted before the blocks are free, so blocks_in_use never reads negative. */
+    /* Counted, uncarved, before any block is free, so blocks_in_use never reads negative. */
+    kiln_store_relaxed(&pool->uncarved, blocks);
     kiln_store_relaxed(&pool->blocks_reserved, reserved_blocks + blocks);
-    for (size_t i = 0; i + 1 < blocks; i++)
-        ((kiln_lifo_node *)(base + i * bs))->next = (kiln_lifo_node *)(base + (i + 1) * bs);
-    kiln_lifo_push_chain(&pool->free_blocks, (kiln_lifo_node *)base,
-                         (kiln_lifo_node *)(base + (blocks - 1) * bs), blocks);
-    return true;
+    pool->carve_next = base;
+    pool->carve_end = base + blocks * bs;
+    return carve_locked(pool);
 }
 
 /* The LIFO was empty: grow (or wait for a trim pass) and pop again. NULL on refusal. */
@@ -182,7 +203,7 @@ static KILN_COLD void *get_slow(kiln_block_pool *pool, uint64_t *depth) {
         size_t asked = 0;
         bool trimming = !block && (kiln_load_acquire(&pool->trims_running) != 0 ||
                                    kiln_load_acquire(&pool->trims) != passes);
-        bool grown = !block && !trimming && grow_locked(pool, &refusal, &asked);
+        bool grown = !block && !trimming && (carve_locked(pool) || grow_locked(pool, &refusal, &asked));
         pthread_mutex_unlock(&pool->grow_lock);
         if (block) return block;
         if (!grown && !trimming) {
@@ -208,7 +229,8 @@ void *kiln_block_get(kiln_block_pool *pool) {
     /* The peak from the depth this pop left: loads of rarely written lines, no write
      * unless this is a new peak. reserved is stored before blocks are pushed, and this
      * pop acquired that push, so reserved >= depth + trim_held. */
-    uint64_t free_blocks = depth + kiln_load_relaxed(&pool->trim_held);
+    uint64_t free_blocks = depth + kiln_load_relaxed(&pool->trim_held) +
+                           kiln_load_relaxed(&pool->uncarved);
     uint64_t reserved = kiln_load_relaxed(&pool->blocks_reserved);
     uint64_t in_use = reserved > free_blocks ? reserved - free_blocks : 0;
     if (kiln_unlikely(in_use > kiln_load_relaxed(&pool->peak_in_use)))
@@ -277,7 +299,8 @@ size_t kiln_block_pool_trim(kiln_block_pool *pool) {
 
 void kiln_block_pool_stats_get(kiln_block_pool *pool, kiln_block_pool_stats *out) {
     uint64_t reserved = kiln_load_relaxed(&pool->blocks_reserved);
-    uint64_t free_blocks = kiln_lifo_depth(&pool->free_blocks) + kiln_load_relaxed(&pool->trim_held);
+    uint64_t free_blocks = kiln_lifo_depth(&pool->free_blocks) + kiln_load_relaxed(&pool->trim_held) +
+                           kiln_load_relaxed(&pool->uncarved);
     uint64_t in_use = reserved > free_blocks ? reserved - free_blocks : 0;
     uint64_t gets = (kiln_lifo_pops(&pool->free_blocks) - kiln_load_relaxed(&pool->trim_pops)) &
                     KILN_LIFO_POPS_MASK;

@@ -4,6 +4,7 @@
  *
  * Invariants:
  *   blocks_reserved == blocks_in_use + depth of the free LIFO + blocks held by a trim pass
+ *                      + uncarved (blocks of the newest reservation not pushed yet)
  * The free count is the LIFO's depth, kept in its tag word by the same CAS that moves a
  * block, so a get or put touches one shared cache line (the LIFO's) and no counter.
  *   reserved_bytes  == blocks_reserved * block_size + bytes of live large mappings
@@ -39,12 +40,17 @@ typedef struct kiln_block_pool {
     _Atomic size_t   reserved_bytes;      /* changed only under grow_lock */
     _Atomic size_t   peak_reserved_bytes;
     _Atomic uint64_t blocks_reserved;     /* changed only under grow_lock */
+    _Atomic uint64_t uncarved;            /* changed only under grow_lock (see carve_next) */
     _Atomic int      limit_reported;      /* 1 after a refusal was logged, 0 after a success */
     _Atomic int      trims_running;       /* gets that find the LIFO empty wait for trims */
 
     /* Growth: serialised by grow_lock (an OS call is slow anyway). */
     pthread_mutex_t   grow_lock;
     kiln_reservation *reservations;       /* chunks to unmap at destroy; under grow_lock */
+    /* The newest reservation's blocks not yet on the LIFO, [carve_next, carve_end): they
+     * go onto it a batch at a time, so a large reservation costs address space, not a
+     * page touched per block (the LIFO's link word) all at once; under grow_lock. */
+    char             *carve_next, *carve_end;
     kiln_address_map  map;                /* which addresses are blocks; written under grow_lock */
 
     /* Read-only after init. */

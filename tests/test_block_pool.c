@@ -131,6 +131,40 @@ Test(block_pool, reservation_is_rounded_to_whole_blocks) {
     kiln_block_pool_fini(&pool);
 }
 
+/* A large reservation is address space: its blocks go onto the free list a batch at a
+ * time as they are needed, so only the pages of handed-out batches are ever touched
+ * (the free list's link word is the first word of each free block). Its counts add up
+ * all the while, and every block comes out exactly once. */
+Test(block_pool, a_large_reservation_touches_only_the_blocks_handed_out) {
+    const size_t blocks = 4096;
+    pool_init(BS, blocks * BS, 0);
+    void *first = kiln_block_get(&pool);
+    cr_assert_not_null(first);
+    kiln_block_pool_stats s = pool_stats(&pool);
+    cr_assert_eq(s.blocks_reserved, blocks);
+    cr_assert_eq(s.blocks_in_use, 1);
+    cr_assert_eq(s.blocks_free, blocks - 1);
+    char *base = (char *)((uintptr_t)first & ~(uintptr_t)(BS - 1));
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t touched = 0;
+    for (size_t b = 0; b < blocks; b++) touched += resident_pages(base + b * BS, page);
+    cr_assert_leq(touched, 64, "%zu of %zu blocks' first pages are resident", touched, blocks);
+    /* Every block, once: the batches carve the whole reservation and then it is empty. */
+    static void *got[4096];
+    got[0] = first;
+    for (size_t i = 1; i < blocks; i++) {
+        got[i] = kiln_block_get(&pool);
+        cr_assert_not_null(got[i]);
+        cr_assert_eq(((uintptr_t)got[i] - (uintptr_t)base) % BS, 0);
+    }
+    cr_assert_eq(pool_stats(&pool).os_maps, 1, "one reservation served them all");
+    cr_assert_eq(pool_stats(&pool).blocks_in_use, blocks);
+    for (size_t i = 0; i < blocks; i++) kiln_block_put(&pool, got[i]);
+    cr_assert_eq(pool_stats(&pool).blocks_in_use, 0);
+    kiln_block_pool_fini(&pool);
+    cr_assert_eq(recorded_count(rec), 0, "log:%s", recorded_summary(rec));
+}
+
 Test(block_pool, init_refuses_bad_config) {
     kiln_block_pool_config config = { .block_size = 0, .log = { recording_log_fn, rec, NULL } };
     cr_assert(!kiln_block_pool_init(&pool, &config));

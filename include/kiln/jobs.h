@@ -81,7 +81,10 @@ typedef struct kiln_run_desc {
  * kiln_priority: JOB_BAD_PRIORITY) is logged and refused: no job
  * of the call runs, the counter is untouched. A pin to a context that starts to detach
  * during the call refuses the jobs not yet queued (JOB_PIN_DETACHING, which says how
- * many); the counter then counts only those that were.
+ * many); the counter then counts only those that were. A counter still non-zero from
+ * another context's run is shared, not refused: the jobs count on it together, and a
+ * warning says so once per such call (COUNTER_SHARED), since waiting on a counter that
+ * others keep adding to may wait longer than meant.
  * Concurrency: the context's own thread; any number of contexts at once. */
 KILN_API void kiln_run(kiln_ctx *ctx, const kiln_job *jobs, size_t count, kiln_counter *counter);
 KILN_API void kiln_run_ex(kiln_ctx *ctx, const kiln_job *jobs, size_t count,

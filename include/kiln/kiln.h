@@ -8,9 +8,11 @@
  * are no context at all, objects that were destroyed or belong to another runtime,
  * forged, stale or foreign handles, bad sizes, counts, alignments, flags and priorities,
  * and calls from the wrong thread or from inside a job where a header forbids them.
- * The one exception: a pool, handle table or arena pointer that never was one (a cast
+ * The exceptions: a pool, handle table or arena pointer that never was one (a cast
  * from something else) is not detected, since checking it would cost every fast path a
- * load; a destroyed one is, until kiln_destroy. Nothing in kiln aborts. */
+ * load; a destroyed one is, until kiln_destroy. A context is checked by its first 8
+ * bytes, so a "context" pointing at fewer readable bytes is read out of bounds. Nothing
+ * in kiln aborts. */
 #ifndef KILN_KILN_H
 #define KILN_KILN_H
 
