@@ -241,16 +241,15 @@ kiln_arena *kiln_frame_arena(kiln_ctx *ctx) {
  * attached (a detached one, or a zeroed pointer, has no frame arena: its memory is kept
  * until kiln_destroy, so reading the field is safe), and not running a background job
  * under KILN_DEBUG_CHECKS. The fast path: the load it needs anyway, and a test. */
-static inline kiln_arena *frame_alloc_arena(const kiln_ctx *ctx) {
+static inline bool frame_alloc_ok(const kiln_ctx *ctx) {
     /* The magic first: a detached context, or a pointer that is no context, is never
-     * read further (relaxed: the context is this thread's, or it is misuse anyway). */
-    if (kiln_unlikely(!ctx || kiln_load_relaxed(&ctx->magic) != KILN_CTX_MAGIC)) return NULL;
-    if (kiln_unlikely(ctx->debug_checks) && (ctx->queue.running_flags & KILN_TASK_BACKGROUND))
-        return NULL;
-    return ctx->frame_arena;
+     * read further (relaxed: the context is this thread's, or it is misuse anyway). An
+     * attached context always has its frame arena. */
+    if (kiln_unlikely(!ctx || kiln_load_relaxed(&ctx->magic) != KILN_CTX_MAGIC)) return false;
+    return !(kiln_unlikely(ctx->debug_checks) && (ctx->queue.running_flags & KILN_TASK_BACKGROUND));
 }
 
-/* Logs why frame_alloc_arena said no; NULL, so that callers reach it by a tail call. */
+/* Logs why frame_alloc_ok said no; NULL, so that callers reach it by a tail call. */
 static KILN_COLD void *refuse_frame_alloc(const kiln_ctx *ctx, const char *function) {
     /* NULL, detached, not a context: the context check says which, in its own words. */
     if (!kiln_ctx_check(ctx, function)) return NULL;
@@ -261,13 +260,11 @@ static KILN_COLD void *refuse_frame_alloc(const kiln_ctx *ctx, const char *funct
 }
 
 void *kiln_frame_alloc(kiln_ctx *ctx, size_t size, size_t align) {
-    kiln_arena *arena = frame_alloc_arena(ctx);
-    if (kiln_unlikely(!arena)) return refuse_frame_alloc(ctx, "kiln_frame_alloc");
-    return kiln_arena_bump(arena, size, align);
+    if (kiln_unlikely(!frame_alloc_ok(ctx))) return refuse_frame_alloc(ctx, "kiln_frame_alloc");
+    return kiln_arena_bump(ctx->frame_arena, size, align);
 }
 
 void *kiln_frame_alloc_at(kiln_ctx *ctx, size_t size, size_t align, const char *file, int line) {
-    kiln_arena *arena = frame_alloc_arena(ctx);
-    if (kiln_unlikely(!arena)) return refuse_frame_alloc(ctx, "kiln_frame_alloc_at");
-    return kiln_arena_alloc_at(arena, size, align, file, line);
+    if (kiln_unlikely(!frame_alloc_ok(ctx))) return refuse_frame_alloc(ctx, "kiln_frame_alloc_at");
+    return kiln_arena_alloc_at(ctx->frame_arena, size, align, file, line);
 }
