@@ -193,7 +193,11 @@ int main(int argc, char **argv) {
     stress_options opt = { .threads = 4, .iterations = 3000, .seed = 1 };
     if (!stress_parse(argc, argv, &opt)) return 2;
     seed = opt.seed;
-    static const char *const expected[] = { "JOB_PIN_DETACHING", "JOB_BAD_PIN", NULL };
+    /* Refused pins are part of the run; so, on a loaded machine, are the warnings of a
+     * background job starved for a hundred frames (reuse waits for it, and the table may
+     * fill meanwhile: an alloc then fails, which the jobs allow). Anything else fails. */
+    static const char *const expected[] = { "JOB_PIN_DETACHING", "JOB_BAD_PIN",
+                                            "HANDLES_RECLAIM_STALLED", "HANDLES_FULL", NULL };
     stress_log log = { .expected = expected };
     rt = kiln_create(&(kiln_desc){ .worker_count = opt.threads, .block_size = 16u << 10,
                                    .log = stress_log_fn, .log_user = &log });
