@@ -239,7 +239,7 @@ int main(int argc, char **argv) {
     kiln_detach(ctx);
     kiln_destroy(rt);   /* every block back, none twice: anything else is logged */
     printf("stress-frames: %" PRIu64 " frames, %" PRIu64 " frame jobs (%" PRIu64
-           " render batches, %" PRIu64 " background rounds, %" PRIu64 " pins refused) in %.1f s, %"
+           " render batches, %" PRIu64 " background rounds, %" PRIu64 " refused pins and expected warnings) in %.1f s, %"
            PRIu64 " failures\n", opt.iterations, atomic_load(&jobs_done),
            atomic_load(&render_batches), atomic_load(&background_rounds),
            atomic_load(&log.expected_seen), seconds, stress_failure_count());
