@@ -445,21 +445,12 @@ static void idle_pause(unsigned *idle) {
     else sched_yield();
 }
 
-/* Runs tasks until the counter reads zero; background ones too when background. */
+/* Runs tasks until the counter reads zero; background ones too when background. Without
+ * background, still the background jobs pinned to this thread that count on this very
+ * counter: nobody else may run them, and the waiter asked for them (looked for only
+ * when nothing else ran: one hint load). */
 static void wait_counter(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
                          bool background) {
-    unsigned idle = 0;
-    while (kiln_load_acquire(&counter->pending) != 0) {
-        if (kiln_jobs_run_one(sys, q, background)) idle = 0;
-        else idle_pause(&idle);
-    }
-}
-
-void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter) {
-    /* Background jobs only where no worker would ever take them, and the background
-     * jobs pinned to this thread that count on this very counter: nobody else may run
-     * them, and the caller asked for them. */
-    bool background = sys->threads == 1;
     unsigned idle = 0;
     while (kiln_load_acquire(&counter->pending) != 0) {
         kiln_task task;
@@ -472,6 +463,11 @@ void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state 
             idle_pause(&idle);
         }
     }
+}
+
+void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter) {
+    /* Background jobs only where no worker would ever take them. */
+    wait_counter(sys, q, counter, sys->threads == 1);
 }
 
 /* Every completed count first, then every submitted count (see the header). */

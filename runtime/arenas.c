@@ -138,9 +138,6 @@ void kiln_arena_destroy(kiln_arena *arena) {
     }
 }
 
-/* A worker's frame arena is kiln_frame_end's to reset: the frame's other jobs may be
- * using its memory, and a reset by the worker itself would also have made it stop
- * stealing for good (a thread with a clock of its own). */
 /* Whether kiln_arena_reset may reset the frame arena of owner now; logs why not. Never
  * under a job: a worker's is frame end's to reset, the driver's too while its frame is
  * open (the frame's jobs that ran on it may still use their memory), and no thread's

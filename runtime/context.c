@@ -237,10 +237,8 @@ kiln_arena *kiln_frame_arena(kiln_ctx *ctx) {
     return ctx->frame_arena;
 }
 
-/* ctx's frame arena if ctx may take frame memory now, else NULL: a context that is
- * attached (a detached one, or a zeroed pointer, has no frame arena: its memory is kept
- * until kiln_destroy, so reading the field is safe), and not running a background job
- * under KILN_DEBUG_CHECKS. The fast path: the load it needs anyway, and a test. */
+/* Whether ctx may take frame memory now: an attached context, not running a background
+ * job under KILN_DEBUG_CHECKS. The fast path: a load and a compare of the magic. */
 static inline bool frame_alloc_ok(const kiln_ctx *ctx) {
     /* The magic first: a detached context, or a pointer that is no context, is never
      * read further (relaxed: the context is this thread's, or it is misuse anyway). An

@@ -124,8 +124,7 @@ static KILN_COLD void *alloc_unbound(kiln_ctx *ctx, kiln_pool *pool, kiln_pool_c
 static KILN_COLD void refuse_call(const kiln_ctx *ctx, kiln_pool *pool, const char *function,
                                   const void *obj) {
     if (ctx && pool) {
-        kiln_ctx_may_use(ctx, pool->owner, &pool->log, "POOL_WRONG_RUNTIME", function, "pool",
-                         pool->name);
+        ctx_may_bind(ctx, pool, function);   /* says which: detached, or no context */
         return;
     }
     const kiln_log_sink *log = pool ? &pool->log : kiln_ctx_log(ctx);
