@@ -54,6 +54,14 @@ static uint64_t api_errors(void) {
     return stats.api_errors;
 }
 
+/* Runs fn as one job pinned to the main thread (this one) and waits for it: the job
+ * runs here, inside the wait, with main's context. */
+static void run_pinned_to_main(kiln_job_fn fn) {
+    kiln_counter c = { { 0, 0 } };
+    kiln_run_ex(main_ctx, &(kiln_job){ fn, NULL }, 1, &c, &(kiln_run_desc){ .pinned_to = main_ctx });
+    kiln_wait(main_ctx, &c);
+}
+
 /* ---------- frame memory and handles of jobs from every submitter ---------- */
 
 /* What a churn job checks: its frame allocations (two small, one larger than a 16 KiB
@@ -297,10 +305,7 @@ Test(lifecycle, a_background_job_pinned_to_main_runs_only_when_main_waits_on_its
     /* Neither a frame end nor a wait on another counter runs it. */
     for (int frame = 0; frame < 3; frame++) {
         kiln_frame_begin(main_ctx);
-        kiln_counter other = { { 0, 0 } };
-        kiln_run_ex(main_ctx, &(kiln_job){ nothing_job, NULL }, 1, &other,
-                    &(kiln_run_desc){ .pinned_to = main_ctx });
-        kiln_wait(main_ctx, &other);
+        run_pinned_to_main(nothing_job);   /* a wait on another counter */
         kiln_frame_end(main_ctx);
     }
     cr_assert_eq(atomic_load(&bg_pinned_ran), 0);
@@ -395,10 +400,7 @@ static void driver_ends_frame_inside_job(kiln_ctx *ctx, void *arg) {
 Test(lifecycle, the_driver_cannot_end_or_begin_a_frame_from_inside_a_job) {
     start(1, 0);
     kiln_frame_begin(main_ctx);
-    kiln_counter c = { { 0, 0 } };
-    kiln_run_ex(main_ctx, &(kiln_job){ driver_ends_frame_inside_job, NULL }, 1, &c,
-                &(kiln_run_desc){ .pinned_to = main_ctx });
-    kiln_wait(main_ctx, &c);
+    run_pinned_to_main(driver_ends_frame_inside_job);
     cr_assert_eq(count_items_at(rec, "FRAME_INSIDE_JOB", KILN_LOG_ERROR), 2, "log:%s", recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 2, "log:%s", recorded_summary(rec));
     cr_assert_eq(kiln_frame_number(rt), 1, "the frame stays open");
@@ -413,10 +415,7 @@ static void detach_inside_job(kiln_ctx *ctx, void *arg) {
 
 Test(lifecycle, a_context_cannot_detach_from_inside_a_job_it_runs) {
     start(1, 0);
-    kiln_counter c = { { 0, 0 } };
-    kiln_run_ex(main_ctx, &(kiln_job){ detach_inside_job, NULL }, 1, &c,
-                &(kiln_run_desc){ .pinned_to = main_ctx });
-    kiln_wait(main_ctx, &c);
+    run_pinned_to_main(detach_inside_job);
     cr_assert_eq(count_items_at(rec, "CONTEXT_INSIDE_JOB", KILN_LOG_ERROR), 1, "log:%s",
                  recorded_summary(rec));
     cr_assert_eq(api_errors(), 1);
@@ -455,10 +454,7 @@ static void outer_holds_frame_memory_job(kiln_ctx *ctx, void *arg) {
 
 Test(lifecycle, a_frame_arena_is_not_reset_from_inside_a_job_on_its_thread) {
     start(1, 0);
-    kiln_counter c = { { 0, 0 } };
-    kiln_run_ex(main_ctx, &(kiln_job){ outer_holds_frame_memory_job, NULL }, 1, &c,
-                &(kiln_run_desc){ .pinned_to = main_ctx });
-    kiln_wait(main_ctx, &c);
+    run_pinned_to_main(outer_holds_frame_memory_job);
     cr_assert_eq(atomic_load(&inner_reset_done), 1);
     assert_no_job_failures();
     cr_assert_eq(count_items_at(rec, "ARENA_RESET_INSIDE_JOB", KILN_LOG_ERROR), 1, "log:%s",
