@@ -11,7 +11,9 @@
  * and attaching over and over keeps as many records as contexts were attached at once.
  * Until its reuse, a call through it is refused too. Both kinds wait on the runtime's
  * lists (dead_arenas, spare_frame_arenas) until kiln_destroy frees them. */
-#include "runtime_internal.h"
+#include "arenas.h"
+#include "check.h"
+#include "frame.h"
 
 #include "../base/heap.h"
 
@@ -173,19 +175,8 @@ void kiln_arena_reset(kiln_arena *arena) {
     kiln_ctx *owner = arena->frame_owner;
     if (owner && !frame_reset_allowed(arena, owner)) return;
     if (kiln_unlikely(arena->debug)) kiln_arena_debug_reset(arena);   /* who owns it now */
-    /* A thread that resets its own frame arena keeps a clock of its own: from now on it
-     * runs only its own jobs, never another thread's frame job, whose frame memory
-     * would otherwise live in this arena and vanish at this thread's boundary. */
-    if (owner && kiln_load_relaxed(&owner->rt->driver) != owner) {
-        owner->queue.steals = false;
-        kiln_handles_quiescent(owner);   /* its frame boundary: it keeps no get pointer */
-    }
+    /* A thread that resets its own frame arena keeps a clock of its own. */
+    if (owner && kiln_load_relaxed(&owner->rt->driver) != owner) kiln_ctx_frame_boundary(owner);
     kiln_arena_reset_all(arena);
 }
 
-void kiln_runtime_audit_arenas(kiln_runtime *rt) {
-    pthread_mutex_lock(&rt->registry_lock);   /* no arena is deleted meanwhile */
-    for (kiln_arena *arena = rt->arenas; arena; arena = arena->registry_next)
-        kiln_arena_audit(arena);   /* those this thread owns */
-    pthread_mutex_unlock(&rt->registry_lock);
-}

@@ -1,55 +1,15 @@
 /* runtime/context.c — thread contexts: attach, detach, and the frame arena each
  * context owns. */
-#include "runtime_internal.h"
+#include "context.h"
+#include "arenas.h"
+#include "check.h"
+#include "handles.h"
+#include "pools.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "../base/heap.h"
-
-static bool ctx_detached(const kiln_ctx *ctx) { return ctx->magic == KILN_CTX_DETACHED_MAGIC; }
-
-const kiln_log_sink *kiln_ctx_log(const kiln_ctx *ctx) {
-    if (!ctx || (ctx->magic != KILN_CTX_MAGIC && !ctx_detached(ctx))) return NULL;
-    return &ctx->rt->log;
-}
-
-bool kiln_ctx_may_use(const kiln_ctx *ctx, const kiln_runtime *owner, const kiln_log_sink *log,
-                      const char *wrong_runtime_item, const char *function, const char *kind,
-                      const char *name) {
-    if (ctx->magic != KILN_CTX_MAGIC) {
-        if (ctx_detached(ctx))
-            kiln_log_misuse(log, "CONTEXT_DETACHED", "%s: %s '%s': context %u has been detached; "
-                            "refused", function, kind, name, ctx->id);
-        else
-            kiln_log_misuse(log, "CONTEXT_INVALID", "%s: %s '%s': %p is not a kiln context; "
-                            "refused", function, kind, name, (const void *)ctx);
-        return false;
-    }
-    if (ctx->rt != owner) {
-        kiln_log_misuse(log, wrong_runtime_item, "%s: %s '%s' belongs to another runtime than "
-                        "context %u; refused", function, kind, name, ctx->id);
-        return false;
-    }
-    return true;
-}
-
-static KILN_COLD void refuse_ctx(const kiln_ctx *ctx, const char *function) {
-    if (!ctx)
-        kiln_log_misuse(NULL, "CONTEXT_NULL", "%s: the context is NULL", function);
-    else if (ctx_detached(ctx))
-        kiln_log_misuse(kiln_ctx_log(ctx), "CONTEXT_DETACHED",
-                        "%s: context %u has been detached; refused", function, ctx->id);
-    else
-        kiln_log_misuse(NULL, "CONTEXT_INVALID", "%s: %p is not a kiln context", function,
-                        (const void *)ctx);
-}
-
-bool kiln_ctx_check(const kiln_ctx *ctx, const char *function) {
-    if (kiln_likely(ctx && ctx->magic == KILN_CTX_MAGIC)) return true;
-    refuse_ctx(ctx, function);
-    return false;
-}
 
 /* Under registry_lock: a kept context to reuse (*reused set), or a new zeroed one. */
 static kiln_ctx *context_memory(kiln_runtime *rt, bool *reused) {

@@ -1,6 +1,12 @@
-/* runtime/frame.c — the frame clock: which context drives it, begin and end, and the
- * resets that frame end performs. */
-#include "runtime_internal.h"
+/* runtime/frame.c — frame boundaries: the frame clock (which context drives it, begin
+ * and end, and the resets that frame end performs) and a thread's own boundary. */
+#include "frame.h"
+
+#include "audit.h"
+#include "check.h"
+#include "handles.h"
+#include "history.h"
+#include "trace.h"
 
 /* Claims the clock for ctx if nobody drives it; whether ctx is the driver now. A claim
  * acquires what the previous driver released when it detached (frame_open). */
@@ -74,7 +80,8 @@ void kiln_frame_end(kiln_ctx *ctx) {
     /* Every frame job, from any thread, with or without a counter, finishes first (the
      * driver runs jobs meanwhile, its pinned frame ones included). */
     kiln_jobs_drain_frame(&rt->jobs, &ctx->queue);
-    kiln_runtime_audit(rt);   /* KILN_DEBUG_GUARDS: live pool objects and owned arenas */
+    if (kiln_unlikely(rt->desc.debug & KILN_DEBUG_GUARDS))
+        kiln_runtime_audit(rt);   /* live pool objects and the arenas this thread owns */
     /* The frame is over for every frame job that starts from now on: it reads the new
      * epoch. seq_cst: every handle free that read the old epoch is ordered before it. */
     uint64_t epoch = kiln_add_seq_cst(&rt->handle_epoch, 1) + 1;
@@ -88,4 +95,9 @@ void kiln_frame_end(kiln_ctx *ctx) {
     kiln_history_frame_end(rt, ctx, &record);
     if (kiln_unlikely(kiln_tracing(&rt->trace))) kiln_trace_frame_end(ctx, &record);
     rt->frame_open = false;
+}
+
+void kiln_ctx_frame_boundary(kiln_ctx *ctx) {
+    ctx->queue.steals = false;
+    kiln_handles_quiescent(ctx);
 }

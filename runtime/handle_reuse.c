@@ -2,7 +2,8 @@
  * table's reuse ring (limbo, then reusable, oldest first), the reclaim epoch that the
  * frame end advances, the quiescent points of threads outside the frame clock, and the
  * caches' hand-back at detach. The rule it implements: runtime/handles.h. */
-#include "runtime_internal.h"
+#include "handles.h"
+#include "check.h"
 
 #include <string.h>
 

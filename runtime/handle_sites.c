@@ -2,7 +2,10 @@
  * kiln_handle_alloc_at records file:line per slot, and destroying a table lists the
  * items still live grouped by site. Off the get/alloc/free paths entirely: the plain
  * calls never look at the sites. */
-#include "runtime_internal.h"
+#include "handles.h"
+#include "types.h"
+
+#include "../base/heap.h"
 
 #include <stdio.h>
 #include <stdlib.h>

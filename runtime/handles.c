@@ -2,7 +2,10 @@
  * alloc and free through each context's cache of free slots, the deferred reuse of freed
  * slots (the reclaim epoch, advanced at frame end), and the tables' statistics.
  * The layout and the ownership of every field: runtime/handles.h. */
-#include "runtime_internal.h"
+#include "handles.h"
+#include "check.h"
+
+#include "../base/heap.h"
 
 #include "../alloc/os.h"
 

@@ -1,7 +1,8 @@
 /* runtime/history.c — the per-frame history: what the driver measures at frame begin
  * and end, the ring of the last KILN_HISTORY_FRAMES records (the protocol is in
  * history.h), and kiln_history_read. */
-#include "runtime_internal.h"
+#include "history.h"
+#include "check.h"
 
 #include <string.h>
 

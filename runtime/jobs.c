@@ -1,6 +1,6 @@
 /* runtime/jobs.c — the public job calls: argument checks, counters, turning kiln_job
  * arrays into tasks on the caller's queue, parallel_for. */
-#include "runtime_internal.h"
+#include "check.h"
 
 /* Jobs are copied into tasks in batches of this many, on the stack. */
 #define KILN_SUBMIT_BATCH 64

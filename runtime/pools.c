@@ -2,7 +2,10 @@
  * slot's bookkeeping lives until kiln_destroy, so a call on a destroyed pool is caught,
  * not a use after free), the public alloc/free entry points with their argument
  * checks, flushing a context's caches, and pool statistics. */
-#include "runtime_internal.h"
+#include "pools.h"
+#include "check.h"
+
+#include "../base/heap.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -181,13 +184,6 @@ void kiln_pool_free(kiln_ctx *ctx, kiln_pool *pool, void *obj) {
     kiln_pool_cache *cache = &ctx->pool_caches[pool->index];
     if (kiln_unlikely(!kiln_pool_cache_bound(pool, cache))) free_unbound(ctx, pool, cache, obj);
     else free_to_cache(pool, cache, obj);
-}
-
-void kiln_runtime_audit_pools(kiln_runtime *rt) {
-    pthread_mutex_lock(&rt->registry_lock);   /* no pool is destroyed meanwhile */
-    for (int i = 0; i < KILN_MAX_POOLS; i++)
-        if (rt->pools[i]) kiln_pool_audit(rt->pools[i]);
-    pthread_mutex_unlock(&rt->registry_lock);
 }
 
 void kiln_ctx_flush_pools(kiln_ctx *ctx) {

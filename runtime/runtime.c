@@ -1,6 +1,11 @@
 /* runtime/runtime.c — kiln_create and kiln_destroy: the desc and its defaults, the
  * block pool, and the teardown report. */
-#include "runtime_internal.h"
+#include "arenas.h"
+#include "check.h"
+#include "context.h"
+#include "handles.h"
+#include "pools.h"
+#include "trace.h"
 
 #include <string.h>
 #include <unistd.h>
@@ -136,17 +141,6 @@ void kiln_destroy(kiln_runtime *rt) {
     pthread_mutex_destroy(&rt->registry_lock);
     rt->magic = 0;
     kiln_heap_free(rt);
-}
-
-bool kiln_runtime_check(const kiln_runtime *rt, const char *function) {
-    if (kiln_likely(rt && rt->magic == KILN_RUNTIME_MAGIC)) return true;
-    kiln_log_misuse(NULL, rt ? "RUNTIME_INVALID" : "RUNTIME_NULL",
-                    "%s: the runtime is %s", function, rt ? "not a live runtime" : "NULL");
-    return false;
-}
-
-const kiln_log_sink *kiln_runtime_log(const kiln_runtime *rt) {
-    return rt && rt->magic == KILN_RUNTIME_MAGIC ? &rt->log : NULL;
 }
 
 kiln_desc kiln_runtime_desc(const kiln_runtime *rt) {

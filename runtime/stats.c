@@ -1,5 +1,5 @@
 /* runtime/stats.c — the stats calls: runtime-wide figures and every arena's. */
-#include "runtime_internal.h"
+#include "check.h"
 
 #include <string.h>
 
@@ -31,24 +31,6 @@ size_t kiln_stats_arenas(kiln_runtime *rt, kiln_arena_stats *out, size_t cap) {
         if (count < cap) kiln_arena_stats_read(a, &out[count]);
     pthread_mutex_unlock(&rt->registry_lock);
     return count;
-}
-
-bool kiln_stats_list_args_ok(const kiln_runtime *rt, const void *out, size_t cap,
-                             const char *function) {
-    if (!kiln_runtime_check(rt, function)) return false;
-    if (out || cap == 0) return true;
-    kiln_log_misuse(&((kiln_runtime *)rt)->log, "STATS_NULL_OUT",
-                    "%s: out is NULL with cap %zu; nothing copied", function, cap);
-    return false;
-}
-
-bool kiln_stats_args_ok(const kiln_log_sink *log, const void *object, const char *null_item,
-                        const char *noun, void *out, size_t out_size, const char *function) {
-    if (object && out) return true;
-    if (out) memset(out, 0, out_size);
-    kiln_log_misuse(log, object ? "STATS_NULL_OUT" : null_item, "%s: %s is NULL", function,
-                    object ? "out" : noun);
-    return false;
 }
 
 bool kiln_arena_stats_get(const kiln_arena *arena, kiln_arena_stats *out) {

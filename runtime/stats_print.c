@@ -2,7 +2,7 @@
  * and kiln_stats_write_json (one object for tools). Both walk one description of the
  * stats structs (a field list per struct), so a field added to a struct is added to
  * both outputs by one line here. */
-#include "runtime_internal.h"
+#include "check.h"
 
 #include <inttypes.h>
 #include <stdlib.h>

@@ -2,7 +2,8 @@
  * the frame events and counter samples of the driver, each context's ring (the
  * protocol is in trace.h), kiln_trace_enable and the tracer's figures. Writing the
  * rings out as JSON is runtime/trace_write.c. */
-#include "runtime_internal.h"
+#include "trace.h"
+#include "check.h"
 
 #include <string.h>
 

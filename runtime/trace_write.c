@@ -2,7 +2,8 @@
  * protocol is in trace.h), and writes the events as Chrome trace-event JSON, with the
  * threads named and the jobs named by their functions' symbols. */
 #define _GNU_SOURCE   /* dladdr */
-#include "runtime_internal.h"
+#include "trace.h"
+#include "check.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -738,7 +738,7 @@ Test(frame, threads_do_frames_against_one_runtime) {
 #include <sched.h>
 #include <time.h>
 
-#include "runtime/runtime_internal.h"
+#include "runtime/types.h"
 
 static size_t          refusal_logged;   /* recorded_count at refusal_begin */
 static stderr_capture  refusal_capture;

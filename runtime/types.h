@@ -1,7 +1,8 @@
-/* runtime/runtime_internal.h — the runtime and context structs that runtime/ files
- * share. Never installed. */
-#ifndef KILN_RUNTIME_INTERNAL_H
-#define KILN_RUNTIME_INTERNAL_H
+/* runtime/types.h — the runtime's and the contexts' structs, which every runtime/ file
+ * reads: who writes each field, and under which lock. Declares no function; the
+ * functions live in the header of the file that defines them. Never installed. */
+#ifndef KILN_RUNTIME_TYPES_H
+#define KILN_RUNTIME_TYPES_H
 
 #include <kiln/kiln.h>
 #include <pthread.h>
@@ -10,7 +11,6 @@
 #include "../alloc/block_pool.h"
 #include "../alloc/pool.h"
 #include "../base/atomics.h"
-#include "../base/heap.h"     /* every runtime/ file allocates through it */
 #include "../base/log.h"
 #include "../jobs/scheduler.h"
 #include "handles.h"
@@ -106,88 +106,4 @@ struct kiln_runtime {
     kiln_history     history;
 };
 
-/* A new context (a worker's when is_worker). NULL on failure, logged. Any thread. */
-KILN_INTERNAL kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker);
-
-/* Starts desc.worker_count workers; false (logged) when a thread cannot start. */
-KILN_INTERNAL bool kiln_workers_start(kiln_runtime *rt);
-/* Stops and joins the workers and detaches their contexts. */
-KILN_INTERNAL void kiln_workers_stop(kiln_runtime *rt);
-/* kiln_destroy, last: frees the memory of every detached context. */
-KILN_INTERNAL void kiln_contexts_free(kiln_runtime *rt);
-
-/* Gives every pool cache of ctx back to its pool's depot. Takes registry_lock. */
-KILN_INTERNAL void kiln_ctx_flush_pools(kiln_ctx *ctx);
-
-/* kiln_destroy: destroys the pools still alive (logged) and frees every slot. */
-KILN_INTERNAL void kiln_runtime_pools_fini(kiln_runtime *rt);
-
-/* The sampled guard audit (KILN_DEBUG_GUARDS) of every live pool, and of the arenas the
- * calling thread owns. Take registry_lock. */
-KILN_INTERNAL void kiln_runtime_audit_pools(kiln_runtime *rt);
-KILN_INTERNAL void kiln_runtime_audit_arenas(kiln_runtime *rt);
-
-/* kiln_frame_end, after the frame's jobs: both audits when the bit is on. */
-static inline void kiln_runtime_audit(kiln_runtime *rt) {
-    if (kiln_likely(!(rt->desc.debug & KILN_DEBUG_GUARDS))) return;
-    kiln_runtime_audit_pools(rt);
-    kiln_runtime_audit_arenas(rt);
-}
-
-/* Makes an arena of this runtime and registers it. NULL when the pool refuses.
- * Concurrency: any thread (takes registry_lock). */
-KILN_INTERNAL kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *name, bool is_frame);
-
-/* Unregisters and frees an arena. Concurrency: any thread (takes registry_lock). */
-KILN_INTERNAL void kiln_runtime_arena_delete(kiln_runtime *rt, kiln_arena *arena);
-
-/* kiln_destroy, once every arena of rt is gone: frees rt's arena records (runtime/arenas.c),
- * even when none was ever made. */
-KILN_INTERNAL void kiln_runtime_arenas_fini(kiln_runtime *rt);
-
-/* Whether rt looks like a live runtime; logs ITEM_NULL / stale otherwise. */
-KILN_INTERNAL bool kiln_runtime_check(const kiln_runtime *rt, const char *function);
-
-/* rt's log when rt is a live runtime, else NULL (the stderr default): a refusal of
- * another argument never reads a dead runtime. Concurrency: any thread. */
-KILN_INTERNAL const kiln_log_sink *kiln_runtime_log(const kiln_runtime *rt);
-
-/* The argument check of a list call (kiln_stats_pools and the like, kiln_history_read):
- * a live runtime (else RUNTIME_NULL / RUNTIME_INVALID), and out unless cap is 0 (else
- * STATS_NULL_OUT through rt's log). Any thread. */
-KILN_INTERNAL bool kiln_stats_list_args_ok(const kiln_runtime *rt, const void *out, size_t cap,
-                                           const char *function);
-
-/* The argument check of a kiln_*_stats_get: true when object and out are both given;
- * otherwise logs through log which is NULL (null_item, or STATS_NULL_OUT), zeroes *out
- * when there is one, and returns false. */
-KILN_INTERNAL bool kiln_stats_args_ok(const kiln_log_sink *log, const void *object,
-                                      const char *null_item, const char *noun, void *out,
-                                      size_t out_size, const char *function);
-
-/* Whether ctx looks like an attached context; logs otherwise: CONTEXT_DETACHED through
- * its runtime's log (a detached context's memory lives until kiln_destroy), or
- * CONTEXT_NULL / CONTEXT_INVALID on stderr. Concurrency: ctx's own thread. */
-KILN_INTERNAL bool kiln_ctx_check(const kiln_ctx *ctx, const char *function);
-
-/* The log of the runtime ctx belongs to, attached or detached; NULL (the stderr
- * default) when ctx is NULL or not a context. For refusing a valid context's other
- * arguments (a NULL pool or table) through its runtime. Concurrency: ctx's own thread. */
-KILN_INTERNAL const kiln_log_sink *kiln_ctx_log(const kiln_ctx *ctx);
-
-/* Whether ctx is an attached context: the fast paths' check, one load and a compare of
- * the context's first word (relaxed: a context is its own thread's; another thread's
- * view only matters for misuse, which is then refused on the slow path). */
-static inline bool kiln_ctx_attached(const kiln_ctx *ctx) {
-    return ctx && kiln_load_relaxed(&ctx->magic) == KILN_CTX_MAGIC;
-}
-
-/* Whether a non-NULL ctx may use an object of runtime owner (a pool or a handle table:
- * kind and name say which, for the message): attached, and of that runtime. Otherwise
- * logs through the object's log CONTEXT_DETACHED, CONTEXT_INVALID (not a context at
- * all) or wrong_runtime_item, and returns false. Concurrency: ctx's own thread. */
-KILN_INTERNAL bool kiln_ctx_may_use(const kiln_ctx *ctx, const kiln_runtime *owner,
-                                    const kiln_log_sink *log, const char *wrong_runtime_item,
-                                    const char *function, const char *kind, const char *name);
-
-#endif /* KILN_RUNTIME_INTERNAL_H */
+#endif /* KILN_RUNTIME_TYPES_H */

@@ -1,0 +1,19 @@
+/* runtime/arenas.h — the arenas a runtime owns: their records and registry, as the
+ * rest of the runtime uses them. Never installed. */
+#ifndef KILN_RUNTIME_ARENAS_H
+#define KILN_RUNTIME_ARENAS_H
+
+#include "types.h"
+
+/* Makes an arena of this runtime and registers it. NULL when the pool refuses.
+ * Concurrency: any thread (takes registry_lock). */
+KILN_INTERNAL kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *name, bool is_frame);
+
+/* Unregisters and frees an arena. Concurrency: any thread (takes registry_lock). */
+KILN_INTERNAL void kiln_runtime_arena_delete(kiln_runtime *rt, kiln_arena *arena);
+
+/* kiln_destroy, once every arena of rt is gone: frees rt's arena records, even when
+ * none was ever made. */
+KILN_INTERNAL void kiln_runtime_arenas_fini(kiln_runtime *rt);
+
+#endif /* KILN_RUNTIME_ARENAS_H */

@@ -1,0 +1,78 @@
+/* runtime/check.c — the argument checks of runtime/ entry points (check.h): the
+ * runtime, the context, the stats arguments. Calls nothing above it in runtime/. */
+#include "check.h"
+
+#include <string.h>
+
+bool kiln_runtime_check(const kiln_runtime *rt, const char *function) {
+    if (kiln_likely(rt && rt->magic == KILN_RUNTIME_MAGIC)) return true;
+    kiln_log_misuse(NULL, rt ? "RUNTIME_INVALID" : "RUNTIME_NULL",
+                    "%s: the runtime is %s", function, rt ? "not a live runtime" : "NULL");
+    return false;
+}
+
+const kiln_log_sink *kiln_runtime_log(const kiln_runtime *rt) {
+    return rt && rt->magic == KILN_RUNTIME_MAGIC ? &rt->log : NULL;
+}
+
+bool kiln_stats_list_args_ok(const kiln_runtime *rt, const void *out, size_t cap,
+                             const char *function) {
+    if (!kiln_runtime_check(rt, function)) return false;
+    if (out || cap == 0) return true;
+    kiln_log_misuse(&((kiln_runtime *)rt)->log, "STATS_NULL_OUT",
+                    "%s: out is NULL with cap %zu; nothing copied", function, cap);
+    return false;
+}
+
+bool kiln_stats_args_ok(const kiln_log_sink *log, const void *object, const char *null_item,
+                        const char *noun, void *out, size_t out_size, const char *function) {
+    if (object && out) return true;
+    if (out) memset(out, 0, out_size);
+    kiln_log_misuse(log, object ? "STATS_NULL_OUT" : null_item, "%s: %s is NULL", function,
+                    object ? "out" : noun);
+    return false;
+}
+
+static bool ctx_detached(const kiln_ctx *ctx) { return ctx->magic == KILN_CTX_DETACHED_MAGIC; }
+
+const kiln_log_sink *kiln_ctx_log(const kiln_ctx *ctx) {
+    if (!ctx || (ctx->magic != KILN_CTX_MAGIC && !ctx_detached(ctx))) return NULL;
+    return &ctx->rt->log;
+}
+
+bool kiln_ctx_may_use(const kiln_ctx *ctx, const kiln_runtime *owner, const kiln_log_sink *log,
+                      const char *wrong_runtime_item, const char *function, const char *kind,
+                      const char *name) {
+    if (ctx->magic != KILN_CTX_MAGIC) {
+        if (ctx_detached(ctx))
+            kiln_log_misuse(log, "CONTEXT_DETACHED", "%s: %s '%s': context %u has been detached; "
+                            "refused", function, kind, name, ctx->id);
+        else
+            kiln_log_misuse(log, "CONTEXT_INVALID", "%s: %s '%s': %p is not a kiln context; "
+                            "refused", function, kind, name, (const void *)ctx);
+        return false;
+    }
+    if (ctx->rt != owner) {
+        kiln_log_misuse(log, wrong_runtime_item, "%s: %s '%s' belongs to another runtime than "
+                        "context %u; refused", function, kind, name, ctx->id);
+        return false;
+    }
+    return true;
+}
+
+static KILN_COLD void refuse_ctx(const kiln_ctx *ctx, const char *function) {
+    if (!ctx)
+        kiln_log_misuse(NULL, "CONTEXT_NULL", "%s: the context is NULL", function);
+    else if (ctx_detached(ctx))
+        kiln_log_misuse(kiln_ctx_log(ctx), "CONTEXT_DETACHED",
+                        "%s: context %u has been detached; refused", function, ctx->id);
+    else
+        kiln_log_misuse(NULL, "CONTEXT_INVALID", "%s: %p is not a kiln context", function,
+                        (const void *)ctx);
+}
+
+bool kiln_ctx_check(const kiln_ctx *ctx, const char *function) {
+    if (kiln_likely(ctx && ctx->magic == KILN_CTX_MAGIC)) return true;
+    refuse_ctx(ctx, function);
+    return false;
+}

@@ -1,0 +1,56 @@
+/* runtime/check.h — the argument checks every runtime/ entry point starts with: is this
+ * a live runtime, an attached context, a context that may use this object, are the
+ * stats arguments given. The bottom of runtime/: it reads the structs (types.h) and
+ * logs, and calls no other runtime/ file. Never installed. */
+#ifndef KILN_RUNTIME_CHECK_H
+#define KILN_RUNTIME_CHECK_H
+
+#include "types.h"
+
+/* Whether rt looks like a live runtime; logs RUNTIME_NULL / RUNTIME_INVALID otherwise.
+ * Any thread. */
+KILN_INTERNAL bool kiln_runtime_check(const kiln_runtime *rt, const char *function);
+
+/* rt's log when rt is a live runtime, else NULL (the stderr default): a refusal of
+ * another argument never reads a dead runtime. Any thread. */
+KILN_INTERNAL const kiln_log_sink *kiln_runtime_log(const kiln_runtime *rt);
+
+/* The argument check of a list call (kiln_stats_pools and the like, kiln_history_read):
+ * a live runtime (else RUNTIME_NULL / RUNTIME_INVALID), and out unless cap is 0 (else
+ * STATS_NULL_OUT through rt's log). Any thread. */
+KILN_INTERNAL bool kiln_stats_list_args_ok(const kiln_runtime *rt, const void *out, size_t cap,
+                                           const char *function);
+
+/* The argument check of a kiln_*_stats_get: true when object and out are both given;
+ * otherwise logs through log which is NULL (null_item, or STATS_NULL_OUT), zeroes *out
+ * when there is one, and returns false. Any thread. */
+KILN_INTERNAL bool kiln_stats_args_ok(const kiln_log_sink *log, const void *object,
+                                      const char *null_item, const char *noun, void *out,
+                                      size_t out_size, const char *function);
+
+/* Whether ctx looks like an attached context; logs otherwise: CONTEXT_DETACHED through
+ * its runtime's log (a detached context's memory lives until kiln_destroy), or
+ * CONTEXT_NULL / CONTEXT_INVALID on stderr. Concurrency: ctx's own thread. */
+KILN_INTERNAL bool kiln_ctx_check(const kiln_ctx *ctx, const char *function);
+
+/* The log of the runtime ctx belongs to, attached or detached; NULL (the stderr
+ * default) when ctx is NULL or not a context. For refusing a valid context's other
+ * arguments (a NULL pool or table) through its runtime. Concurrency: ctx's own thread. */
+KILN_INTERNAL const kiln_log_sink *kiln_ctx_log(const kiln_ctx *ctx);
+
+/* Whether ctx is an attached context: the fast paths' check, one load and a compare of
+ * the context's first word (relaxed: a context is its own thread's; another thread's
+ * view only matters for misuse, which is then refused on the slow path). */
+static inline bool kiln_ctx_attached(const kiln_ctx *ctx) {
+    return ctx && kiln_load_relaxed(&ctx->magic) == KILN_CTX_MAGIC;
+}
+
+/* Whether a non-NULL ctx may use an object of runtime owner (a pool or a handle table:
+ * kind and name say which, for the message): attached, and of that runtime. Otherwise
+ * logs through the object's log CONTEXT_DETACHED, CONTEXT_INVALID (not a context at
+ * all) or wrong_runtime_item, and returns false. Concurrency: ctx's own thread. */
+KILN_INTERNAL bool kiln_ctx_may_use(const kiln_ctx *ctx, const kiln_runtime *owner,
+                                    const kiln_log_sink *log, const char *wrong_runtime_item,
+                                    const char *function, const char *kind, const char *name);
+
+#endif /* KILN_RUNTIME_CHECK_H */
