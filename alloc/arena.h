@@ -102,13 +102,9 @@ struct kiln_arena {
 
     kiln_arena_block        *first;        /* the bottom of the chain */
 
-    /* Owned by whoever keeps the arena registry (runtime/). destroyed is set when the
-     * arena leaves the registry (under its lock) and stays set while the record is
-     * kept; every entry point reads it first (kiln_arena_live). A destroyed record is
-     * off the registry: registry_next then links the owner's list of kept records. */
-    struct kiln_arena *registry_prev, *registry_next;
-    void              *registry_owner;
-    void              *frame_owner;   /* frame arenas: the context owning it; else NULL */
+    /* Set by the arena's owner (runtime/arenas.c) when the arena is destroyed, under
+     * the owner's registry lock, and kept set while the record is kept; every entry
+     * point reads it first (kiln_arena_live). */
     _Atomic bool       destroyed;
 
     /* Debug layer (arena_debug.c). debug, audit_sample and usable are read-only after

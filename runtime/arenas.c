@@ -1,6 +1,7 @@
-/* runtime/arenas.c — arenas that belong to a runtime: their records, creation,
- * destruction, the registry that stats and kiln_destroy walk, and the refusals of
- * kiln_arena_destroy and kiln_arena_reset.
+/* runtime/arenas.c — the arena's public face (kiln/memory.h): arenas that belong to a
+ * runtime, their records, creation, destruction, the registry that stats and
+ * kiln_destroy walk, reset and its refusals, their stats, and a context's frame arena
+ * with the frame allocation fast path.
  *
  * Records: an arena's bookkeeping (struct kiln_arena) is a heap record outside its
  * blocks, kept after the arena is destroyed, with destroyed set, so that a call through
@@ -17,9 +18,9 @@
 
 #include "../base/heap.h"
 
-static void records_free(kiln_arena *list) {
-    for (kiln_arena *a = list, *next; a; a = next) {
-        next = a->registry_next;
+static void records_free(kiln_arena_record *list) {
+    for (kiln_arena_record *a = list, *next; a; a = next) {
+        next = a->next;
         kiln_heap_free(a);
     }
 }
@@ -32,12 +33,13 @@ void kiln_runtime_arenas_fini(kiln_runtime *rt) {
 
 /* A record for a new arena: a free frame record for a frame arena (*reused set), else a
  * new one. NULL when the heap refuses (logged). Any thread (takes registry_lock). */
-static kiln_arena *record_take(kiln_runtime *rt, const char *name, bool is_frame, bool *reused) {
-    kiln_arena *record = NULL;
+static kiln_arena_record *record_take(kiln_runtime *rt, const char *name, bool is_frame,
+                                      bool *reused) {
+    kiln_arena_record *record = NULL;
     if (is_frame) {
         pthread_mutex_lock(&rt->registry_lock);
         record = rt->spare_frame_arenas;
-        if (record) rt->spare_frame_arenas = record->registry_next;
+        if (record) rt->spare_frame_arenas = record->next;
         pthread_mutex_unlock(&rt->registry_lock);
     }
     *reused = record != NULL;
@@ -50,22 +52,23 @@ static kiln_arena *record_take(kiln_runtime *rt, const char *name, bool is_frame
 
 /* Keeps a record whose arena is gone (or never was: fresh says no pointer to it was
  * ever handed out, so it is freed). Any thread (takes registry_lock). */
-static void record_keep(kiln_runtime *rt, kiln_arena *record, bool fresh) {
+static void record_keep(kiln_runtime *rt, kiln_arena_record *record, bool fresh) {
     if (fresh) {
         kiln_heap_free(record);
         return;
     }
     pthread_mutex_lock(&rt->registry_lock);
-    kiln_arena **list = record->is_frame ? &rt->spare_frame_arenas : &rt->dead_arenas;
-    record->registry_prev = NULL;
-    record->registry_next = *list;
+    kiln_arena_record **list = record->arena.is_frame ? &rt->spare_frame_arenas : &rt->dead_arenas;
+    record->prev = NULL;
+    record->next = *list;
     *list = record;
     pthread_mutex_unlock(&rt->registry_lock);
 }
 
-kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *name, bool is_frame) {
+kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *name, kiln_ctx *frame_owner) {
+    bool is_frame = frame_owner != NULL;
     kiln_arena_config config = {
-        .pool = &rt->pool,
+        .pool = &rt->blocks,
         .name = name,
         .budget = is_frame ? rt->desc.frame_budget : 0,
         .frame_clock = &rt->frame,
@@ -75,59 +78,63 @@ kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *name, bool is_f
         .audit_sample = rt->desc.audit_sample,
     };
     bool reused;
-    kiln_arena *arena = record_take(rt, name, is_frame, &reused);
-    if (!arena) return NULL;
-    if (!kiln_arena_init(arena, &config)) {   /* the pool logged why */
-        arena->is_frame = is_frame;
-        record_keep(rt, arena, !reused);
+    kiln_arena_record *record = record_take(rt, name, is_frame, &reused);
+    if (!record) return NULL;
+    if (!kiln_arena_init(&record->arena, &config)) {   /* the pool logged why */
+        record->arena.is_frame = is_frame;
+        record_keep(rt, record, !reused);
         return NULL;
     }
-    arena->registry_owner = rt;
+    record->rt = rt;
+    record->frame_owner = frame_owner;
     pthread_mutex_lock(&rt->registry_lock);
-    arena->registry_next = rt->arenas;
-    if (rt->arenas) rt->arenas->registry_prev = arena;
-    rt->arenas = arena;
+    record->prev = NULL;
+    record->next = rt->arenas;
+    if (rt->arenas) rt->arenas->prev = record;
+    rt->arenas = record;
     rt->arena_count++;
     pthread_mutex_unlock(&rt->registry_lock);
-    return arena;
+    return &record->arena;
 }
 
 /* Under registry_lock: takes arena off the registry and marks it destroyed. */
-static void unregister_locked(kiln_runtime *rt, kiln_arena *arena) {
-    if (arena->registry_prev) arena->registry_prev->registry_next = arena->registry_next;
-    else rt->arenas = arena->registry_next;
-    if (arena->registry_next) arena->registry_next->registry_prev = arena->registry_prev;
+static void unregister_locked(kiln_runtime *rt, kiln_arena_record *record) {
+    if (record->prev) record->prev->next = record->next;
+    else rt->arenas = record->next;
+    if (record->next) record->next->prev = record->prev;
     rt->arena_count--;
-    kiln_store_relaxed(&arena->destroyed, true);
+    kiln_store_relaxed(&record->arena.destroyed, true);
 }
 
 /* Off the registry (done): gives back the arena's memory and keeps its record. */
-static void arena_bury(kiln_runtime *rt, kiln_arena *arena) {
-    kiln_arena_fini(arena);
-    record_keep(rt, arena, false);
+static void arena_bury(kiln_runtime *rt, kiln_arena_record *record) {
+    kiln_arena_fini(&record->arena);
+    record_keep(rt, record, false);
 }
 
 void kiln_runtime_arena_delete(kiln_runtime *rt, kiln_arena *arena) {
+    kiln_arena_record *record = kiln_arena_record_of(arena);
     pthread_mutex_lock(&rt->registry_lock);
-    unregister_locked(rt, arena);
+    unregister_locked(rt, record);
     pthread_mutex_unlock(&rt->registry_lock);
-    arena_bury(rt, arena);
+    arena_bury(rt, record);
 }
 
 kiln_arena *kiln_arena_create(kiln_runtime *rt, const char *name) {
     if (!kiln_runtime_check(rt, "kiln_arena_create")) return NULL;
-    return kiln_runtime_arena_new(rt, name, false);
+    return kiln_runtime_arena_new(rt, name, NULL);
 }
 
 void kiln_arena_destroy(kiln_arena *arena) {
     if (!arena) return;
-    kiln_runtime *rt = arena->registry_owner;
+    kiln_arena_record *record = kiln_arena_record_of(arena);
+    kiln_runtime *rt = record->rt;
     /* The check and the unregistering under one lock: of two destroys racing on one
      * arena, exactly one goes ahead. */
     pthread_mutex_lock(&rt->registry_lock);
     bool destroyed = kiln_load_relaxed(&arena->destroyed);
     bool refused = destroyed || arena->is_frame;
-    if (!refused) unregister_locked(rt, arena);
+    if (!refused) unregister_locked(rt, record);
     pthread_mutex_unlock(&rt->registry_lock);
     if (destroyed) {
         kiln_arena_refuse_destroyed(arena, "kiln_arena_destroy");
@@ -136,7 +143,7 @@ void kiln_arena_destroy(kiln_arena *arena) {
                         "kiln_arena_destroy: arena '%s' is a context's frame arena; it goes "
                         "with kiln_detach", arena->name);
     } else {
-        arena_bury(rt, arena);
+        arena_bury(rt, record);
     }
 }
 
@@ -172,7 +179,7 @@ void kiln_arena_reset(kiln_arena *arena) {
         return;
     }
     if (!kiln_arena_live(arena, "kiln_arena_reset")) return;
-    kiln_ctx *owner = arena->frame_owner;
+    kiln_ctx *owner = kiln_arena_record_of(arena)->frame_owner;
     if (owner && !frame_reset_allowed(arena, owner)) return;
     if (kiln_unlikely(arena->debug)) kiln_arena_debug_reset(arena);   /* who owns it now */
     /* A thread that resets its own frame arena keeps a clock of its own. */
@@ -180,3 +187,43 @@ void kiln_arena_reset(kiln_arena *arena) {
     kiln_arena_reset_all(arena);
 }
 
+bool kiln_arena_stats_get(const kiln_arena *arena, kiln_arena_stats *out) {
+    if (!kiln_stats_args_ok(arena ? &arena->log : NULL, arena, "ARENA_NULL", "the arena", out, sizeof *out, "kiln_arena_stats_get"))
+        return false;
+    return kiln_arena_stats_read(arena, out);   /* false, logged, for a destroyed arena */
+}
+
+kiln_arena *kiln_frame_arena(kiln_ctx *ctx) {
+    if (!kiln_ctx_check(ctx, "kiln_frame_arena")) return NULL;
+    return ctx->frame_arena;
+}
+
+/* Whether ctx may take frame memory now: an attached context, not running a background
+ * job under KILN_DEBUG_CHECKS. The fast path: a load and a compare of the magic. */
+static inline bool frame_alloc_ok(const kiln_ctx *ctx) {
+    /* The magic first: a detached context, or a pointer that is no context, is never
+     * read further (relaxed: the context is this thread's, or it is misuse anyway). An
+     * attached context always has its frame arena. */
+    if (kiln_unlikely(!ctx || kiln_load_relaxed(&ctx->magic) != KILN_CTX_MAGIC)) return false;
+    return !(kiln_unlikely(ctx->debug_checks) && (ctx->queue.running_flags & KILN_TASK_BACKGROUND));
+}
+
+/* Logs why frame_alloc_ok said no; NULL, so that callers reach it by a tail call. */
+static KILN_COLD void *refuse_frame_alloc(const kiln_ctx *ctx, const char *function) {
+    /* NULL, detached, not a context: the context check says which, in its own words. */
+    if (!kiln_ctx_check(ctx, function)) return NULL;
+    kiln_log_misuse(&ctx->rt->log, "JOB_BACKGROUND_FRAME_ALLOC",
+                    "%s: a background job on context %u asked for frame memory, which frame "
+                    "end may reset under it; refused", function, ctx->id);
+    return NULL;
+}
+
+void *kiln_frame_alloc(kiln_ctx *ctx, size_t size, size_t align) {
+    if (kiln_unlikely(!frame_alloc_ok(ctx))) return refuse_frame_alloc(ctx, "kiln_frame_alloc");
+    return kiln_arena_bump(ctx->frame_arena, size, align);
+}
+
+void *kiln_frame_alloc_at(kiln_ctx *ctx, size_t size, size_t align, const char *file, int line) {
+    if (kiln_unlikely(!frame_alloc_ok(ctx))) return refuse_frame_alloc(ctx, "kiln_frame_alloc_at");
+    return kiln_arena_alloc_at(ctx->frame_arena, size, align, file, line);
+}

@@ -5,9 +5,11 @@
 
 #include "types.h"
 
-/* Makes an arena of this runtime and registers it. NULL when the pool refuses.
- * Concurrency: any thread (takes registry_lock). */
-KILN_INTERNAL kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *name, bool is_frame);
+/* Makes an arena of this runtime and registers it: frame_owner's frame arena, or a user
+ * arena when frame_owner is NULL. NULL when the pool refuses (logged). Concurrency: any
+ * thread (takes registry_lock). */
+KILN_INTERNAL kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *name,
+                                                 kiln_ctx *frame_owner);
 
 /* Unregisters and frees an arena. Concurrency: any thread (takes registry_lock). */
 KILN_INTERNAL void kiln_runtime_arena_delete(kiln_runtime *rt, kiln_arena *arena);

@@ -11,8 +11,8 @@ static void audit_pools(kiln_runtime *rt) {
 
 static void audit_arenas(kiln_runtime *rt) {
     pthread_mutex_lock(&rt->registry_lock);   /* no arena is deleted meanwhile */
-    for (kiln_arena *arena = rt->arenas; arena; arena = arena->registry_next)
-        kiln_arena_audit(arena);   /* those this thread owns */
+    for (kiln_arena_record *record = rt->arenas; record; record = record->next)
+        kiln_arena_audit(&record->arena);   /* those this thread owns */
     pthread_mutex_unlock(&rt->registry_lock);
 }
 

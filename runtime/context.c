@@ -1,5 +1,5 @@
-/* runtime/context.c — thread contexts: attach, detach, and the frame arena each
- * context owns. */
+/* runtime/context.c — thread contexts: attach and detach, the workers' contexts and
+ * threads, and the memory contexts keep for reuse. */
 #include "context.h"
 #include "arenas.h"
 #include "check.h"
@@ -56,8 +56,7 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
     ctx->debug_checks = (rt->desc.debug & KILN_DEBUG_CHECKS) != 0;
     char name[48];
     snprintf(name, sizeof name, is_worker ? "frame worker ctx %u" : "frame ctx %u", id);
-    ctx->frame_arena = kiln_runtime_arena_new(rt, name, true);   /* the pool logs a refusal */
-    if (ctx->frame_arena) ctx->frame_arena->frame_owner = ctx;
+    ctx->frame_arena = kiln_runtime_arena_new(rt, name, ctx);   /* the pool logs a refusal */
     ctx->queue.steals = true;
     if (!ctx->frame_arena || !kiln_job_queue_init(&rt->jobs, &ctx->queue, ctx, id, is_worker)) {
         if (ctx->frame_arena) kiln_runtime_arena_delete(rt, ctx->frame_arena);
@@ -190,39 +189,4 @@ void kiln_workers_stop(kiln_runtime *rt) {
 kiln_runtime *kiln_ctx_runtime(const kiln_ctx *ctx) {
     if (!kiln_ctx_check(ctx, "kiln_ctx_runtime")) return NULL;
     return ctx->rt;
-}
-
-kiln_arena *kiln_frame_arena(kiln_ctx *ctx) {
-    if (!kiln_ctx_check(ctx, "kiln_frame_arena")) return NULL;
-    return ctx->frame_arena;
-}
-
-/* Whether ctx may take frame memory now: an attached context, not running a background
- * job under KILN_DEBUG_CHECKS. The fast path: a load and a compare of the magic. */
-static inline bool frame_alloc_ok(const kiln_ctx *ctx) {
-    /* The magic first: a detached context, or a pointer that is no context, is never
-     * read further (relaxed: the context is this thread's, or it is misuse anyway). An
-     * attached context always has its frame arena. */
-    if (kiln_unlikely(!ctx || kiln_load_relaxed(&ctx->magic) != KILN_CTX_MAGIC)) return false;
-    return !(kiln_unlikely(ctx->debug_checks) && (ctx->queue.running_flags & KILN_TASK_BACKGROUND));
-}
-
-/* Logs why frame_alloc_ok said no; NULL, so that callers reach it by a tail call. */
-static KILN_COLD void *refuse_frame_alloc(const kiln_ctx *ctx, const char *function) {
-    /* NULL, detached, not a context: the context check says which, in its own words. */
-    if (!kiln_ctx_check(ctx, function)) return NULL;
-    kiln_log_misuse(&ctx->rt->log, "JOB_BACKGROUND_FRAME_ALLOC",
-                    "%s: a background job on context %u asked for frame memory, which frame "
-                    "end may reset under it; refused", function, ctx->id);
-    return NULL;
-}
-
-void *kiln_frame_alloc(kiln_ctx *ctx, size_t size, size_t align) {
-    if (kiln_unlikely(!frame_alloc_ok(ctx))) return refuse_frame_alloc(ctx, "kiln_frame_alloc");
-    return kiln_arena_bump(ctx->frame_arena, size, align);
-}
-
-void *kiln_frame_alloc_at(kiln_ctx *ctx, size_t size, size_t align, const char *file, int line) {
-    if (kiln_unlikely(!frame_alloc_ok(ctx))) return refuse_frame_alloc(ctx, "kiln_frame_alloc_at");
-    return kiln_arena_alloc_at(ctx->frame_arena, size, align, file, line);
 }

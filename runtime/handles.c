@@ -61,13 +61,13 @@ static bool table_init(kiln_runtime *rt, kiln_handles *table, const kiln_handles
     size_t ring_offset = kiln_align_up(table->stride * table->capacity, _Alignof(kiln_reuse_entry));
     table->map_bytes = ring_offset + sizeof(kiln_reuse_entry) * table->capacity;
     size_t map_align = align > kiln_os_page_size() ? align : kiln_os_page_size();
-    table->slots = kiln_block_pool_map_large(&rt->pool, table->map_bytes, map_align);
+    table->slots = kiln_block_pool_map_large(&rt->blocks, table->map_bytes, map_align);
     if (!table->slots) return false;   /* the block pool logged the refusal */
     table->ring = (kiln_reuse_entry *)(table->slots + ring_offset);
     if (!kiln_handles_sites_init(table, rt->desc.debug)) {
         kiln_log(&rt->log, KILN_LOG_ERROR, "HANDLES_OUT_OF_MEMORY",
                  "kiln_handles_create: table '%s': no memory for its allocation-site array", name);
-        kiln_block_pool_unmap_large(&rt->pool, table->slots, table->map_bytes);
+        kiln_block_pool_unmap_large(&rt->blocks, table->slots, table->map_bytes);
         return false;
     }
     snprintf(table->name, sizeof table->name, "%s", name);
@@ -148,7 +148,7 @@ void kiln_handles_destroy(kiln_handles *table) {
     kiln_store_relaxed(&table->limbo_count, 0);
     kiln_store_relaxed(&table->reusable_count, 0);
     table->ring = NULL;
-    kiln_block_pool_unmap_large(&rt->pool, table->slots, table->map_bytes);
+    kiln_block_pool_unmap_large(&rt->blocks, table->slots, table->map_bytes);
     kiln_handles_sites_fini(table);
     table->slots = NULL;
     table->capacity = 0;

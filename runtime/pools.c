@@ -38,7 +38,7 @@ kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
         if (pool) memset(pool, 0, sizeof *pool);
     }
     kiln_pool_config config = {
-        .blocks = &rt->pool,
+        .blocks = &rt->blocks,
         .desc = *desc,
         .index = (uint32_t)slot,
         .serial = kiln_add_relaxed(&next_serial, 1) + 1,

@@ -82,7 +82,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
         .memory_limit = d.memory_limit,
         .log = rt->log,
     };
-    if (!kiln_block_pool_init(&rt->pool, &pool_config)) {   /* logged */
+    if (!kiln_block_pool_init(&rt->blocks, &pool_config)) {   /* logged */
         kiln_heap_free(rt);
         return NULL;
     }
@@ -124,7 +124,7 @@ void kiln_destroy(kiln_runtime *rt) {
     kiln_runtime_pools_fini(rt);
     kiln_runtime_handles_fini(rt);
     while (rt->arenas) {
-        kiln_arena *arena = rt->arenas;
+        kiln_arena *arena = &rt->arenas->arena;
         kiln_arena_stats stats;
         kiln_arena_stats_read(arena, &stats);
         kiln_log(&rt->log, KILN_LOG_WARN, "ARENA_STILL_ALIVE",
@@ -137,7 +137,7 @@ void kiln_destroy(kiln_runtime *rt) {
     kiln_contexts_free(rt);
     kiln_runtime_arenas_fini(rt);  /* every arena is gone: their records go too */
     kiln_job_system_fini(&rt->jobs);
-    kiln_block_pool_fini(&rt->pool);
+    kiln_block_pool_fini(&rt->blocks);
     pthread_mutex_destroy(&rt->registry_lock);
     rt->magic = 0;
     kiln_heap_free(rt);
@@ -149,7 +149,7 @@ kiln_desc kiln_runtime_desc(const kiln_runtime *rt) {
     /* As kiln_create reads it back: no workers is KILN_NO_WORKERS (0 means the default),
      * and the reservation is the whole blocks the block pool asks for. */
     if (d.worker_count == 0) d.worker_count = KILN_NO_WORKERS;
-    d.reserve_size = rt->pool.reserve_blocks * rt->pool.block_size;
+    d.reserve_size = rt->blocks.reserve_blocks * rt->blocks.block_size;
     return d;
 }
 
@@ -160,5 +160,5 @@ uint64_t kiln_frame_number(const kiln_runtime *rt) {
 
 size_t kiln_trim(kiln_runtime *rt) {
     if (!kiln_runtime_check(rt, "kiln_trim")) return 0;
-    return kiln_block_pool_trim(&rt->pool);
+    return kiln_block_pool_trim(&rt->blocks);
 }

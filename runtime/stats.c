@@ -1,4 +1,5 @@
-/* runtime/stats.c — the stats calls: runtime-wide figures and every arena's. */
+/* runtime/stats.c — the runtime-wide stats calls: the runtime's figures and the
+ * lists of every arena and every context. */
 #include "check.h"
 
 #include <string.h>
@@ -19,7 +20,7 @@ bool kiln_stats_get(kiln_runtime *rt, kiln_stats *out) {
     out->pools = rt->pool_count;
     out->handle_tables = kiln_load_relaxed(&rt->handle_table_count);
     pthread_mutex_unlock(&rt->registry_lock);
-    kiln_block_pool_stats_get(&rt->pool, &out->blocks);
+    kiln_block_pool_stats_get(&rt->blocks, &out->blocks);
     return true;
 }
 
@@ -27,16 +28,10 @@ size_t kiln_stats_arenas(kiln_runtime *rt, kiln_arena_stats *out, size_t cap) {
     if (!kiln_stats_list_args_ok(rt, out, cap, "kiln_stats_arenas")) return 0;
     pthread_mutex_lock(&rt->registry_lock);
     size_t count = 0;
-    for (kiln_arena *a = rt->arenas; a; a = a->registry_next, count++)
-        if (count < cap) kiln_arena_stats_read(a, &out[count]);
+    for (kiln_arena_record *a = rt->arenas; a; a = a->next, count++)
+        if (count < cap) kiln_arena_stats_read(&a->arena, &out[count]);
     pthread_mutex_unlock(&rt->registry_lock);
     return count;
-}
-
-bool kiln_arena_stats_get(const kiln_arena *arena, kiln_arena_stats *out) {
-    if (!kiln_stats_args_ok(arena ? &arena->log : NULL, arena, "ARENA_NULL", "the arena", out, sizeof *out, "kiln_arena_stats_get"))
-        return false;
-    return kiln_arena_stats_read(arena, out);   /* false, logged, for a destroyed arena */
 }
 
 size_t kiln_stats_contexts(kiln_runtime *rt, kiln_ctx_stats *out, size_t cap) {

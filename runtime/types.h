@@ -58,8 +58,25 @@ struct kiln_ctx {
     kiln_trace_ring *trace_ring;
 };
 
+/* An arena of a runtime: the allocator (alloc/arena.h) first, so that the public
+ * kiln_arena pointer is the record's own, then what the runtime keeps about it. The
+ * record outlives the arena (runtime/arenas.c says until when). */
+typedef struct kiln_arena_record {
+    kiln_arena                arena;       /* first: see kiln_arena_record_of */
+    struct kiln_arena_record *prev, *next; /* rt->arenas, under registry_lock; once destroyed,
+                                              next links dead_arenas or spare_frame_arenas */
+    kiln_runtime             *rt;          /* read-only while the arena lives */
+    kiln_ctx                 *frame_owner; /* a frame arena's context; NULL for user arenas */
+} kiln_arena_record;
+
+/* The record of an arena of a runtime (every kiln_arena a caller holds is one). */
+static inline kiln_arena_record *kiln_arena_record_of(const kiln_arena *arena) {
+    return (kiln_arena_record *)arena;
+}
+
 struct kiln_runtime {
-    kiln_block_pool  pool;          /* first: cache-line aligned */
+    kiln_block_pool  blocks;        /* the global block pool every allocator takes from;
+                                       first: cache-line aligned */
     uint64_t         magic;         /* KILN_RUNTIME_MAGIC while alive */
     kiln_desc        desc;          /* every default filled in; read-only */
     kiln_log_sink    log;
@@ -76,10 +93,10 @@ struct kiln_runtime {
     kiln_ctx        *contexts;      /* newest first */
     uint32_t         context_count;
     uint32_t         next_ctx_id;
-    kiln_arena      *arenas;        /* newest first, frame arenas included */
-    kiln_arena      *dead_arenas;   /* records of destroyed user arenas (a stale pointer is
+    kiln_arena_record *arenas;      /* newest first, frame arenas included */
+    kiln_arena_record *dead_arenas;   /* records of destroyed user arenas (a stale pointer is
                                        refused through them); kept until kiln_destroy */
-    kiln_arena      *spare_frame_arenas;  /* frame-arena records free for the next attach */
+    kiln_arena_record *spare_frame_arenas;  /* frame-arena records free for the next attach */
     uint32_t         arena_count;
     kiln_ctx        *detached;      /* contexts kept for reuse; under registry_lock */
     kiln_ctx       **workers;       /* desc.worker_count of them */
