@@ -45,78 +45,64 @@ typedef enum kiln_log_level {
  * any thread at the same time; the callback must be thread-safe. */
 typedef void (*kiln_log_fn)(void *user, kiln_log_level level, const char *message);
 
-/* Debug bits for kiln_desc.debug: the debug and safety layer of the allocators. Each
- * part is switched on by its own bit, the bits combine freely, and with a bit off its
- * part costs at most one well-predicted branch (most cost nothing: with any arena bit
- * on, an arena's bump limit is set so that every allocation takes the out-of-line
- * path; pools test the flag word their fast paths test already). What each detects,
- * and how it is reported (every report is one log message "ITEM: details"; ERROR-level
- * ones also reach desc.error_hook):
- *
- * KILN_DEBUG_CHECKS       pool frees are checked for double frees and interior pointers
- *                         (POOL_DOUBLE_FREE, POOL_INTERIOR_POINTER), as KILN_POOL_CHECKED
- *                         does for one pool; a background job asking for frame memory is
- *                         refused (JOB_BACKGROUND_FRAME_ALLOC).
- * KILN_DEBUG_FILL         fresh memory (a pool alloc, an arena allocation) reads 0xCD,
- *                         freed memory (a pool free, an arena release or reset) reads
- *                         0xDD, guard bytes read 0xFD (the MSVC debug-heap convention): a
- *                         use of uninitialised or stale memory shows as these bytes.
- * KILN_DEBUG_GUARDS       16 or more guard bytes (red zones) before and after every pool
- *                         object and every arena allocation (pool objects need bigger
- *                         slots; kiln_pool_stats.slot_size says how big). They are checked
- *                         on every pool free, on every arena release and reset (and at
- *                         destroy), and by a sampled audit at every kiln_frame_end
- *                         (desc.audit_sample live objects per pool, and the newest as many
- *                         allocations of each arena the driving thread owns). A damaged
- *                         guard is an ERROR, POOL_GUARD_DAMAGED or ARENA_GUARD_DAMAGED,
- *                         naming the pool or arena, the object's address and size and the
- *                         offset of the first bad byte from the object's start (negative:
- *                         before it), with its allocation site under KILN_DEBUG_SITES;
- *                         counted in guard_errors of the pool's or arena's stats. The guard
- *                         is then repaired, so one overrun is reported once. A pool object
- *                         freed twice is caught too (POOL_DOUBLE_FREE).
- * KILN_DEBUG_GUARD_PAGES  the last page of every block an arena or a pool takes is made
- *                         inaccessible (PROT_NONE; blocks then serve block_size minus a page,
- *                         and pool objects sit against it), and every dedicated mapping of
- *                         a large arena allocation gets such a page before and after it,
- *                         the allocation ending right below the one after: an overrun out
- *                         of a block or a large allocation faults (SIGSEGV) at the
- *                         instruction that makes it. Needs blocks of two pages or more
- *                         (otherwise switched off, with a DEBUG_GUARD_PAGES_OFF warning).
- *                         Each protected page costs the OS a memory mapping entry.
- * KILN_DEBUG_POISON       in a build with AddressSanitizer, freed pool objects and
- *                         released or reset arena memory are poisoned (a later access is
- *                         reported as use-after-poison, with its stack) and unpoisoned
- *                         when handed out again; under Valgrind's memcheck (when kiln was
- *                         built with <valgrind/memcheck.h>), pools and arenas are
- *                         described as memory pools, so memcheck reports the same accesses.
- *                         Does nothing in other builds.
- * KILN_DEBUG_SITES        allocation sites: kiln_pool_alloc_at, kiln_arena_alloc_at and
- *                         kiln_frame_alloc_at (or the plain names with KILN_TRACK_SITES
- *                         defined before including kiln) record file:line with each
- *                         object (in its debug header, so the off path carries nothing).
- *                         kiln_pool_destroy, and kiln_destroy for the pools and arenas
- *                         still alive, list what is still live grouped by site: one WARN
- *                         per site (POOL_LEAK_SITE, ARENA_LEAK_SITE), the 16 biggest, then
- *                         one POOL_LEAK_SUMMARY / ARENA_LEAK_SUMMARY for the rest. Guard
- *                         reports name the site too.
- * KILN_DEBUG_OWNERSHIP    an arena used (alloc, mark, release) from a thread that does not
- *                         own it is an ERROR, ARENA_WRONG_THREAD, once per offending thread
- *                         until the owner changes, and every such call is counted
- *                         (kiln_arena_stats.wrong_thread); the call proceeds (a refusal
- *                         would change what a correct hand-off does). The owner is the
- *                         thread that created the arena or last reset it; a frame arena's
- *                         owner is its context's thread, always (kiln_frame_end resetting
- *                         the workers' frame arenas is not a use; another thread resetting
- *                         a frame arena is). */
+/* Debug bits for kiln_desc.debug: the debug and safety layer of the allocators.
+ * - Each part has its own bit; the bits combine freely.
+ * - A bit that is off costs at most one well-predicted branch, most nothing: any arena
+ *   bit sends every arena allocation out of line (through the bump limit), and pools
+ *   test the flag word their fast paths test already.
+ * - Every report is one log message "ITEM: details"; ERROR ones also reach
+ *   desc.error_hook. */
 enum {
     KILN_DEBUG_NONE        = 0,
+    /* Pool frees are checked for double frees and interior pointers (POOL_DOUBLE_FREE,
+     * POOL_INTERIOR_POINTER), as KILN_POOL_CHECKED does for one pool. A background job
+     * asking for frame memory is refused (JOB_BACKGROUND_FRAME_ALLOC). */
     KILN_DEBUG_CHECKS      = 1u << 0,
+    /* Fresh memory (pool alloc, arena allocation) reads 0xCD; freed memory (pool free,
+     * arena release or reset) 0xDD; guard bytes 0xFD (the MSVC debug-heap convention). */
     KILN_DEBUG_FILL        = 1u << 1,
+    /* Red zones: 16 or more guard bytes before and after every pool object and arena
+     * allocation (pool slots grow: kiln_pool_stats.slot_size).
+     * - Checked on every pool free, arena release, reset and destroy, and by a sampled
+     *   audit at every kiln_frame_end: desc.audit_sample live objects per pool, and as
+     *   many of the newest allocations of each arena the driving thread owns.
+     * - A damaged guard: an ERROR, POOL_GUARD_DAMAGED or ARENA_GUARD_DAMAGED, with the
+     *   pool or arena, the object's address and size, the offset of the first bad byte
+     *   from the object's start (negative: before it) and, under KILN_DEBUG_SITES, its
+     *   site; counted in the stats' guard_errors; then repaired, so one overrun is
+     *   reported once.
+     * - A pool object freed twice is caught too (POOL_DOUBLE_FREE). */
     KILN_DEBUG_GUARDS      = 1u << 2,
+    /* Guard pages (PROT_NONE): an overrun faults (SIGSEGV) at the instruction that makes it.
+     * - The last page of every block an arena or a pool takes: blocks serve block_size
+     *   minus a page, and pool objects sit against it.
+     * - A page before and after every dedicated mapping of a large arena allocation,
+     *   which ends right below the page after it.
+     * - Needs blocks of two pages or more (else switched off: DEBUG_GUARD_PAGES_OFF).
+     * - Each protected page costs the OS a memory mapping entry. */
     KILN_DEBUG_GUARD_PAGES = 1u << 3,
+    /* Freed memory is reported when touched, and unreported again when handed out.
+     * - AddressSanitizer builds: freed pool objects and released or reset arena memory
+     *   are poisoned (use-after-poison, with its stack).
+     * - Valgrind memcheck (kiln built with <valgrind/memcheck.h>): pools and arenas are
+     *   memcheck memory pools, so memcheck reports the same accesses.
+     * - Other builds: nothing. */
     KILN_DEBUG_POISON      = 1u << 4,
+    /* Allocation sites: kiln_pool_alloc_at, kiln_arena_alloc_at and kiln_frame_alloc_at
+     * (or the plain names with KILN_TRACK_SITES defined before including kiln) keep
+     * file:line in each object's debug header.
+     * - kiln_pool_destroy, and kiln_destroy for the pools and arenas still alive, list
+     *   what is live by site: one WARN per site (POOL_LEAK_SITE, ARENA_LEAK_SITE) for
+     *   the 16 biggest, then one POOL_LEAK_SUMMARY / ARENA_LEAK_SUMMARY for the rest.
+     * - Guard reports name the site. */
     KILN_DEBUG_SITES       = 1u << 5,
+    /* An arena used (alloc, mark, release) from a thread that does not own it.
+     * - An ERROR, ARENA_WRONG_THREAD, once per offending thread until the owner changes;
+     *   every such call counted (kiln_arena_stats.wrong_thread). The call proceeds: a
+     *   refusal would change what a correct hand-off does.
+     * - The owner: the thread that created the arena or last reset it. A frame arena's
+     *   is its context's thread, always: kiln_frame_end resetting workers' frame arenas
+     *   is no use, another thread resetting a frame arena is. */
     KILN_DEBUG_OWNERSHIP   = 1u << 6,
     KILN_DEBUG_ALL         = 0x7f
 };
