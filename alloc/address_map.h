@@ -24,7 +24,7 @@ typedef struct kiln_address_map {
     _Atomic(_Atomic uint64_t *) *leaves;   /* 2^(47-32) entries, calloc'd (untouched pages cost nothing) */
     unsigned                    block_shift;
     /* Writer only: the range of leaf indices that may be allocated, so fini visits those
-     * and not all 32768 entries (a runtime's teardown used to read every one). */
+     * and not all 32768 entries (a teardown that read every one was slow). */
     size_t                      leaf_lo, leaf_hi;
 } kiln_address_map;
 

@@ -162,8 +162,8 @@ KILN_API kiln_runtime *kiln_create(const kiln_desc *desc);
  * use rt during or after this call. NULL is a no-op. */
 KILN_API void kiln_destroy(kiln_runtime *rt);
 
-/* The calling thread (main, render, IO) gets a context of its own: a frame arena
- * now, job deque and pool caches with the later layers. A thread attaches once;
+/* The calling thread (main, render, IO) gets a context of its own: its frame arena,
+ * its job deque, its pool and handle caches. A thread attaches once;
  * a context must only be used by the thread that attached it.
  * Concurrency: any thread, concurrently with other attach/detach calls. */
 KILN_API kiln_ctx *kiln_attach(kiln_runtime *rt);
