@@ -8,7 +8,8 @@
 
 #define SAMPLE_FIELDS(X)                                   \
     X(uint64_t, hits, "lookups that found their item")     \
-    X(uint32_t, misses, "lookups that found nothing")
+    X(uint32_t, misses, "lookups that found nothing")      \
+    /* end of list */
 
 struct sample { SAMPLE_FIELDS(KILN_STATS_MEMBER) };
 

@@ -93,7 +93,8 @@ typedef struct kiln_handles_desc {
                                  "(exact, like stale_lookups)")                                \
     X(uint64_t, retired_slots,   "slots whose generation ran out; never used again")           \
     X(uint64_t, pending_reuse,   "freed slots not reusable yet: waiting for a frame end or "   \
-                                 "an outside thread's quiescent point")
+                                 "an outside thread's quiescent point")                        \
+    /* end of list */
 
 typedef struct kiln_handles_stats {
     char name[48];   /* the table's name, cut at 47 bytes (an array, so not in the list) */

@@ -38,7 +38,8 @@ extern "C" {
     X(uint64_t, os_maps,             "successful OS reservations (chunks and large mappings)") \
     X(uint64_t, large_mappings,      "dedicated mappings alive now")                           \
     X(uint64_t, trims,               "kiln_trim calls")                                        \
-    X(size_t,   trimmed_bytes,       "bytes given back to the OS by all trims")
+    X(size_t,   trimmed_bytes,       "bytes given back to the OS by all trims")                \
+    /* end of list */
 
 typedef struct kiln_block_pool_stats {
     KILN_BLOCK_POOL_STATS_FIELDS(KILN_STATS_MEMBER)
@@ -63,7 +64,8 @@ typedef struct kiln_block_pool_stats {
     X(uint64_t, blocks_taken,    "blocks fetched from the global pool over the arena's life")  \
     X(uint64_t, guard_errors,    "KILN_DEBUG_GUARDS: damaged guards found "                    \
                                  "(ARENA_GUARD_DAMAGED)")                                      \
-    X(uint64_t, wrong_thread,    "KILN_DEBUG_OWNERSHIP: calls from a thread not owning it")
+    X(uint64_t, wrong_thread,    "KILN_DEBUG_OWNERSHIP: calls from a thread not owning it")    \
+    /* end of list */
 
 typedef struct kiln_arena_stats {
     char name[48];   /* the arena's name, cut at 47 bytes (an array, so not in the list) */
@@ -98,7 +100,8 @@ typedef struct kiln_arena_stats {
     X(uint64_t, double_frees,    "detected with KILN_POOL_CHECKED (or KILN_DEBUG_GUARDS / "    \
                                  "KILN_DEBUG_SITES)")                                          \
     X(uint64_t, guard_errors,    "KILN_DEBUG_GUARDS: damaged guards found "                    \
-                                 "(POOL_GUARD_DAMAGED)")
+                                 "(POOL_GUARD_DAMAGED)")                                       \
+    /* end of list */
 
 typedef struct kiln_pool_stats {
     char name[48];   /* the pool's name, cut at 47 bytes (an array, so not in the list) */
@@ -116,7 +119,8 @@ typedef struct kiln_pool_stats {
     X(uint64_t, steal_misses,          "searches that found no job anywhere")                  \
     X(uint64_t, sleep_ns,              "time asleep (workers)")                                \
     X(size_t,   frame_bytes_in_use,    "its frame arena's bytes_in_use")                       \
-    X(size_t,   frame_peak_last_frame, "its frame arena's high-water in the last frame")
+    X(size_t,   frame_peak_last_frame, "its frame arena's high-water in the last frame")       \
+    /* end of list */
 
 typedef struct kiln_ctx_stats {
     KILN_CTX_STATS_FIELDS(KILN_STATS_MEMBER)
@@ -132,14 +136,17 @@ typedef struct kiln_ctx_stats {
     X(uint64_t, frame,        "current frame number")                                          \
     X(uint32_t, worker_count, "workers the runtime started")                                   \
     X(uint32_t, contexts,     "attached contexts, workers included")                           \
-    X(uint32_t, arenas,       "live arenas, frame arenas included")
+    X(uint32_t, arenas,       "live arenas, frame arenas included")                            \
+    /* end of list */
 
 #define KILN_STATS_ERROR_FIELDS(X)                                                             \
-    X(uint64_t, api_errors, "calls refused for bad arguments or misuse")
+    X(uint64_t, api_errors, "calls refused for bad arguments or misuse")                       \
+    /* end of list */
 
 #define KILN_STATS_TAIL_FIELDS(X)                                                              \
     X(uint32_t, pools,         "live pools")                                                   \
-    X(uint32_t, handle_tables, "live handle tables")
+    X(uint32_t, handle_tables, "live handle tables")                                           \
+    /* end of list */
 
 typedef struct kiln_stats {
     KILN_STATS_FIELDS(KILN_STATS_MEMBER)

@@ -6,6 +6,9 @@
  *   type  the member's C type: uint64_t, uint32_t, size_t or bool
  *   name  the member's name, which is also its column title and its JSON key
  *   doc   what the figure is, as a string literal
+ * Every entry's line ends in a backslash and the list closes with an "end of list"
+ * comment, so a new field is one line (appended: the members before it keep their
+ * offsets), plus the line of its reader that fills it in.
  * The lists: KILN_STATS_FIELDS, KILN_STATS_TAIL_FIELDS, KILN_STATS_ERROR_FIELDS,
  * KILN_BLOCK_POOL_STATS_FIELDS, KILN_ARENA_STATS_FIELDS, KILN_POOL_STATS_FIELDS and
  * KILN_CTX_STATS_FIELDS in kiln/stats.h, KILN_HANDLES_STATS_FIELDS in kiln/handles.h,

@@ -88,7 +88,8 @@ KILN_API void kiln_trace_enable(kiln_runtime *rt, bool on);
     X(uint64_t, ring_events, "KILN_TRACE_RING_EVENTS")                                         \
     X(uint64_t, recorded,    "events recorded since kiln_create (lost ones included)")         \
     X(uint64_t, dropped,     "of those, events overwritten by newer ones, plus events lost "   \
-                             "because a ring could not be allocated")
+                             "because a ring could not be allocated")                          \
+    /* end of list */
 
 typedef struct kiln_trace_stats {
     KILN_TRACE_STATS_FIELDS(KILN_STATS_MEMBER)
