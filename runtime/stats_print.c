@@ -1,7 +1,6 @@
 /* runtime/stats_print.c — every figure at once: kiln_stats_print (tables for people)
  * and kiln_stats_write_json (one object for tools). Both walk one description of the
- * stats structs (a field list per struct), so a field added to a struct is added to
- * both outputs by one line here. */
+ * stats structs, a field table per struct made from the struct's X-macro list. */
 #include "check.h"
 
 #include <inttypes.h>
@@ -27,86 +26,43 @@ typedef struct field {
     { #f, offsetof(T, f), sizeof(((T *)0)->f),                                           \
       _Generic((((T *)0)->f), char *: FIELD_NAME, bool: FIELD_BOOL, default: FIELD_NUMBER) }
 
-static const field runtime_fields[] = {   /* kiln_stats, less the block pool (its own section) */
-    FIELD(kiln_stats, frame), FIELD(kiln_stats, worker_count), FIELD(kiln_stats, contexts),
-    FIELD(kiln_stats, arenas), FIELD(kiln_stats, pools), FIELD(kiln_stats, handle_tables), FIELD(kiln_stats, api_errors),
-};
+/* The tables are made from the X-macro lists the structs are made from (kiln/stats_fields.h),
+ * so a field added to a list is in both outputs. Each row macro names the struct its list
+ * describes. The members outside the lists are added by hand: the names, and kiln_stats's
+ * blocks, which is a section of its own. */
+#define RUNTIME_ROW(type, f, doc)    FIELD(kiln_stats, f),
+#define BLOCK_POOL_ROW(type, f, doc) FIELD(kiln_block_pool_stats, f),
+#define ARENA_ROW(type, f, doc)      FIELD(kiln_arena_stats, f),
+#define POOL_ROW(type, f, doc)       FIELD(kiln_pool_stats, f),
+#define HANDLES_ROW(type, f, doc)    FIELD(kiln_handles_stats, f),
+#define CONTEXT_ROW(type, f, doc)    FIELD(kiln_ctx_stats, f),
+#define TRACE_ROW(type, f, doc)      FIELD(kiln_trace_stats, f),
 
-static const field block_pool_fields[] = {
-    FIELD(kiln_block_pool_stats, block_size), FIELD(kiln_block_pool_stats, memory_limit),
-    FIELD(kiln_block_pool_stats, reserved_bytes), FIELD(kiln_block_pool_stats, peak_reserved_bytes),
-    FIELD(kiln_block_pool_stats, blocks_reserved), FIELD(kiln_block_pool_stats, blocks_in_use),
-    FIELD(kiln_block_pool_stats, blocks_peak), FIELD(kiln_block_pool_stats, blocks_free),
-    FIELD(kiln_block_pool_stats, gets), FIELD(kiln_block_pool_stats, failures),
-    FIELD(kiln_block_pool_stats, os_maps), FIELD(kiln_block_pool_stats, large_mappings),
-    FIELD(kiln_block_pool_stats, trims), FIELD(kiln_block_pool_stats, trimmed_bytes),
+static const field runtime_fields[] = {   /* in the order kiln/stats.h gives: errors last */
+    KILN_STATS_FIELDS(RUNTIME_ROW) KILN_STATS_TAIL_FIELDS(RUNTIME_ROW)
+    KILN_STATS_ERROR_FIELDS(RUNTIME_ROW)
 };
-
+static const field block_pool_fields[] = { KILN_BLOCK_POOL_STATS_FIELDS(BLOCK_POOL_ROW) };
 static const field arena_fields[] = {
-    FIELD(kiln_arena_stats, name), FIELD(kiln_arena_stats, bytes_in_use),
-    FIELD(kiln_arena_stats, peak_frame), FIELD(kiln_arena_stats, peak_last_frame),
-    FIELD(kiln_arena_stats, peak_total), FIELD(kiln_arena_stats, budget),
-    FIELD(kiln_arena_stats, allocs), FIELD(kiln_arena_stats, failures),
-    FIELD(kiln_arena_stats, resets), FIELD(kiln_arena_stats, releases),
-    FIELD(kiln_arena_stats, budget_warnings), FIELD(kiln_arena_stats, large_allocs),
-    FIELD(kiln_arena_stats, blocks_held), FIELD(kiln_arena_stats, blocks_taken),
-    FIELD(kiln_arena_stats, guard_errors), FIELD(kiln_arena_stats, wrong_thread),
+    FIELD(kiln_arena_stats, name), KILN_ARENA_STATS_FIELDS(ARENA_ROW)
 };
-
 static const field pool_fields[] = {
-    FIELD(kiln_pool_stats, name), FIELD(kiln_pool_stats, object_size),
-    FIELD(kiln_pool_stats, slot_size), FIELD(kiln_pool_stats, align),
-    FIELD(kiln_pool_stats, capacity), FIELD(kiln_pool_stats, magazine_size),
-    FIELD(kiln_pool_stats, blocks_held), FIELD(kiln_pool_stats, alive),
-    FIELD(kiln_pool_stats, live), FIELD(kiln_pool_stats, peak_live),
-    FIELD(kiln_pool_stats, allocs), FIELD(kiln_pool_stats, frees),
-    FIELD(kiln_pool_stats, failures), FIELD(kiln_pool_stats, depot_exchanges),
-    FIELD(kiln_pool_stats, carved), FIELD(kiln_pool_stats, in_depot),
-    FIELD(kiln_pool_stats, cached), FIELD(kiln_pool_stats, cached_bytes),
-    FIELD(kiln_pool_stats, bad_frees), FIELD(kiln_pool_stats, double_frees),
-    FIELD(kiln_pool_stats, guard_errors),
+    FIELD(kiln_pool_stats, name), KILN_POOL_STATS_FIELDS(POOL_ROW)
 };
-
 static const field handles_fields[] = {
-    FIELD(kiln_handles_stats, name), FIELD(kiln_handles_stats, item_size),
-    FIELD(kiln_handles_stats, capacity), FIELD(kiln_handles_stats, live),
-    FIELD(kiln_handles_stats, peak_live), FIELD(kiln_handles_stats, allocs),
-    FIELD(kiln_handles_stats, frees), FIELD(kiln_handles_stats, failures),
-    FIELD(kiln_handles_stats, stale_lookups), FIELD(kiln_handles_stats, double_frees),
-    FIELD(kiln_handles_stats, foreign_handles), FIELD(kiln_handles_stats, retired_slots),
-    FIELD(kiln_handles_stats, pending_reuse),
+    FIELD(kiln_handles_stats, name), KILN_HANDLES_STATS_FIELDS(HANDLES_ROW)
 };
-
-static const field context_fields[] = {
-    FIELD(kiln_ctx_stats, id), FIELD(kiln_ctx_stats, is_worker),
-    FIELD(kiln_ctx_stats, jobs_submitted), FIELD(kiln_ctx_stats, jobs_run),
-    FIELD(kiln_ctx_stats, jobs_stolen), FIELD(kiln_ctx_stats, steal_misses),
-    FIELD(kiln_ctx_stats, sleep_ns), FIELD(kiln_ctx_stats, frame_bytes_in_use),
-    FIELD(kiln_ctx_stats, frame_peak_last_frame),
-};
-
-static const field trace_fields[] = {
-    FIELD(kiln_trace_stats, enabled), FIELD(kiln_trace_stats, rings),
-    FIELD(kiln_trace_stats, ring_events), FIELD(kiln_trace_stats, recorded),
-    FIELD(kiln_trace_stats, dropped),
-};
-
-/* A field appended to one of the structs stops the build here until it is listed
- * above (the lists end with each struct's last field). */
-#define ENDS_WITH(T, last)                                                                 \
-    _Static_assert(sizeof(T) == (offsetof(T, last) + sizeof(((T *)0)->last) + _Alignof(T) - 1) \
-                                / _Alignof(T) * _Alignof(T), #T " has fields not listed here")
-ENDS_WITH(kiln_stats, handle_tables);
-ENDS_WITH(kiln_block_pool_stats, trimmed_bytes);
-ENDS_WITH(kiln_arena_stats, wrong_thread);
-ENDS_WITH(kiln_pool_stats, guard_errors);
-ENDS_WITH(kiln_handles_stats, pending_reuse);
-ENDS_WITH(kiln_ctx_stats, frame_peak_last_frame);
-ENDS_WITH(kiln_trace_stats, dropped);
+static const field context_fields[] = { KILN_CTX_STATS_FIELDS(CONTEXT_ROW) };
+static const field trace_fields[] = { KILN_TRACE_STATS_FIELDS(TRACE_ROW) };
 
 #define FIELDS(list) list, sizeof list / sizeof list[0]
 #define MAX_FIELDS 32   /* columns a table may have */
-_Static_assert(sizeof pool_fields / sizeof pool_fields[0] <= MAX_FIELDS, "the longest list");
+#define FITS(list) \
+    _Static_assert(sizeof list / sizeof list[0] <= MAX_FIELDS, #list " has too many columns")
+FITS(arena_fields);
+FITS(pool_fields);
+FITS(handles_fields);
+FITS(context_fields);
 
 /* One part of the output: a struct (list false) or an array of them. */
 typedef struct section {

@@ -1,6 +1,14 @@
 /* tests/headers_handles_c.c — <kiln/handles.h> compiles on its own as strict C11,
- * KILN_HANDLE_TYPE included, and a typed table works through the shared library. */
+ * KILN_HANDLE_TYPE included, kiln_handles_stats keeps its layout (64-bit size_t), and a
+ * typed table works through the shared library. */
 #include <kiln/handles.h>
+
+#include <stddef.h>
+
+#if SIZE_MAX == UINT64_MAX
+_Static_assert(offsetof(kiln_handles_stats, item_size) == 48, "handles stats layout");
+_Static_assert(offsetof(kiln_handles_stats, pending_reuse) == 136, "handles stats layout");
+#endif
 
 struct particle { float x, y; };
 KILN_HANDLE_TYPE(particle, struct particle)

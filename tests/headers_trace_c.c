@@ -1,6 +1,12 @@
-/* tests/headers_trace_c.c — <kiln/trace.h> compiles on its own as strict C11, and the
- * history and the tracer work through the shared library after one frame. */
+/* tests/headers_trace_c.c — <kiln/trace.h> compiles on its own as strict C11,
+ * kiln_trace_stats keeps its layout, and the history and the tracer work through the
+ * shared library after one frame. */
 #include <kiln/trace.h>
+
+#include <stddef.h>
+
+_Static_assert(offsetof(kiln_trace_stats, rings) == 4, "trace stats layout");
+_Static_assert(offsetof(kiln_trace_stats, dropped) == 24, "trace stats layout");
 
 int headers_trace_c(kiln_runtime *rt);
 int headers_trace_c(kiln_runtime *rt) {

@@ -1,5 +1,6 @@
 /* tests/test_observe.c — observability: the stats table and its sections, the stats
  * JSON (parsed strictly, its figures against kiln_stats_get and the list calls), the
+ * keys and columns of both in the order of the structs' X-macro lists, the
  * per-frame history (wrap-around after 300 frames, order, contiguous frame numbers,
  * jobs and steals per frame, frame bytes per context, reads of a partial ring), and
  * tracing (nothing recorded while off; on: one complete event per job run, inside its
@@ -217,6 +218,107 @@ Test(observe_stats, bad_input_is_refused) {
     cr_assert_eq(count_items(rec, "STATS_NULL_OUT"), 2, "%s", recorded_summary(rec));
 }
 
+/* ---------- stats: keys and columns from the structs' lists ---------- */
+
+/* Each section's keys, in output order, made from the lists kiln/stats.h makes the
+ * structs from (plus the hand-written names). */
+#define KEY(type, name, doc) #name,
+static const char *const runtime_keys[] = {
+    KILN_STATS_FIELDS(KEY) KILN_STATS_TAIL_FIELDS(KEY) KILN_STATS_ERROR_FIELDS(KEY)
+};
+static const char *const block_pool_keys[] = { KILN_BLOCK_POOL_STATS_FIELDS(KEY) };
+static const char *const arena_keys[] = { "name", KILN_ARENA_STATS_FIELDS(KEY) };
+static const char *const pool_keys[] = { "name", KILN_POOL_STATS_FIELDS(KEY) };
+static const char *const handles_keys[] = { "name", KILN_HANDLES_STATS_FIELDS(KEY) };
+static const char *const context_keys[] = { KILN_CTX_STATS_FIELDS(KEY) };
+static const char *const trace_keys[] = { KILN_TRACE_STATS_FIELDS(KEY) };
+
+typedef struct section_keys {
+    const char        *section;
+    const char *const *keys;
+    size_t             count;
+    bool               list;
+} section_keys;
+
+#define KEYS(list) list, sizeof list / sizeof list[0]
+static const section_keys sections[] = {
+    { "runtime", KEYS(runtime_keys), false },   { "block_pool", KEYS(block_pool_keys), false },
+    { "arenas", KEYS(arena_keys), true },       { "pools", KEYS(pool_keys), true },
+    { "handles", KEYS(handles_keys), true },    { "contexts", KEYS(context_keys), true },
+    { "trace", KEYS(trace_keys), false },
+};
+
+static void assert_object_keys(const json_value *object, const section_keys *s) {
+    cr_assert_eq(object->type, JSON_OBJECT, "%s", s->section);
+    cr_assert_eq(object->count, s->count, "%s: %zu keys, its list has %zu", s->section,
+                 object->count, s->count);
+    for (size_t k = 0; k < s->count; k++)
+        cr_assert_str_eq(object->keys[k], s->keys[k], "%s: key %zu", s->section, k);
+}
+
+/* The line after "== section ..." and the lines after it up to a blank one. */
+static const char *section_body(const char *text, const char *section) {
+    char title[64];
+    snprintf(title, sizeof title, "\n== %s ", section);
+    const char *at = strstr(text, title);
+    cr_assert_not_null(at, "no section %s in:\n%s", section, text);
+    return strchr(at + 1, '\n') + 1;
+}
+
+/* The first word of a line (or of the next ones, after at), copied into word. */
+static const char *next_word(const char *at, char *word, size_t size) {
+    while (*at == ' ') at++;
+    size_t n = strcspn(at, " \n");
+    cr_assert_lt(n, size);
+    memcpy(word, at, n);
+    word[n] = '\0';
+    return at + n;
+}
+
+Test(observe_stats, keys_and_columns_follow_the_lists) {
+    populate();
+    capture c;
+    cr_assert(kiln_stats_write_json(rt, capture_begin(&c)));
+    char *json = capture_end(&c);
+    kiln_stats_print(rt, capture_begin(&c));
+    char *text = capture_end(&c);
+    json_value *root = parse_or_fail(json);
+    cr_assert_eq(root->count, sizeof sections / sizeof sections[0]);
+    for (size_t i = 0; i < sizeof sections / sizeof sections[0]; i++) {
+        const section_keys *s = &sections[i];
+        cr_assert_str_eq(root->keys[i], s->section);
+        const json_value *v = &root->items[i];
+        if (s->list) {
+            cr_assert_eq(v->type, JSON_ARRAY, "%s", s->section);
+            cr_assert_gt(v->count, 0, "%s: populate() makes one at least", s->section);
+            for (size_t k = 0; k < v->count; k++) assert_object_keys(&v->items[k], s);
+        } else {
+            assert_object_keys(v, s);
+        }
+        /* The table: a list's first line holds its column titles; a struct's lines each
+         * start with a key. */
+        const char *at = section_body(text, s->section);
+        char word[64];
+        for (size_t k = 0; k < s->count; k++) {
+            if (!s->list && k > 0) at = strchr(at, '\n') + 1;
+            at = next_word(at, word, sizeof word);
+            cr_assert_str_eq(word, s->keys[k], "%s: column %zu", s->section, k);
+        }
+        if (s->list) {
+            while (*at == ' ') at++;
+            cr_assert_eq(*at, '\n', "%s: more columns than its list", s->section);
+        } else {
+            at = strchr(at, '\n') + 1;
+            cr_assert(*at == '\n' || *at == '\0', "%s: more lines than its list", s->section);
+        }
+    }
+    json_free(root);
+    free(json);
+    free(text);
+    depopulate();
+    assert_no_log();
+}
+
 /* ---------- stats: JSON ---------- */
 
 Test(observe_stats, json_parses_and_matches_the_stats_calls) {
@@ -251,12 +353,6 @@ Test(observe_stats, json_parses_and_matches_the_stats_calls) {
     bool found_level = false;
     for (size_t i = 0; i < arenas->count; i++) {
         const json_value *a = &arenas->items[i];
-        const char *arena_keys[] = { "name", "bytes_in_use", "peak_frame", "peak_last_frame",
-                                     "peak_total", "budget", "allocs", "failures", "resets",
-                                     "releases", "budget_warnings", "large_allocs",
-                                     "blocks_held", "blocks_taken" };
-        for (size_t k = 0; k < sizeof arena_keys / sizeof arena_keys[0]; k++)
-            cr_assert_not_null(json_get(a, arena_keys[k]), "no '%s' in an arena", arena_keys[k]);
         if (!json_is_string(json_get(a, "name"), "level \"one\"")) continue;
         found_level = true;
         cr_assert_eq(u64_member(a, "bytes_in_use"), level_stats.bytes_in_use);

@@ -53,6 +53,7 @@
 #define KILN_HANDLES_H
 
 #include <kiln/core.h>
+#include <kiln/stats_fields.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -70,29 +71,34 @@ typedef struct kiln_handles_desc {
 } kiln_handles_desc;
 
 /* The figures of one table. Counts are exact when no thread allocates or frees
- * meanwhile; read while others do, each figure is a recent value. */
+ * meanwhile; read while others do, each figure is a recent value. The list: those after
+ * its name, X(type, name, doc) per field, in struct order (kiln/stats_fields.h). */
+#define KILN_HANDLES_STATS_FIELDS(X)                                                           \
+    X(uint64_t, item_size,       "bytes per item, as asked")                                   \
+    X(uint64_t, capacity,        "most live items, as asked")                                  \
+    X(uint64_t, live,            "allocs - frees")                                             \
+    X(uint64_t, peak_live,       "the most live seen at a frame end or a stats read (a burst " \
+                                 "made and freed inside one frame is not seen: an exact peak " \
+                                 "would need a shared counter on every alloc)")                \
+    X(uint64_t, allocs,          "successful allocations")                                     \
+    X(uint64_t, frees,           "items freed")                                                \
+    X(uint64_t, failures,        "allocs that returned {0}: capacity reached")                 \
+    X(uint64_t, stale_lookups,   "kiln_handle_get of the zero handle or of one shaped like "   \
+                                 "this table's whose slot is not at its generation (freed, "   \
+                                 "reused, or never reached: forged); exact, however many "     \
+                                 "threads miss at the same instant")                           \
+    X(uint64_t, double_frees,    "kiln_handle_free of a handle already freed")                 \
+    X(uint64_t, foreign_handles, "get or free of a handle of another table or of a shape no "  \
+                                 "handle of this table has; free of a forged generation too "  \
+                                 "(exact, like stale_lookups)")                                \
+    X(uint64_t, retired_slots,   "slots whose generation ran out; never used again")           \
+    X(uint64_t, pending_reuse,   "freed slots not reusable yet: waiting for a frame end or "   \
+                                 "an outside thread's quiescent point")                        \
+    /* end of list */
+
 typedef struct kiln_handles_stats {
-    char     name[48];
-    uint64_t item_size;
-    uint64_t capacity;
-    uint64_t live;             /* allocs - frees */
-    uint64_t peak_live;        /* the most live seen at a frame end or a stats read (a burst
-                                  made and freed inside one frame is not seen: an exact peak
-                                  would need a shared counter on every alloc) */
-    uint64_t allocs;
-    uint64_t frees;
-    uint64_t failures;         /* allocs that returned {0}: capacity reached */
-    uint64_t stale_lookups;    /* kiln_handle_get of the zero handle or of one shaped like this
-                                  table's whose slot is not at its generation (freed, reused,
-                                  or never reached: forged); exact, however many threads
-                                  miss at the same instant */
-    uint64_t double_frees;     /* kiln_handle_free of a handle already freed */
-    uint64_t foreign_handles;  /* get or free of a handle of another table or of a shape no
-                                  handle of this table has; free of a forged generation too
-                                  (exact, like stale_lookups) */
-    uint64_t retired_slots;    /* slots whose generation ran out; never used again */
-    uint64_t pending_reuse;    /* freed slots not reusable yet: waiting for a frame end or an
-                                  outside thread's quiescent point */
+    char name[48];   /* the table's name, cut at 47 bytes (an array, so not in the list) */
+    KILN_HANDLES_STATS_FIELDS(KILN_STATS_MEMBER)
 } kiln_handles_stats;
 
 /* NULL on a bad desc (logged: HANDLES_BAD_ITEM_SIZE, HANDLES_BAD_ALIGN,

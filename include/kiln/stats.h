@@ -3,105 +3,156 @@
  * Every figure is read with relaxed loads while other threads go on working: each
  * number is exact on its own, but two numbers read in one call may belong to
  * slightly different moments (sum them after the threads are quiet for exact
- * equations). All calls here may be made from any thread at any time. */
+ * equations). All calls here may be made from any thread at any time.
+ *
+ * Each struct is made from an X-macro list of its fields, beside it (kiln/stats_fields.h
+ * says how); the same lists make the columns and keys of kiln_stats_print and
+ * kiln_stats_write_json. */
 #ifndef KILN_STATS_H
 #define KILN_STATS_H
 
 #include <kiln/core.h>
 #include <kiln/memory.h>
 #include <kiln/pool.h>
+#include <kiln/stats_fields.h>
 #include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
+/* The block pool's figures: X(type, name, doc) per field, in struct order. */
+#define KILN_BLOCK_POOL_STATS_FIELDS(X)                                                        \
+    X(size_t,   block_size,          "bytes per block")                                        \
+    X(size_t,   memory_limit,        "0: none")                                                \
+    X(size_t,   reserved_bytes,      "address space taken from the OS: reservations + large "  \
+                                     "mappings")                                               \
+    X(size_t,   peak_reserved_bytes, "most reserved_bytes at once")                            \
+    X(uint64_t, blocks_reserved,     "blocks carved from reservations so far (never shrinks)") \
+    X(uint64_t, blocks_in_use,       "handed out and not yet put back")                        \
+    X(uint64_t, blocks_peak,         "most blocks in use at once")                             \
+    X(uint64_t, blocks_free,         "blocks_reserved - blocks_in_use")                        \
+    X(uint64_t, gets,                "successful block gets (counted by the free LIFO's pop "  \
+                                     "tag, so it wraps at 2^40)")                              \
+    X(uint64_t, failures,            "gets and large maps refused (memory_limit or OS)")       \
+    X(uint64_t, os_maps,             "successful OS reservations (chunks and large mappings)") \
+    X(uint64_t, large_mappings,      "dedicated mappings alive now")                           \
+    X(uint64_t, trims,               "kiln_trim calls")                                        \
+    X(size_t,   trimmed_bytes,       "bytes given back to the OS by all trims")                \
+    /* end of list */
+
 typedef struct kiln_block_pool_stats {
-    size_t   block_size;       /* bytes per block */
-    size_t   memory_limit;     /* 0: none */
-    size_t   reserved_bytes;   /* address space taken from the OS: reservations + large mappings */
-    size_t   peak_reserved_bytes;
-    uint64_t blocks_reserved;  /* blocks carved from reservations so far (never shrinks) */
-    uint64_t blocks_in_use;    /* handed out and not yet put back */
-    uint64_t blocks_peak;      /* most blocks in use at once */
-    uint64_t blocks_free;      /* blocks_reserved - blocks_in_use */
-    uint64_t gets;             /* successful block gets (counted by the free LIFO's pop tag,
-                                  so it wraps at 2^40) */
-    uint64_t failures;         /* gets and large maps refused (memory_limit or OS) */
-    uint64_t os_maps;          /* successful OS reservations (chunks and large mappings) */
-    uint64_t large_mappings;   /* dedicated mappings alive now */
-    uint64_t trims;            /* kiln_trim calls */
-    size_t   trimmed_bytes;    /* bytes given back to the OS by all trims */
+    KILN_BLOCK_POOL_STATS_FIELDS(KILN_STATS_MEMBER)
 } kiln_block_pool_stats;
 
+/* One arena's figures after its name: X(type, name, doc) per field, in struct order. */
+#define KILN_ARENA_STATS_FIELDS(X)                                                             \
+    X(size_t,   bytes_in_use,    "bump bytes (with alignment padding) + large allocations")    \
+    X(size_t,   peak_frame,      "most bytes in use since the last reset (the frame's "        \
+                                 "high-water)")                                                \
+    X(size_t,   peak_last_frame, "peak_frame of the frame closed by the last reset")           \
+    X(size_t,   peak_total,      "most bytes in use ever")                                     \
+    X(size_t,   budget,          "frame_budget for frame arenas; 0: none")                     \
+    X(uint64_t, allocs,          "successful allocations")                                     \
+    X(uint64_t, failures,        "allocations that returned NULL")                             \
+    X(uint64_t, resets,          "kiln_arena_reset calls that took effect, plus one per "      \
+                                 "frame end for a frame arena")                                \
+    X(uint64_t, releases,        "kiln_arena_release calls that took effect")                  \
+    X(uint64_t, budget_warnings, "frames that went over the budget")                           \
+    X(uint64_t, large_allocs,    "allocations that needed a dedicated mapping")                \
+    X(uint32_t, blocks_held,     "blocks in use plus blocks kept for reuse")                   \
+    X(uint64_t, blocks_taken,    "blocks fetched from the global pool over the arena's life")  \
+    X(uint64_t, guard_errors,    "KILN_DEBUG_GUARDS: damaged guards found "                    \
+                                 "(ARENA_GUARD_DAMAGED)")                                      \
+    X(uint64_t, wrong_thread,    "KILN_DEBUG_OWNERSHIP: calls from a thread not owning it")    \
+    /* end of list */
+
 typedef struct kiln_arena_stats {
-    char     name[48];
-    size_t   bytes_in_use;     /* bump bytes (with alignment padding) + large allocations */
-    size_t   peak_frame;       /* most bytes in use since the last reset (the frame's high-water) */
-    size_t   peak_last_frame;  /* peak_frame of the frame closed by the last reset */
-    size_t   peak_total;       /* most bytes in use ever */
-    size_t   budget;           /* frame_budget for frame arenas; 0: none */
-    uint64_t allocs;           /* successful allocations */
-    uint64_t failures;         /* allocations that returned NULL */
-    uint64_t resets;
-    uint64_t releases;         /* kiln_arena_release calls that took effect */
-    uint64_t budget_warnings;  /* frames that went over the budget */
-    uint64_t large_allocs;     /* allocations that needed a dedicated mapping */
-    uint32_t blocks_held;      /* blocks in use plus blocks kept for reuse */
-    uint64_t blocks_taken;     /* blocks fetched from the global pool over the arena's life */
-    uint64_t guard_errors;     /* KILN_DEBUG_GUARDS: damaged guards found (ARENA_GUARD_DAMAGED) */
-    uint64_t wrong_thread;     /* KILN_DEBUG_OWNERSHIP: calls from a thread not owning it */
+    char name[48];   /* the arena's name, cut at 47 bytes (an array, so not in the list) */
+    KILN_ARENA_STATS_FIELDS(KILN_STATS_MEMBER)
 } kiln_arena_stats;
 
+/* One pool's figures after its name: X(type, name, doc) per field, in struct order. */
+#define KILN_POOL_STATS_FIELDS(X)                                                              \
+    X(size_t,   object_size,     "bytes asked per object")                                     \
+    X(size_t,   slot_size,       "bytes per object in the block: size rounded up to align "    \
+                                 "(with KILN_DEBUG_GUARDS, its guards included)")              \
+    X(size_t,   align,           "alignment of each object")                                   \
+    X(size_t,   capacity,        "0: none")                                                    \
+    X(uint32_t, magazine_size,   "objects per magazine")                                       \
+    X(uint32_t, blocks_held,     "blocks carved into objects and magazines")                   \
+    X(bool,     alive,           "false after kiln_pool_destroy")                              \
+    X(uint64_t, live,            "allocs - frees")                                             \
+    X(uint64_t, peak_live,       "most objects outside the depot at a magazine exchange: "     \
+                                 "live plus cached, so at most two magazines per context "     \
+                                 "above the true peak (an exact peak would need a shared "     \
+                                 "counter per op)")                                            \
+    X(uint64_t, allocs,          "successful allocations")                                     \
+    X(uint64_t, frees,           "objects given back")                                         \
+    X(uint64_t, failures,        "allocs that returned NULL (capacity or memory)")             \
+    X(uint64_t, depot_exchanges, "magazines taken from or given to the depot, carving "        \
+                                 "included")                                                   \
+    X(uint64_t, carved,          "objects cut from blocks: live + cached + in_depot")          \
+    X(uint64_t, in_depot,        "free objects in full magazines on the depot")                \
+    X(uint64_t, cached,          "free objects idle in contexts' caches")                      \
+    X(size_t,   cached_bytes,    "cached * slot_size")                                         \
+    X(uint64_t, bad_frees,       "foreign or interior pointers, frees into a destroyed pool")  \
+    X(uint64_t, double_frees,    "detected with KILN_POOL_CHECKED (or KILN_DEBUG_GUARDS / "    \
+                                 "KILN_DEBUG_SITES)")                                          \
+    X(uint64_t, guard_errors,    "KILN_DEBUG_GUARDS: damaged guards found "                    \
+                                 "(POOL_GUARD_DAMAGED)")                                       \
+    /* end of list */
+
 typedef struct kiln_pool_stats {
-    char     name[48];
-    size_t   object_size;      /* bytes asked per object */
-    size_t   slot_size;        /* bytes per object in the block: size rounded up to align
-                                  (with KILN_DEBUG_GUARDS, its guards included) */
-    size_t   align;
-    size_t   capacity;         /* 0: none */
-    uint32_t magazine_size;    /* objects per magazine */
-    uint32_t blocks_held;      /* blocks carved into objects and magazines */
-    bool     alive;            /* false after kiln_pool_destroy */
-    uint64_t live;             /* allocs - frees */
-    uint64_t peak_live;        /* most objects outside the depot at a magazine exchange: live
-                                  plus cached, so at most two magazines per context above the
-                                  true peak (an exact peak would need a shared counter per op) */
-    uint64_t allocs;
-    uint64_t frees;
-    uint64_t failures;         /* allocs that returned NULL (capacity or memory) */
-    uint64_t depot_exchanges;  /* magazines taken from or given to the depot, carving included */
-    uint64_t carved;           /* objects cut from blocks: live + cached + in_depot */
-    uint64_t in_depot;         /* free objects in full magazines on the depot */
-    uint64_t cached;           /* free objects idle in contexts' caches */
-    size_t   cached_bytes;     /* cached * slot_size */
-    uint64_t bad_frees;        /* foreign or interior pointers, frees into a destroyed pool */
-    uint64_t double_frees;     /* detected with KILN_POOL_CHECKED (or KILN_DEBUG_GUARDS /
-                                  KILN_DEBUG_SITES) */
-    uint64_t guard_errors;     /* KILN_DEBUG_GUARDS: damaged guards found (POOL_GUARD_DAMAGED) */
+    char name[48];   /* the pool's name, cut at 47 bytes (an array, so not in the list) */
+    KILN_POOL_STATS_FIELDS(KILN_STATS_MEMBER)
 } kiln_pool_stats;
 
+/* One context's figures: X(type, name, doc) per field, in struct order. */
+#define KILN_CTX_STATS_FIELDS(X)                                                               \
+    X(uint32_t, id,                    "1, 2, ... in creation order")                          \
+    X(bool,     is_worker,             "a worker's context")                                   \
+    X(uint64_t, jobs_submitted,        "frame jobs this context pushed (parallel_for pieces "  \
+                                       "too)")                                                 \
+    X(uint64_t, jobs_run,              "jobs this context ran, its own and stolen ones")       \
+    X(uint64_t, jobs_stolen,           "jobs it took from another context")                    \
+    X(uint64_t, steal_misses,          "searches that found no job anywhere")                  \
+    X(uint64_t, sleep_ns,              "time asleep (workers)")                                \
+    X(size_t,   frame_bytes_in_use,    "its frame arena's bytes_in_use")                       \
+    X(size_t,   frame_peak_last_frame, "its frame arena's high-water in the last frame")       \
+    /* end of list */
+
 typedef struct kiln_ctx_stats {
-    uint32_t id;               /* 1, 2, ... in creation order */
-    bool     is_worker;
-    uint64_t jobs_submitted;   /* frame jobs this context pushed (parallel_for pieces too) */
-    uint64_t jobs_run;         /* jobs this context ran, its own and stolen ones */
-    uint64_t jobs_stolen;      /* jobs it took from another context */
-    uint64_t steal_misses;     /* searches that found no job anywhere */
-    uint64_t sleep_ns;         /* time asleep (workers) */
-    size_t   frame_bytes_in_use;
-    size_t   frame_peak_last_frame;   /* its frame arena's high-water in the last frame */
+    KILN_CTX_STATS_FIELDS(KILN_STATS_MEMBER)
 } kiln_ctx_stats;
 
+/* The runtime-wide figures: X(type, name, doc) per field, in three lists because the
+ * struct and the outputs order them differently. The struct: KILN_STATS_FIELDS,
+ * KILN_STATS_ERROR_FIELDS, blocks, KILN_STATS_TAIL_FIELDS. kiln_stats_print and
+ * kiln_stats_write_json: KILN_STATS_FIELDS, KILN_STATS_TAIL_FIELDS, KILN_STATS_ERROR_FIELDS
+ * (errors last), then blocks as a section of its own. A new figure goes at the end of
+ * KILN_STATS_TAIL_FIELDS. */
+#define KILN_STATS_FIELDS(X)                                                                   \
+    X(uint64_t, frame,        "current frame number")                                          \
+    X(uint32_t, worker_count, "workers the runtime started")                                   \
+    X(uint32_t, contexts,     "attached contexts, workers included")                           \
+    X(uint32_t, arenas,       "live arenas, frame arenas included")                            \
+    /* end of list */
+
+#define KILN_STATS_ERROR_FIELDS(X)                                                             \
+    X(uint64_t, api_errors, "calls refused for bad arguments or misuse")                       \
+    /* end of list */
+
+#define KILN_STATS_TAIL_FIELDS(X)                                                              \
+    X(uint32_t, pools,         "live pools")                                                   \
+    X(uint32_t, handle_tables, "live handle tables")                                           \
+    /* end of list */
+
 typedef struct kiln_stats {
-    uint64_t              frame;          /* current frame number */
-    uint32_t              worker_count;
-    uint32_t              contexts;       /* attached contexts, workers included */
-    uint32_t              arenas;         /* live arenas, frame arenas included */
-    uint64_t              api_errors;     /* calls refused for bad arguments or misuse */
-    kiln_block_pool_stats blocks;
-    uint32_t              pools;          /* live pools */
-    uint32_t              handle_tables;  /* live handle tables */
+    KILN_STATS_FIELDS(KILN_STATS_MEMBER)
+    KILN_STATS_ERROR_FIELDS(KILN_STATS_MEMBER)
+    kiln_block_pool_stats blocks;   /* the block pool's figures (a struct, its own section) */
+    KILN_STATS_TAIL_FIELDS(KILN_STATS_MEMBER)
 } kiln_stats;
 
 /* Bad input to the stats calls: a NULL or dead runtime (RUNTIME_NULL, RUNTIME_INVALID, on

@@ -30,6 +30,7 @@
 #define KILN_TRACE_H
 
 #include <kiln/core.h>
+#include <kiln/stats_fields.h>
 #include <stdio.h>
 
 #ifdef __cplusplus
@@ -79,13 +80,19 @@ KILN_API size_t kiln_history_read(kiln_runtime *rt, kiln_frame_record *out, size
  * recorded or not as a whole. Concurrency: any thread at any time. */
 KILN_API void kiln_trace_enable(kiln_runtime *rt, bool on);
 
+/* The tracer's figures: X(type, name, doc) per field, in struct order
+ * (kiln/stats_fields.h). */
+#define KILN_TRACE_STATS_FIELDS(X)                                                             \
+    X(bool,     enabled,     "recording now (kiln_trace_enable)")                              \
+    X(uint32_t, rings,       "contexts that have recorded (each holds one ring)")              \
+    X(uint64_t, ring_events, "KILN_TRACE_RING_EVENTS")                                         \
+    X(uint64_t, recorded,    "events recorded since kiln_create (lost ones included)")         \
+    X(uint64_t, dropped,     "of those, events overwritten by newer ones, plus events lost "   \
+                             "because a ring could not be allocated")                          \
+    /* end of list */
+
 typedef struct kiln_trace_stats {
-    bool     enabled;
-    uint32_t rings;            /* contexts that have recorded (each holds one ring) */
-    uint64_t ring_events;      /* KILN_TRACE_RING_EVENTS */
-    uint64_t recorded;         /* events recorded since kiln_create (lost ones included) */
-    uint64_t dropped;          /* of those, events overwritten by newer ones, plus events
-                                  lost because a ring could not be allocated */
+    KILN_TRACE_STATS_FIELDS(KILN_STATS_MEMBER)
 } kiln_trace_stats;
 
 /* The tracer's figures. false (and *out zeroed) for bad input. Any thread. */
