@@ -105,7 +105,30 @@ expect_guards() {
 }
 
 echo "== default build (unit tests, example, benchmarks --quick, consumers, expected reports)"
+# The layering check (scripts/check-layers.py): its self-test on the fixture trees of
+# tests/layers/ (each bad one must fail, naming what is wrong; the clean one must pass),
+# then kiln's own includes here and, once built, its library's calls.
+expect_report "layers self-test: lower layers including higher ones fail" 1 \
+    'LAYER alloc/x\.h:3: includes "\.\./runtime/y\.h" .*alloc is below runtime' \
+    'LAYER jobs/q\.h:2: .*alloc and jobs never include each other' \
+    'LAYER include/kiln/api\.h:2: .*a public header includes only public headers' \
+    'LAYER base/common\.h:2: includes "missing\.h", which is no file of the tree' \
+    -- python3 scripts/check-layers.py --root tests/layers/bad-include
+expect_report "layers self-test: an undocumented include circle fails" 1 \
+    'CIRCLE \(include\) of 2 files: runtime/a, runtime/b' \
+    'CIRCLE \(include\) of 2 files: runtime/c, runtime/d' \
+    'MARKER runtime/c\.c:2: .*no file of runtime/d declares it back' \
+    -- python3 scripts/check-layers.py --root tests/layers/circle
+expect_report "layers self-test: a call circle behind one shared header fails (--objects)" 1 \
+    'include circles: 0' 'CIRCLE \(call\) of 2 files: runtime/a, runtime/b' \
+    -- tests/layers/objects.sh tests/layers/call-circle
+check "layers self-test: a clean tree with a documented pair passes" \
+    python3 scripts/check-layers.py --root tests/layers/clean
+check "layers self-test: the clean tree's calls pass (--objects)" tests/layers/objects.sh tests/layers/clean
+check "layers: kiln's includes" python3 scripts/check-layers.py
 if build build-test; then
+    check "layers: kiln's includes and its library's calls (--objects build-test/libkiln.a)" \
+        python3 scripts/check-layers.py --objects build-test/libkiln.a
     for t in build-test/tests/test-*; do [ -f "$t" ] && [ -x "$t" ] && criterion default "$t"; done
     for t in build-test/tests/check-*; do [ -f "$t" ] && [ -x "$t" ] && check "default $(basename "$t")" "$t"; done
     check "example frame-loop" build-test/examples/frame-loop 120 20000

@@ -1,0 +1,2 @@
+/* A bad tree: a public header includes an internal one. */
+#include "../../base/common.h"

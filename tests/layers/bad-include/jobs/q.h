@@ -1,0 +1,2 @@
+/* A bad tree: jobs/ includes alloc/ (they never include each other). */
+#include "../alloc/x.h"

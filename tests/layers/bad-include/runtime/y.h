@@ -1,0 +1,2 @@
+/* A bad tree: a runtime/ header. */
+int y_fn(void);

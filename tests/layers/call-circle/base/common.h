@@ -1,0 +1,1 @@
+/* A call circle hidden by a shared header: base/ is fine. */

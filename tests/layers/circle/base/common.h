@@ -1,0 +1,1 @@
+/* An include circle: base/ is fine. */

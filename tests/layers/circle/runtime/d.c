@@ -1,0 +1,2 @@
+/* d includes c back but carries no marker. */
+#include "c.h"
