@@ -12,36 +12,7 @@
 #ifndef KILN_RUNTIME_HISTORY_H
 #define KILN_RUNTIME_HISTORY_H
 
-#include <kiln/trace.h>
-
-#include "../base/atomics.h"
-#include "../base/common.h"
-#include "../jobs/scheduler.h"
-
-#define KILN_HISTORY_WORDS (sizeof(kiln_frame_record) / sizeof(uint64_t))
-_Static_assert(sizeof(kiln_frame_record) % sizeof(uint64_t) == 0 &&
-               _Alignof(kiln_frame_record) == _Alignof(uint64_t),
-               "a frame record is copied as whole 64-bit words");
-
-typedef struct kiln_history_slot {
-    _Atomic uint64_t seq;                        /* odd while written; else 2 x writes */
-    _Atomic uint64_t words[KILN_HISTORY_WORDS];  /* the record */
-} kiln_history_slot;
-
-/* A context's job counts at the last frame end, by job queue slot (unique among live
- * contexts); id tells a context attached since then (its counts started at zero). */
-typedef struct kiln_history_seen {
-    uint32_t id;
-    uint64_t jobs_run, jobs_stolen;
-} kiln_history_seen;
-
-typedef struct kiln_history {
-    _Atomic uint64_t  written;                      /* records so far (release) */
-    /* The driver's alone. */
-    uint64_t          begin_ns;                     /* of the open frame */
-    kiln_history_seen seen[KILN_MAX_QUEUES];
-    kiln_history_slot slots[KILN_HISTORY_FRAMES];
-} kiln_history;
+#include "types.h"
 
 /* kiln_frame_begin, after the frame number moved: reads the clock. Driver only. */
 KILN_INTERNAL void kiln_history_frame_begin(kiln_runtime *rt);

@@ -12,11 +12,7 @@
 #ifndef KILN_RUNTIME_TRACE_H
 #define KILN_RUNTIME_TRACE_H
 
-#include <kiln/trace.h>
-#include <pthread.h>
-
-#include "../base/atomics.h"
-#include "../base/common.h"
+#include "types.h"
 
 /* What an event is. Jobs and frames are complete spans (begin + duration), recorded at
  * their end, so a ring that drops its oldest events never leaves half a span. */
@@ -31,29 +27,6 @@ enum {
 
 /* tag: kind (8 bits) | flags (8 bits) << 8 | KILN_TRACE_WORKER << 16 | context id << 32 */
 #define KILN_TRACE_WORKER 1u
-
-typedef struct kiln_trace_slot {
-    _Atomic uint64_t ts;         /* CLOCK_MONOTONIC ns */
-    _Atomic uint64_t value;
-    _Atomic uint64_t what;
-    _Atomic uint64_t tag;
-} kiln_trace_slot;
-
-typedef struct kiln_trace_ring {
-    _Atomic uint64_t        head;      /* events written (release) */
-    _Atomic uint64_t        claimed;   /* head, or head + 1 while an event is written */
-    struct kiln_trace_ring *next;      /* the tracer's list; immutable once listed */
-    kiln_trace_slot         slots[KILN_TRACE_RING_EVENTS];
-} kiln_trace_ring;
-
-typedef struct kiln_trace {
-    _Atomic bool      on;         /* read by the driver at every frame (relaxed) */
-    _Atomic uint64_t  lost;       /* events not recorded: no memory for a ring */
-    pthread_mutex_t   lock;       /* rings, ring_count */
-    kiln_trace_ring  *rings;      /* newest first; freed by kiln_trace_fini */
-    uint32_t          ring_count;
-    _Atomic bool      lost_logged;
-} kiln_trace;
 
 KILN_INTERNAL void kiln_trace_init(kiln_trace *trace);
 /* kiln_destroy, once no context records any more: frees every ring. */

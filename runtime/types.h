@@ -1,10 +1,13 @@
-/* runtime/types.h — the runtime's and the contexts' structs, which every runtime/ file
- * reads: who writes each field, and under which lock. Declares no function; the
- * functions live in the header of the file that defines them. Never installed. */
+/* runtime/types.h — every struct runtime/ files share, in one place: the runtime, its
+ * contexts, the arena records, the per-frame history and the tracer, with who writes
+ * each field and under which lock. Functions live in the header of the file that
+ * defines them (the protocols of the history and the tracer too); the only code here
+ * is one inline cast. Never installed. */
 #ifndef KILN_RUNTIME_TYPES_H
 #define KILN_RUNTIME_TYPES_H
 
 #include <kiln/kiln.h>
+#include <kiln/trace.h>
 #include <pthread.h>
 
 #include "../alloc/arena.h"
@@ -14,13 +17,62 @@
 #include "../base/log.h"
 #include "../jobs/scheduler.h"
 #include "handles.h"
-#include "history.h"
-#include "trace.h"
 
 #define KILN_RUNTIME_MAGIC 0x6b696c6e52554e54ull   /* "kilnRUNT" */
 #define KILN_CTX_MAGIC     0x6b696c6e43545854ull   /* "kilnCTXT" */
 #define KILN_CTX_DETACHED_MAGIC 0x6b696c6e44455443ull   /* "kilnDETC": detached, memory kept */
 
+/* ---- the per-frame history (runtime/history.h has the protocol) ---- */
+#define KILN_HISTORY_WORDS (sizeof(kiln_frame_record) / sizeof(uint64_t))
+_Static_assert(sizeof(kiln_frame_record) % sizeof(uint64_t) == 0 &&
+               _Alignof(kiln_frame_record) == _Alignof(uint64_t),
+               "a frame record is copied as whole 64-bit words");
+
+typedef struct kiln_history_slot {
+    _Atomic uint64_t seq;                        /* odd while written; else 2 x writes */
+    _Atomic uint64_t words[KILN_HISTORY_WORDS];  /* the record */
+} kiln_history_slot;
+
+/* A context's job counts at the last frame end, by job queue slot (unique among live
+ * contexts); id tells a context attached since then (its counts started at zero). */
+typedef struct kiln_history_seen {
+    uint32_t id;
+    uint64_t jobs_run, jobs_stolen;
+} kiln_history_seen;
+
+typedef struct kiln_history {
+    _Atomic uint64_t  written;                      /* records so far (release) */
+    /* The driver's alone. */
+    uint64_t          begin_ns;                     /* of the open frame */
+    kiln_history_seen seen[KILN_MAX_QUEUES];
+    kiln_history_slot slots[KILN_HISTORY_FRAMES];
+} kiln_history;
+
+/* ---- the tracer (runtime/trace.h has the protocol) ---- */
+typedef struct kiln_trace_slot {
+    _Atomic uint64_t ts;         /* CLOCK_MONOTONIC ns */
+    _Atomic uint64_t value;
+    _Atomic uint64_t what;
+    _Atomic uint64_t tag;
+} kiln_trace_slot;
+
+typedef struct kiln_trace_ring {
+    _Atomic uint64_t        head;      /* events written (release) */
+    _Atomic uint64_t        claimed;   /* head, or head + 1 while an event is written */
+    struct kiln_trace_ring *next;      /* the tracer's list; immutable once listed */
+    kiln_trace_slot         slots[KILN_TRACE_RING_EVENTS];
+} kiln_trace_ring;
+
+typedef struct kiln_trace {
+    _Atomic bool      on;         /* read by the driver at every frame (relaxed) */
+    _Atomic uint64_t  lost;       /* events not recorded: no memory for a ring */
+    pthread_mutex_t   lock;       /* rings, ring_count */
+    kiln_trace_ring  *rings;      /* newest first; freed by kiln_trace_fini */
+    uint32_t          ring_count;
+    _Atomic bool      lost_logged;
+} kiln_trace;
+
+/* ---- contexts and the runtime ---- */
 /* Pools live in a fixed table of slots, and every context has one cache per slot, so
  * the fast path finds its cache by the pool's index with no lookup. 256 slots cost a
  * context 16 KiB of caches. */
