@@ -18,37 +18,60 @@
  *   struct enemy *e; enemy_handle h = enemy_alloc(ctx, t, &e);
  *   e = enemy_get(t, h); enemy_free(ctx, t, h);
  *
- * How long a pointer from kiln_handle_get stays valid (the reuse rule):
- *   A freed slot is reused only after
- *     1. the next kiln_frame_end (every frame job has finished: jobs and the driving
- *        thread may keep pointers until the end of the frame), and
- *     2. every other attached thread — one that runs outside the frame clock, such as a
- *        render or IO thread — has passed a quiescent point after the free. Its
- *        quiescent points are kiln_handles_quiescent(ctx), the reset of its own frame
- *        arena (kiln_arena_reset(kiln_frame_arena(ctx)), its frame boundary) and
- *        kiln_detach. Such a thread keeps a pointer only until its next quiescent point.
- *   Background jobs (kiln_run_ex with .background) live across frames: while a worker
+ * The reuse rule: how long a pointer from kiln_handle_get stays valid.
+ * - A freed slot is reused only after both of:
+ *   1. the next kiln_frame_end: every frame job has finished, so jobs and the driving
+ *      thread may keep pointers until the end of the frame;
+ *   2. a quiescent point after the free on every other attached thread, one that runs
+ *      outside the frame clock (a render or IO thread).
+ * - Such a thread keeps a pointer only until its next quiescent point. Its quiescent
+ *   points:
+ *   - kiln_handles_quiescent(ctx);
+ *   - the reset of its own frame arena, its frame boundary:
+ *     kiln_arena_reset(kiln_frame_arena(ctx));
+ *   - kiln_detach.
+ * - Background jobs (kiln_run_ex with .background) live across frames. While a worker
  *   runs one, that worker counts as a thread outside the frame clock whose quiescent
- *   point is the job's return, so its pointers stay valid until the job returns (a long
- *   job may call kiln_handles_quiescent(ctx) between pieces of work to let reuse go on).
- *   An attached thread that blocks for a long time without a quiescent point delays the
- *   reuse of every freed slot (logged once as HANDLES_RECLAIM_STALLED); call
- *   kiln_handles_quiescent before blocking.
- *   Until reuse, the freed item's memory keeps its last contents.
+ *   point is the job's return:
+ *   - its pointers stay valid until the job returns;
+ *   - a long job may call kiln_handles_quiescent(ctx) between pieces of work to let
+ *     reuse go on.
+ * - An attached thread that blocks for a long time without a quiescent point delays the
+ *   reuse of every freed slot: logged once, HANDLES_RECLAIM_STALLED (by kiln_frame_end,
+ *   after 120 frame ends without progress). Call kiln_handles_quiescent before blocking.
+ * - Until reuse, the freed item's memory keeps its last contents.
  *
- * What a handle is: 24 bits of slot index, 8 bits of table tag (a process-wide counter
- * cycling through 1..255 at each create), 32 bits of generation (odd while the slot is
- * live). {0} is never valid. A handle of another table is detected by its tag (unless
- * that table's tag is the same, 1 in 255 tables), and by the index and generation in any
- * case; a slot whose generation would wrap is retired for good.
+ * What a handle is:
+ * - 24 bits of slot index, 8 bits of table tag, 32 bits of generation (odd while the
+ *   slot is live). {0} is never valid.
+ * - The tag: a process-wide counter cycling through 1..255 at each create.
+ * - A handle of another table is detected by its tag (unless that table's tag is the
+ *   same: 1 in 255 tables), and by the index and generation in any case.
+ * - A slot whose generation would wrap is retired for good (retired_slots).
  *
- * Costs: get is wait-free — one load with acquire and a compare, no lock, and on a hit
- * no write at all; a miss adds one relaxed atomic increment to the table's miss counter
- * (striped by slot), so the miss counts are exact. alloc and free touch only the calling context's cache of the
- * table (a short array of free slot indices) until it runs empty or full, then
- * exchange a batch with the table under a lock taken once per batch. free also makes
- * one compare-and-swap on the slot's generation, so that of two threads freeing the
- * same handle exactly one succeeds. */
+ * Costs:
+ * - get is wait-free: one load with acquire and a compare, no lock, and on a hit no
+ *   write at all. A miss adds one relaxed atomic increment to one of the table's miss
+ *   counters (the stale count is striped by slot), so the miss counts are exact.
+ * - alloc and free touch only the calling context's cache of the table (a short array
+ *   of free slot indices) until it runs empty or full, then exchange a batch with the
+ *   table under a lock taken once per batch.
+ * - free also makes one compare-and-swap on the slot's generation, so that of two
+ *   threads freeing the same handle exactly one succeeds.
+ *
+ * Concurrency (each function says its own):
+ * - any thread: kiln_handle_get, kiln_handle_free (with its own context), the stats calls;
+ * - the context's thread only: kiln_handle_alloc, kiln_handle_alloc_at,
+ *   kiln_handles_quiescent;
+ * - create and destroy: any thread, concurrently with other creates and destroys; no
+ *   other thread may use a table during or after its destroy.
+ *
+ * What a table does NOT do:
+ * - grow: the slots of the whole capacity are reserved at create;
+ * - move an item: slots never move;
+ * - log a stale lookup: kiln_handle_get counts it (looking up a stale handle is normal
+ *   use);
+ * - reuse a slot before the reuse rule allows it. */
 #ifndef KILN_HANDLES_H
 #define KILN_HANDLES_H
 
@@ -101,36 +124,47 @@ typedef struct kiln_handles_stats {
     KILN_HANDLES_STATS_FIELDS(KILN_STATS_MEMBER)
 } kiln_handles_stats;
 
-/* NULL on a bad desc (logged: HANDLES_BAD_ITEM_SIZE, HANDLES_BAD_ALIGN,
- * HANDLES_BAD_CAPACITY, HANDLES_NULL_DESC) or when memory runs out. The slots of the whole capacity
- * are reserved at once (address space; pages are touched as slots are first used) and
- * counted against memory_limit. At most 64 tables live per runtime.
+/* A new table; NULL when memory runs out, or on a bad desc (logged):
+ * - desc NULL: HANDLES_NULL_DESC;
+ * - item_size 0 or over 1 MiB: HANDLES_BAD_ITEM_SIZE;
+ * - item_align neither 0 nor a power of two up to 4096: HANDLES_BAD_ALIGN;
+ * - capacity over 16777215: HANDLES_BAD_CAPACITY.
+ * The slots of the whole capacity are reserved at once (address space; pages are touched
+ * as slots are first used) and counted against memory_limit. At most 64 tables live per
+ * runtime (HANDLES_TOO_MANY beyond).
  * Concurrency: any thread, concurrently with other creates and destroys. */
 KILN_API kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *desc);
 
-/* Logs how many items are still live, then returns the slots' memory. No other thread
- * may use the table during or after the call; later calls on it are logged and refused
- * (its bookkeeping lives on until kiln_destroy). NULL is a no-op. */
+/* Logs how many items are still live (HANDLES_ITEMS_LIVE), then returns the slots'
+ * memory. NULL is a no-op.
+ * - No other thread may use the table during or after the call.
+ * - Later calls on it are logged and refused (HANDLES_DESTROYED); its bookkeeping lives
+ *   on until kiln_destroy. */
 KILN_API void kiln_handles_destroy(kiln_handles *table);
 
-/* A handle to a new zeroed item, its address in *item (item may be NULL). {0} and
- * *item = NULL when the table is full (counted; one warning naming the table until an
- * alloc succeeds again). Slots freed in this frame are not reused yet, and each other
- * context may hold up to 32 free slots in its cache (given back at its detach), so a
- * table can be full while live < capacity. The item is zeroed before the handle exists; what
- * the caller writes into it afterwards reaches other threads the way the caller
- * publishes the handle (a release store, kiln_run, a frame boundary), as with any
- * memory. Also {0}, logged naming the table: a NULL ctx or table (CONTEXT_NULL,
- * HANDLES_NULL), a destroyed table (HANDLES_DESTROYED), a detached ctx
- * (CONTEXT_DETACHED), a ctx of another runtime than the table's
- * (HANDLES_WRONG_RUNTIME). Concurrency: the context's thread only. */
+/* A handle to a new zeroed item, its address in *item (item may be NULL).
+ * - The item is zeroed before the handle exists. What the caller writes into it
+ *   afterwards reaches other threads the way the caller publishes the handle (a release
+ *   store, kiln_run, a frame boundary), as with any memory.
+ * - Table full: {0} and *item = NULL, counted (failures); one warning naming the table
+ *   (HANDLES_FULL) until an alloc succeeds again.
+ *   - A table can be full while live < capacity: slots freed in this frame are not
+ *     reused yet, and each other context may hold up to 32 free slots in its cache
+ *     (given back at its detach).
+ * - Refused: {0} and *item = NULL, logged naming the table:
+ *   - a NULL ctx or table: CONTEXT_NULL, HANDLES_NULL;
+ *   - a destroyed table: HANDLES_DESTROYED;
+ *   - a detached ctx: CONTEXT_DETACHED;
+ *   - a ctx of another runtime than the table's: HANDLES_WRONG_RUNTIME.
+ * Concurrency: the context's thread only. */
 KILN_API kiln_handle kiln_handle_alloc(kiln_ctx *ctx, kiln_handles *table, void **item);
 
-/* kiln_handle_alloc that also records the caller's file:line when the runtime has
- * KILN_DEBUG_SITES: kiln_handles_destroy (and kiln_destroy) then list the items still
- * live grouped by site (HANDLES_LEAK_SITE). Define KILN_TRACK_SITES before including
- * kiln and kiln_handle_alloc passes __FILE__/__LINE__ itself. Without the bit, the same
- * as kiln_handle_alloc. Concurrency: the context's thread only. */
+/* kiln_handle_alloc that also records the caller's file:line.
+ * - With KILN_DEBUG_SITES: kiln_handles_destroy (and kiln_destroy) list the items still
+ *   live grouped by site (HANDLES_LEAK_SITE). Without the bit: kiln_handle_alloc.
+ * - Define KILN_TRACK_SITES before including kiln and kiln_handle_alloc passes
+ *   __FILE__/__LINE__ itself.
+ * Concurrency: the context's thread only. */
 KILN_API kiln_handle kiln_handle_alloc_at(kiln_ctx *ctx, kiln_handles *table, void **item,
                                           const char *file, int line);
 #ifdef KILN_TRACK_SITES
@@ -143,16 +177,21 @@ KILN_API kiln_handle kiln_handle_alloc_at(kiln_ctx *ctx, kiln_handles *table, vo
  * Concurrency: any thread, wait-free. The pointer is valid under the reuse rule above. */
 KILN_API void *kiln_handle_get(kiln_handles *table, kiln_handle h);
 
-/* Frees the item: h is stale at once for every thread. false, logged and counted, for a
- * handle already freed (HANDLE_DOUBLE_FREE), a zero, forged or foreign one
- * (HANDLE_NULL, HANDLE_FOREIGN). false and logged, the item left live, for the ctx and
- * table refusals of kiln_handle_alloc (CONTEXT_DETACHED, HANDLES_WRONG_RUNTIME, ...).
+/* Frees the item: h is stale at once for every thread.
+ * - false, logged and counted:
+ *   - a handle already freed: HANDLE_DOUBLE_FREE;
+ *   - the zero handle: HANDLE_NULL;
+ *   - a forged or foreign handle: HANDLE_FOREIGN.
+ * - false and logged, the item left live: the ctx and table refusals of
+ *   kiln_handle_alloc (CONTEXT_NULL, HANDLES_NULL, HANDLES_DESTROYED, CONTEXT_DETACHED,
+ *   HANDLES_WRONG_RUNTIME).
  * Concurrency: any thread, whoever allocated it, with its own context. */
 KILN_API bool kiln_handle_free(kiln_ctx *ctx, kiln_handles *table, kiln_handle h);
 
-/* A quiescent point of the calling thread: it holds no pointer from kiln_handle_get
- * now. For attached threads outside the frame clock (see the reuse rule); harmless on
- * any other. Cheap: one store and a fence. Concurrency: the context's thread only. */
+/* A quiescent point of the calling thread: it holds no pointer from kiln_handle_get at
+ * this point. For attached threads outside the frame clock (see the reuse rule);
+ * harmless on any other. Cheap: one store and a fence.
+ * Concurrency: the context's thread only. */
 KILN_API void kiln_handles_quiescent(kiln_ctx *ctx);
 
 /* Copies the figures of up to cap live tables (in slot order) and returns how many
@@ -160,7 +199,7 @@ KILN_API void kiln_handles_quiescent(kiln_ctx *ctx);
 KILN_API size_t kiln_stats_handles(kiln_runtime *rt, kiln_handles_stats *out, size_t cap);
 
 /* The figures of one table (a destroyed one too, until kiln_destroy). false for bad
- * input. Any thread. */
+ * input: a NULL table (HANDLES_NULL) or out (STATS_NULL_OUT). Any thread. */
 KILN_API bool kiln_handles_stats_get(kiln_handles *table, kiln_handles_stats *out);
 
 /* The parts of a handle, for logs and debug overlays. */
@@ -181,12 +220,13 @@ static inline bool kiln_handle_equal(kiln_handle a, kiln_handle b) { return a.bi
 #  define KILN_TYPED_FN static inline
 #endif
 
-/* KILN_HANDLE_TYPE(name, T) declares a typed table and a typed handle for items of type
- * T: name##_table, name##_handle, and inline name##_table_create(rt, label, capacity),
- * name##_table_destroy(t), name##_alloc(ctx, t, T **item), name##_get(t, h),
- * name##_free(ctx, t, h), name##_handle_is_null(h), and name##_alloc_at(ctx, t, item,
- * file, line), which records the site (name##_alloc records none). Handles of two typed tables are
- * distinct struct types, so passing one where the other is expected does not compile. */
+/* KILN_HANDLE_TYPE(name, T) declares a typed table and a typed handle for items of type T.
+ * - The types name##_table and name##_handle. Handles of two typed tables are distinct
+ *   struct types, so passing one where the other is expected does not compile.
+ * - Inline functions: name##_table_create(rt, label, capacity), name##_table_destroy(t),
+ *   name##_alloc(ctx, t, T **item), name##_get(t, h), name##_free(ctx, t, h),
+ *   name##_handle_is_null(h), and name##_alloc_at(ctx, t, item, file, line), which
+ *   records the site (name##_alloc records none). */
 #define KILN_HANDLE_TYPE(name, T)                                                         \
     typedef struct name##_handle { kiln_handle raw; } name##_handle;                      \
     typedef struct name##_table { kiln_handles *raw; } name##_table;                      \
