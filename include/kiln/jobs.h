@@ -1,42 +1,56 @@
 /* kiln/jobs.h — the job scheduler: work-stealing workers tied to the frame clock.
  *
- * kiln_create starts desc.worker_count workers, each with its own context (frame arena,
- * pool caches, job deques). kiln_run pushes jobs onto the calling context's deque;
- * idle workers steal them. A job runs as fn(ctx, arg) where ctx is the context of the
- * thread running it: kiln_frame_alloc(ctx, ...) inside a job allocates from that
- * worker's own frame arena. kiln_wait runs jobs (its own and stolen ones) until the
- * counter reaches zero; it never just blocks, so waiting from inside a job (nested
- * parallelism) cannot deadlock. kiln_frame_end runs and waits for every job submitted
- * during the frame, with or without a counter, before it resets any frame arena.
+ * What it does:
+ * - kiln_create starts desc.worker_count workers, each with its own context (frame
+ *   arena, pool caches, job deques).
+ * - kiln_run pushes jobs onto the calling context's deque; idle workers steal them.
+ * - A job runs as fn(ctx, arg), ctx the context of the thread running it:
+ *   kiln_frame_alloc(ctx, ...) inside a job allocates from that worker's own frame arena.
+ * - kiln_wait runs jobs (its own and stolen ones) until the counter reaches zero.
+ * - kiln_frame_end runs and waits for every job submitted during the frame, with or
+ *   without a counter, before it resets any frame arena.
+ * - Idle workers spin briefly, then sleep; kiln_run makes a system call only when some
+ *   worker sleeps.
  *
- * Background jobs (asset loading, anything that may cross a frame boundary) are
- * submitted with kiln_run_ex and .background = true: they sit on a deque of their own
- * that only workers take from, so frame end neither waits for them nor runs one, and
- * neither does kiln_wait (with KILN_NO_WORKERS, kiln_wait runs them: nobody else
- * would). They must not use frame memory (with KILN_DEBUG_CHECKS, kiln_frame_alloc
- * inside one is refused with JOB_BACKGROUND_FRAME_ALLOC). Wait for them with a counter.
+ * What it does NOT do:
+ * - kiln_wait never just blocks, so waiting from inside a job (nested parallelism)
+ *   cannot deadlock.
+ * - kiln_frame_end never resets frame memory under a running job (see "The frame a job
+ *   belongs to"), and neither waits for a background job nor runs one.
  *
- * The frame a job belongs to. A frame job (any job that is not background) belongs to
- * the frame of the driver's clock during which it starts, whoever submitted it: the
- * driver, a job, a background job, or an attached thread with a loop of its own (a
- * render thread). kiln_frame_end waits for every frame job submitted before it has
- * drained the frame, and for every frame job a worker started before it closed the
- * frame (one that another thread submitted just after the drain), so it never resets
- * frame memory under a running job; a frame job that starts after that belongs to the
- * next frame. The frame memory a job takes (kiln_frame_alloc with the ctx it was
- * given) comes from the frame arena of the thread running it: on a worker or the driver
- * it lives until the job has returned and the frame it belongs to has ended, and the
- * driver can read it until its kiln_frame_end. On an attached thread with a clock of
- * its own (one that resets its own frame arena: its own jobs, and jobs pinned to it) it
- * lives until that thread's next reset, whoever submitted the job. A thread that does
- * not drive the clock cannot know when a frame ends, so its jobs hand results over in
- * memory that thread owns (allocated before it submits them, from its own frame arena,
- * a pool or an arena), and so do jobs pinned to a thread with a clock of its own.
- * Likewise a pointer that a frame job gets from kiln_handle_get stays valid (the slot
- * is not reused) until the job returns, and for the driver's jobs until frame end.
+ * Background jobs: asset loading, anything that may cross a frame boundary.
+ * - Submitted with kiln_run_ex and .background = true.
+ * - They sit on a deque of their own that only workers take from, so frame end neither
+ *   waits for them nor runs one, and neither does kiln_wait (with KILN_NO_WORKERS,
+ *   kiln_wait runs them: nobody else would).
+ * - Wait for them with a counter.
+ * - They must not use frame memory: with KILN_DEBUG_CHECKS, kiln_frame_alloc inside one
+ *   is refused (JOB_BACKGROUND_FRAME_ALLOC).
  *
- * Idle workers spin briefly, then sleep; kiln_run makes a system call only when some
- * worker sleeps. */
+ * The frame a job belongs to:
+ * - A frame job (any job that is not background) belongs to the frame of the driver's
+ *   clock during which it starts, whoever submitted it: the driver, a job, a background
+ *   job, or an attached thread with a loop of its own (a render thread).
+ * - kiln_frame_end waits for every frame job submitted before it has drained the frame,
+ *   and for every frame job a worker started before it closed the frame (one that
+ *   another thread submitted just after the drain), so it never resets frame memory
+ *   under a running job. A frame job that starts after that belongs to the next frame.
+ * - The frame memory a job takes (kiln_frame_alloc with the ctx it was given) comes from
+ *   the frame arena of the thread running it:
+ *   - on a worker or the driver, it lives until the job has returned and the frame it
+ *     belongs to has ended; the driver can read it until its kiln_frame_end;
+ *   - on an attached thread with a clock of its own (one that resets its own frame
+ *     arena: its own jobs, and jobs pinned to it), it lives until that thread's next
+ *     reset, whoever submitted the job.
+ * - A thread that does not drive the clock cannot know when a frame ends, so its jobs
+ *   hand results over in memory that thread owns (allocated before it submits them,
+ *   from its own frame arena, a pool or an arena), and so do jobs pinned to a thread
+ *   with a clock of its own.
+ * - Likewise a pointer that a frame job gets from kiln_handle_get stays valid (the slot
+ *   is not reused) until the job returns, and for the driver's jobs until frame end.
+ *
+ * Concurrency: every function here is called on the context's own thread; any number
+ * of contexts at once. */
 #ifndef KILN_JOBS_H
 #define KILN_JOBS_H
 
@@ -57,49 +71,55 @@ typedef enum kiln_priority {
 
 typedef struct kiln_run_desc {
     kiln_priority priority;     /* 0: normal */
-    kiln_ctx     *pinned_to;    /* NULL: any thread; else only that context runs the jobs:
-                                   frame jobs when it waits (kiln_wait on any counter) and,
-                                   for the driver, at frame end (which waits for every frame
-                                   job, so a frame job pinned to a thread that does not wait
-                                   holds frame end until it does); background jobs only when
-                                   it waits on the job's own counter, in submission order
-                                   for each counter, in O(1) per job however many other
-                                   counters' jobs are parked (a worker: also when
-                                   idle; with KILN_NO_WORKERS any wait runs them, as above),
-                                   never at frame end. A background job pinned to a
-                                   context that is not a worker's needs a counter
-                                   (JOB_BAD_PIN otherwise). A pin to a context that is
-                                   detaching is refused (JOB_PIN_DETACHING): those jobs are
-                                   neither run nor counted on the counter. */
+    /* pinned_to: NULL for any thread. Else only that context runs the jobs:
+     * - frame jobs: when it waits (kiln_wait on any counter) and, for the driver, at frame
+     *   end. Frame end waits for every frame job, so a frame job pinned to a thread that
+     *   does not wait holds frame end until it does.
+     * - background jobs: only when it waits on the job's own counter, never at frame end.
+     *   - In submission order for each counter, in O(1) per job however many other
+     *     counters' jobs are parked.
+     *   - A worker: also when idle. With KILN_NO_WORKERS any wait runs them, as above.
+     *   - Pinned to a context that is not a worker's, a background job needs a counter
+     *     (JOB_BAD_PIN otherwise).
+     * - A pin to a context that is detaching is refused (JOB_PIN_DETACHING): those jobs
+     *   are neither run nor counted on the counter. */
+    kiln_ctx     *pinned_to;
     bool          background;   /* may cross frame boundaries; frame end does not wait */
 } kiln_run_desc;
 
 /* Submits count jobs; counter (may be NULL) counts the unfinished ones and must stay
  * alive until it reads zero. Jobs may themselves call kiln_run and kiln_wait.
- * Bad input (NULL ctx, a job with a NULL fn, count 0 with jobs NULL: JOB_NULL_FN,
- * JOB_COUNT_ZERO, JOB_NULL_JOBS; a bad pin: JOB_BAD_PIN; a priority that is no
- * kiln_priority: JOB_BAD_PRIORITY) is logged and refused: no job
- * of the call runs, the counter is untouched. A pin to a context that starts to detach
- * during the call refuses the jobs not yet queued (JOB_PIN_DETACHING, which says how
- * many); the counter then counts only those that were. A counter still non-zero from
- * another context's run is shared, not refused: the jobs count on it together, and a
- * warning says so once per such call (COUNTER_SHARED), since waiting on a counter that
- * others keep adding to may wait longer than meant.
+ * - Bad input is logged and refused: no job of the call runs, the counter is untouched.
+ *   - a NULL ctx: CONTEXT_NULL;
+ *   - count 0 (jobs NULL or not): JOB_COUNT_ZERO;
+ *   - jobs NULL with count > 0: JOB_NULL_JOBS;
+ *   - a job with a NULL fn: JOB_NULL_FN;
+ *   - a bad pin: JOB_BAD_PIN;
+ *   - a priority that is no kiln_priority: JOB_BAD_PRIORITY.
+ * - A pin to a context that starts to detach during the call refuses the jobs not yet
+ *   queued (JOB_PIN_DETACHING, which says how many); the counter then counts only those
+ *   that were.
+ * - A counter still non-zero from another context's run is shared, not refused: the
+ *   jobs count on it together, and a warning says so once per such call
+ *   (COUNTER_SHARED), since waiting on a counter that others keep adding to may wait
+ *   longer than meant.
  * Concurrency: the context's own thread; any number of contexts at once. */
 KILN_API void kiln_run(kiln_ctx *ctx, const kiln_job *jobs, size_t count, kiln_counter *counter);
 KILN_API void kiln_run_ex(kiln_ctx *ctx, const kiln_job *jobs, size_t count,
                           kiln_counter *counter, const kiln_run_desc *desc);
 
-/* Returns when the counter is zero; runs other jobs meanwhile. A NULL counter is
- * logged and returns at once. The context's own thread. */
+/* Returns when the counter is zero; runs other jobs meanwhile. A NULL counter is logged
+ * (JOB_WAIT_NULL_COUNTER) and returns at once. The context's own thread. */
 KILN_API void kiln_wait(kiln_ctx *ctx, kiln_counter *counter);
 
 typedef void (*kiln_range_fn)(kiln_ctx *ctx, size_t begin, size_t end, void *arg);
 
 /* Calls fn over disjoint ranges that cover [0, count) exactly once, in parallel, and
- * returns when all are done. Ranges are split by halving: a running range pushes its
- * upper half for thieves and goes on with the lower, down to grain indices. grain 0:
- * kiln picks one (about 8 ranges per thread, at least 1 index). The context's thread. */
+ * returns when all are done.
+ * - Ranges are split by halving: a running range pushes its upper half for thieves and
+ *   goes on with the lower, down to grain indices.
+ * - grain 0: kiln picks one (about 8 ranges per thread, at least 1 index).
+ * The context's thread. */
 KILN_API void kiln_parallel_for(kiln_ctx *ctx, size_t count, size_t grain, kiln_range_fn fn,
                                 void *arg);
 
