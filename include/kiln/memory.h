@@ -1,44 +1,58 @@
 /* kiln/memory.h — arenas: bump allocation, marks, reset; frame memory.
  *
- * An arena is a chain of blocks from the runtime's global block pool with a bump
- * pointer. Allocation is a pointer bump; nothing is freed one by one. Marks record
- * a position; releasing to a mark frees exactly what was allocated after it;
- * reset frees everything. Allocations larger than a block get a dedicated
- * mapping of their own. Release and reset give such mappings back to the OS, but
- * for a few kept for reuse: a release keeps at most as many as were live at once
- * since the last reset (the largest), so mark / large allocation / release loops
- * keep one round's worth; a reset keeps those the frame used and gives back the
- * rest.
+ * What an arena does:
+ * - An arena is a chain of blocks from the runtime's global block pool with a bump
+ *   pointer. Allocation is a pointer bump.
+ * - Marks record a position; releasing to a mark frees exactly what was allocated after
+ *   it; reset frees everything.
+ * - Allocations larger than a block get a dedicated mapping of their own. Release and
+ *   reset give such mappings back to the OS, but for a few kept for reuse:
+ *   - a release keeps at most as many as were live at once since the last reset (the
+ *     largest), so mark / large allocation / release loops keep one round's worth;
+ *   - a reset keeps those the frame used and gives back the rest.
  *
- * Lifetimes: a context's frame arena is reset by kiln_frame_end (frame lifetime);
- * arenas made with kiln_arena_create live until their owner resets or destroys
- * them (level, stage or load lifetimes).
+ * What an arena does NOT do:
+ * - free anything one by one: only a release to a mark, a reset or a destroy frees;
+ * - synchronise calls on one arena: they must not overlap (see Threads);
+ * - reset a frame arena under memory that may still be in use (kiln_arena_reset refuses).
  *
- * Threads: an arena has one owner thread at a time. Calls on the same arena must
- * not overlap; hand an arena to another thread only with a happens-before edge
- * (a mutex, a job counter, a thread join). Statistics may be read from any thread.
- * With KILN_DEBUG_OWNERSHIP, a use from a thread other than the owner (the thread
- * that created the arena or last reset it; for a frame arena, its context's thread)
- * is logged as ARENA_WRONG_THREAD and counted, and the call proceeds: hand an arena
- * over by resetting it on the new thread.
+ * Lifetimes:
+ * - A context's frame arena is reset by kiln_frame_end (frame lifetime).
+ * - Arenas made with kiln_arena_create live until their owner resets or destroys them
+ *   (level, stage or load lifetimes).
  *
- * Memory kept past its lifetime (a frame pointer used in the next frame, a pointer
- * past a release): with KILN_DEBUG_POISON in an AddressSanitizer build, the released
- * memory is poisoned, so the first access is reported as use-after-poison with its
- * stack (under Valgrind's memcheck, as an invalid read or write); with KILN_DEBUG_FILL
- * it reads 0xDD (fresh allocations read 0xCD). KILN_DEBUG_GUARDS puts guard bytes
- * around every allocation, checked when release, reset or destroy end it and, for
- * arenas the frame-driving thread owns, by the audit at every kiln_frame_end
- * (ARENA_GUARD_DAMAGED). The debug bits make every allocation take an out-of-line
- * path and, with guards, a little more memory (it counts against frame_budget).
+ * Threads:
+ * - An arena has one owner thread at a time. Calls on the same arena must not overlap.
+ * - Hand an arena to another thread only with a happens-before edge (a mutex, a job
+ *   counter, a thread join).
+ * - Statistics may be read from any thread.
+ * - KILN_DEBUG_OWNERSHIP: a use (alloc, mark, release; a frame arena's reset) from a
+ *   thread other than the owner is logged as ARENA_WRONG_THREAD and counted, and the
+ *   call proceeds.
+ *   - The owner: the thread that created the arena or last reset it; for a frame arena,
+ *     its context's thread.
+ *   - Hand an arena (any but a frame arena) over by resetting it on the new thread.
  *
- * Allocation sites: kiln_arena_alloc_at and kiln_frame_alloc_at take the caller's
- * file and line; with KILN_DEBUG_SITES they are kept, named in guard reports and in
- * kiln_destroy's list of arenas still alive (ARENA_LEAK_SITE). Define
- * KILN_TRACK_SITES before including kiln and kiln_arena_alloc / kiln_frame_alloc
- * become macros that pass __FILE__ and __LINE__ (wrap the name in parentheses,
- * (kiln_frame_alloc)(ctx, n, 0), to call the function itself). Without the debug
- * bit, the _at calls are the plain ones. */
+ * Memory kept past its lifetime (a frame pointer used in the next frame, a pointer past
+ * a release):
+ * - KILN_DEBUG_POISON in an AddressSanitizer build: the released memory is poisoned, so
+ *   the first access is reported as use-after-poison with its stack (under Valgrind's
+ *   memcheck, as an invalid read or write).
+ * - KILN_DEBUG_FILL: it reads 0xDD (fresh allocations read 0xCD).
+ * - KILN_DEBUG_GUARDS: guard bytes around every allocation, checked when release, reset
+ *   or destroy end it and, for arenas the frame-driving thread owns, by the audit at
+ *   every kiln_frame_end (ARENA_GUARD_DAMAGED).
+ * - The cost: the debug bits make every allocation take an out-of-line path and, with
+ *   guards, a little more memory (it counts against frame_budget).
+ *
+ * Allocation sites:
+ * - kiln_arena_alloc_at and kiln_frame_alloc_at take the caller's file and line. With
+ *   KILN_DEBUG_SITES they are kept, named in guard reports and in kiln_destroy's list of
+ *   arenas still alive (ARENA_LEAK_SITE). Without the debug bit, the _at calls are the
+ *   plain ones.
+ * - Define KILN_TRACK_SITES before including kiln and kiln_arena_alloc /
+ *   kiln_frame_alloc become macros that pass __FILE__ and __LINE__. Wrap the name in
+ *   parentheses, (kiln_frame_alloc)(ctx, n, 0), to call the function itself. */
 #ifndef KILN_MEMORY_H
 #define KILN_MEMORY_H
 
@@ -51,56 +65,66 @@ extern "C" {
 typedef struct kiln_arena kiln_arena;             /* one owner thread at a time */
 typedef struct kiln_mark  { uint64_t opaque[2]; } kiln_mark;  /* {0}: the empty arena */
 
-/* Creates an arena that grows by blocks from the global pool. Its bookkeeping is a
- * small record on the heap (under 1 KiB), kept after kiln_arena_destroy until
- * kiln_destroy, so that a call through a destroyed arena is always recognised, even
- * when its blocks are someone else's now: make arenas for long lifetimes (a level, a
- * load), not one per frame. name is copied (at most 47 bytes kept) and appears in
- * every log message and in the stats; NULL names it "arena". NULL on failure (bad
- * rt, memory_limit reached, no heap memory: ARENA_OUT_OF_MEMORY), with the reason
- * logged. Concurrency: any thread, concurrently with other creates and destroys. */
+/* Creates an arena that grows by blocks from the global pool.
+ * - name is copied (at most 47 bytes kept) and appears in every log message and in the
+ *   stats; NULL names it "arena".
+ * - Its bookkeeping is a small record on the heap (under 1 KiB), kept after
+ *   kiln_arena_destroy until kiln_destroy, so that a call through a destroyed arena is
+ *   always recognised, even when its blocks have gone to someone else: make arenas for
+ *   long lifetimes (a level, a load), not one per frame.
+ * - NULL on failure, with the reason logged: a bad rt (RUNTIME_NULL, RUNTIME_INVALID),
+ *   memory_limit reached, no heap memory (ARENA_OUT_OF_MEMORY).
+ * Concurrency: any thread, concurrently with other creates and destroys. */
 KILN_API kiln_arena *kiln_arena_create(kiln_runtime *rt, const char *name);
 
 /* Returns every block and mapping of the arena to the runtime. NULL is a no-op.
- * A context's frame arena cannot be destroyed this way (ARENA_IS_FRAME_ARENA, ignored).
- *
- * A destroyed arena: every later call through it — destroy again, alloc, alloc_at,
- * mark, release, reset, kiln_arena_stats_get — is refused with ARENA_DESTROYED
- * (counted in api_errors) and returns NULL, the empty mark, or zeroed stats. So is a
- * frame arena whose context detached, until a later kiln_attach reuses its record
- * (like the context itself, a stale pointer then names the new one). */
+ * - A context's frame arena cannot be destroyed this way (ARENA_IS_FRAME_ARENA, ignored).
+ * - A destroyed arena: every later call through it (destroy again, alloc, alloc_at,
+ *   mark, release, reset, kiln_arena_stats_get) is refused with ARENA_DESTROYED
+ *   (counted in api_errors) and returns NULL, the empty mark, or zeroed stats.
+ * - So is a frame arena whose context detached, until a later kiln_attach reuses its
+ *   record (like the context itself, a stale pointer then names the new one). */
 KILN_API void kiln_arena_destroy(kiln_arena *arena);
 
 /* size bytes aligned to align (a power of two from 1 to the block size; 0 means
- * alignof(max_align_t)). Any size: beyond what a block holds, a dedicated mapping.
- * size 0 returns a valid aligned pointer that must not be dereferenced.
- * NULL only when memory_limit is reached or the OS refuses memory (counted as a
- * failure and logged once until an allocation succeeds again), or on bad input
- * (NULL arena, bad alignment: logged). Owner thread only. */
+ * alignof(max_align_t)).
+ * - Any size: beyond what a block holds, a dedicated mapping. size 0 returns a valid
+ *   aligned pointer that must not be dereferenced.
+ * - NULL only:
+ *   - when memory_limit is reached or the OS refuses memory: counted as a failure and
+ *     logged once until an allocation succeeds again;
+ *   - on bad input, logged: a NULL arena (ARENA_NULL), a bad alignment (ARENA_BAD_ALIGN),
+ *     a destroyed arena (ARENA_DESTROYED).
+ * Owner thread only. */
 KILN_API void *kiln_arena_alloc(kiln_arena *arena, size_t size, size_t align);
 
 /* The arena's current position, opening a scope: marks nest, and a release to a mark
  * ends the scopes of every mark taken after it. Owner thread only. */
 KILN_API kiln_mark kiln_arena_mark(kiln_arena *arena);
 
-/* Frees everything allocated after mark, and nothing before it; the mark stays valid
- * (release to it as often as you like), the marks taken after it do not. A mark from
- * another arena, from before the last reset, or already released past (a release to
- * an earlier mark, or to {0}, ended it, even if the arena has grown back past its
- * position since) is logged as ARENA_BAD_MARK and ignored. The bound: nesting deeper
- * than 32 marks: the outermost are checked by position only (a mark released past
- * whose position is in use again then goes undetected). Owner thread only. */
+/* Frees everything allocated after mark, and nothing before it.
+ * - The mark stays valid (release to it as often as you like); the marks taken after it
+ *   do not.
+ * - Logged as ARENA_BAD_MARK and ignored: a mark from another arena, from before the
+ *   last reset, or already released past (a release to an earlier mark, or to {0},
+ *   ended it, even if the arena has grown back past its position since).
+ * - The bound: nesting deeper than 32 marks, the outermost are checked by position only
+ *   (a mark released past whose position is in use again then goes undetected).
+ * Owner thread only. */
 KILN_API void kiln_arena_release(kiln_arena *arena, kiln_mark mark);
 
-/* Frees everything. Keeps as many blocks as recent resets needed (the most any of
- * the last frames used, shrinking by one block per reset after a spike), so a
- * steady-state frame takes no block from the global pool. A frame arena is never reset
- * under memory that may still be in use, so these are refused and the arena left as
- * it is: a worker's frame arena, which kiln_frame_end resets (other jobs of the frame
- * may use its memory), from a job or any other thread (ARENA_WORKER_FRAME_RESET); the
- * driver's while its frame is open (ARENA_DRIVER_FRAME_RESET); any frame arena from
- * inside a job running on its thread (ARENA_RESET_INSIDE_JOB: the jobs that called
- * it may hold memory in it). Owner thread only. */
+/* Frees everything.
+ * - Keeps as many blocks as recent resets needed (the most any of the last frames used,
+ *   shrinking by one block per reset after a spike), so a steady-state frame takes no
+ *   block from the global pool.
+ * - A frame arena is never reset under memory that may still be in use, so these are
+ *   refused and the arena left as it is:
+ *   - a worker's frame arena, which kiln_frame_end resets (other jobs of the frame may
+ *     use its memory), from a job or any other thread: ARENA_WORKER_FRAME_RESET;
+ *   - the driver's while its frame is open: ARENA_DRIVER_FRAME_RESET;
+ *   - any frame arena from inside a job running on its thread (the jobs that called it
+ *     may hold memory in it): ARENA_RESET_INSIDE_JOB.
+ * Owner thread only. */
 KILN_API void kiln_arena_reset(kiln_arena *arena);
 
 /* This thread's frame arena: reset by kiln_frame_end for the driving context and
@@ -109,9 +133,11 @@ KILN_API void kiln_arena_reset(kiln_arena *arena);
 KILN_API kiln_arena *kiln_frame_arena(kiln_ctx *ctx);
 
 /* Frame memory: lives until the next kiln_frame_end (or, for an attached thread
- * outside the frame clock, until it resets its frame arena). NULL (logged as the
- * context check logs it) for a NULL or detached context. The context's thread
- * only. */
+ * outside the frame clock, until it resets its frame arena).
+ * - NULL, logged as the context check logs it, for a NULL or detached context
+ *   (CONTEXT_NULL, CONTEXT_DETACHED).
+ * - NULL inside a background job with KILN_DEBUG_CHECKS (JOB_BACKGROUND_FRAME_ALLOC).
+ * The context's thread only. */
 KILN_API void *kiln_frame_alloc(kiln_ctx *ctx, size_t size, size_t align);
 
 /* kiln_arena_alloc and kiln_frame_alloc with the caller's site (file, line), kept
