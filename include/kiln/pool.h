@@ -1,46 +1,71 @@
 /* kiln/pool.h — pools of fixed-size objects with per-thread caches.
  *
- * Each context keeps a small cache per pool: a loaded and a spare magazine (arrays of
- * free objects). kiln_pool_alloc and kiln_pool_free touch only that cache — no lock, no
- * atomic read-modify-write, no shared cache line — until it runs empty or full; then
- * one whole magazine is exchanged with the pool's shared depot (lock-free). Objects are
- * carved from blocks of the runtime's block pool. A free may come from any thread,
- * whoever allocated the object: it lands in the freeing thread's cache.
+ * What a pool does:
+ * - Each context keeps a small cache per pool: a loaded and a spare magazine (arrays of
+ *   free objects).
+ * - kiln_pool_alloc and kiln_pool_free touch only that cache (no lock, no atomic
+ *   read-modify-write, no shared cache line) until it runs empty or full; then one whole
+ *   magazine is exchanged with the pool's shared depot (lock-free).
+ * - Objects are carved from blocks of the runtime's block pool.
+ * - A free may come from any thread, whoever allocated the object: it lands in the
+ *   freeing thread's cache.
  *
- * Bounds: a context caches at most two magazines per pool; kiln_detach gives them back
- * to the depot. capacity is enforced when objects are carved, so at most capacity
- * objects are ever live. An alloc can be refused early by at most the free objects
- * other contexts hold in their caches (at most two magazines each).
+ * Bounds:
+ * - A context caches at most two magazines per pool; kiln_detach gives them back to the
+ *   depot.
+ * - capacity is enforced when objects are carved, so at most capacity objects are ever
+ *   live.
+ * - An alloc can be refused early by at most the free objects other contexts hold in
+ *   their caches (at most two magazines each).
  *
- * Checks: every build ignores, logs and counts a NULL-safe free of a pointer that is not
- * in a block of this pool (a pointer of another pool, of malloc, of the stack: found in
- * O(1) through an address bitmap and the block header, without reading the pointer's
- * memory first) or that is outside the block's slots (its header, its tail past the last
- * whole slot: POOL_FOREIGN_POINTER; past the start of the last slot's object:
- * POOL_INTERIOR_POINTER, since an object there would run past the slots), and any use of
- * a destroyed pool. Every build also refuses a context that is detached
- * (CONTEXT_DETACHED) or of another runtime (POOL_WRONG_RUNTIME): a cache of either
- * would strand objects or move them into another pool. The fast paths pay one compare
- * for it (is the context's cache bound to this pool?); the checks run when it says no.
- * With KILN_POOL_CHECKED (or the runtime's
- * KILN_DEBUG_CHECKS bit) frees are also checked for double frees and for pointers into the
- * middle of an object; without it, a double free is not detected (KILN_DEBUG_GUARDS and
- * KILN_DEBUG_SITES detect it too).
+ * Concurrency (each function says its own):
+ * - kiln_pool_alloc, kiln_pool_alloc_at: the context's thread only.
+ * - kiln_pool_free: any thread with its own context, concurrently with other allocs and
+ *   frees of the pool.
+ * - kiln_pool_create: any thread, concurrently with other creates and destroys; no other
+ *   thread may use a pool during or after its kiln_pool_destroy.
  *
- * Debug layer (kiln_desc.debug; kiln/core.h says what each bit does): objects filled
- * 0xCD when handed out and 0xDD when freed (KILN_DEBUG_FILL); guard bytes around each
- * object, checked on every free and by a sampled audit at each kiln_frame_end
- * (KILN_DEBUG_GUARDS: POOL_GUARD_DAMAGED, with the object, the offset of the first bad
- * byte and its site); freed objects poisoned for ASan and memcheck (KILN_DEBUG_POISON);
- * blocks ending in an inaccessible page with the objects packed against it
- * (KILN_DEBUG_GUARD_PAGES); allocation sites from kiln_pool_alloc_at, and at
- * kiln_pool_destroy the live objects listed by site (KILN_DEBUG_SITES: POOL_LEAK_SITE,
- * then POOL_LEAK_SUMMARY beyond 16 sites). The per-object state and site live in each
- * block's header, out of the objects' way. Define KILN_TRACK_SITES before including
- * kiln and kiln_pool_alloc becomes a macro passing __FILE__ and __LINE__ to
- * kiln_pool_alloc_at ((kiln_pool_alloc)(ctx, pool) calls the function itself). With
- * every debug bit off, the alloc and free paths are exactly as fast as without the
- * layer: the flag word they test anyway carries it. */
+ * Checks, in every build:
+ * - A free (NULL-safe) is ignored, logged and counted when the pointer is
+ *   - not in a block of this pool (a pointer of another pool, of malloc, of the stack:
+ *     found in O(1) through an address bitmap and the block header, without reading the
+ *     pointer's memory first): POOL_FOREIGN_POINTER;
+ *   - outside the block's slots:
+ *     - its header, its tail past the last whole slot: POOL_FOREIGN_POINTER;
+ *     - past the start of the last slot's object: POOL_INTERIOR_POINTER, since an
+ *       object there would run past the slots.
+ * - Any use of a destroyed pool is refused, logged and counted (POOL_DESTROYED).
+ * - A context that is detached (CONTEXT_DETACHED) or of another runtime
+ *   (POOL_WRONG_RUNTIME) is refused: a cache of either would strand objects or move
+ *   them into another pool. The fast paths pay one compare for it (is the context's
+ *   cache bound to this pool?); the checks run when it says no.
+ * - With KILN_POOL_CHECKED (or the runtime's KILN_DEBUG_CHECKS bit), frees are also
+ *   checked for double frees (POOL_DOUBLE_FREE) and for pointers into the middle of an
+ *   object (POOL_INTERIOR_POINTER).
+ *
+ * What a pool does NOT do:
+ * - detect a double free without KILN_POOL_CHECKED or KILN_DEBUG_CHECKS, unless
+ *   KILN_DEBUG_GUARDS or KILN_DEBUG_SITES is on (they detect it too);
+ * - lock, or make an atomic read-modify-write, on an alloc or free the cache serves;
+ * - hand out more than capacity live objects.
+ *
+ * Debug layer (kiln_desc.debug; kiln/core.h says what each bit does):
+ * - KILN_DEBUG_FILL: objects filled 0xCD when handed out and 0xDD when freed.
+ * - KILN_DEBUG_GUARDS: guard bytes around each object, checked on every free and by a
+ *   sampled audit at each kiln_frame_end (POOL_GUARD_DAMAGED, with the object, the
+ *   offset of the first bad byte and its site).
+ * - KILN_DEBUG_POISON: freed objects poisoned for ASan and memcheck.
+ * - KILN_DEBUG_GUARD_PAGES: blocks end in an inaccessible page with the objects packed
+ *   against it.
+ * - KILN_DEBUG_SITES: allocation sites from kiln_pool_alloc_at, and at kiln_pool_destroy
+ *   the live objects listed by site (POOL_LEAK_SITE, then POOL_LEAK_SUMMARY beyond 16
+ *   sites).
+ *   - Define KILN_TRACK_SITES before including kiln and kiln_pool_alloc becomes a macro
+ *     passing __FILE__ and __LINE__ to kiln_pool_alloc_at ((kiln_pool_alloc)(ctx, pool)
+ *     calls the function itself).
+ * - The per-object state and site live in each block's header, out of the objects' way.
+ * - With every debug bit off, the alloc and free paths are exactly as fast as without
+ *   the layer: the flag word they test anyway carries it. */
 #ifndef KILN_POOL_H
 #define KILN_POOL_H
 
@@ -68,30 +93,46 @@ typedef struct kiln_pool_desc {
                                   8 KiB of objects, at least 4) */
 } kiln_pool_desc;
 
-/* NULL on bad desc (logged: POOL_BAD_SIZE, POOL_BAD_ALIGN, POOL_BAD_FLAGS for a bit that
- * is no KILN_POOL_* flag, POOL_BAD_MAGAZINE_SIZE) or when the block pool refuses. At most
- * 256 pools live per runtime. Concurrency: any thread, concurrently with other creates and destroys. */
+/* A new pool; NULL when no heap memory is left for its bookkeeping
+ * (POOL_OUT_OF_MEMORY), or on a bad desc (logged):
+ * - desc NULL: POOL_NULL_DESC;
+ * - size not from 1 to a quarter of the block size: POOL_BAD_SIZE;
+ * - align neither 0 nor a power of two up to 4096: POOL_BAD_ALIGN;
+ * - flags with a bit that is no KILN_POOL_* flag: POOL_BAD_FLAGS;
+ * - magazine_size neither 0 nor 2 to 256: POOL_BAD_MAGAZINE_SIZE.
+ * At most 256 pools live per runtime (POOL_TOO_MANY beyond). Blocks are taken as allocs
+ * and frees need them, not here.
+ * Concurrency: any thread, concurrently with other creates and destroys. */
 KILN_API kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc);
 
-/* Logs how many objects are still live (with KILN_DEBUG_SITES, one more message per
- * allocation site: POOL_LEAK_SITE), then returns every block to the runtime. No
- * other thread may use the pool during or after the call; later calls on it are
- * logged and refused (the pool's bookkeeping lives on until kiln_destroy). */
+/* Logs how many objects are still live (POOL_OBJECTS_LIVE; with KILN_DEBUG_SITES, one
+ * more message per allocation site: POOL_LEAK_SITE), then returns every block to the
+ * runtime.
+ * - No other thread may use the pool during or after the call.
+ * - Later calls on it are logged and refused (POOL_DESTROYED); the pool's bookkeeping
+ *   lives on until kiln_destroy. */
 KILN_API void kiln_pool_destroy(kiln_pool *pool);
 
-/* An object, or NULL at capacity (counted; one warning naming the pool until an alloc
- * succeeds again) or when memory runs out. NULL and logged, naming the pool: a NULL ctx
- * or pool (CONTEXT_NULL, POOL_NULL), a destroyed pool (POOL_DESTROYED), a detached ctx
- * (CONTEXT_DETACHED), a ctx of another runtime than the pool's (POOL_WRONG_RUNTIME).
+/* An object, or NULL:
+ * - at capacity: counted; one warning naming the pool (POOL_CAPACITY_REACHED) until an
+ *   alloc succeeds again;
+ * - when memory runs out;
+ * - refused, logged naming the pool:
+ *   - a NULL ctx or pool: CONTEXT_NULL, POOL_NULL;
+ *   - a destroyed pool: POOL_DESTROYED;
+ *   - a detached ctx: CONTEXT_DETACHED;
+ *   - a ctx of another runtime than the pool's: POOL_WRONG_RUNTIME.
  * The context's thread only. */
 KILN_API void *kiln_pool_alloc(kiln_ctx *ctx, kiln_pool *pool);
 
 /* Frees obj into the calling context's cache; any thread, whoever allocated it. NULL is
- * a no-op. Bad pointers are logged, counted and ignored (see Checks above); so is a free
- * through a detached ctx (CONTEXT_DETACHED) or one of another runtime
- * (POOL_WRONG_RUNTIME): obj stays live, to be freed through a context of the pool's
- * runtime. Concurrency: any thread with its own context, concurrently with other allocs
- * and frees of the pool. */
+ * a no-op.
+ * - Bad pointers are logged, counted and ignored (see Checks above).
+ * - So is a free through a detached ctx (CONTEXT_DETACHED) or one of another runtime
+ *   (POOL_WRONG_RUNTIME): obj stays live, to be freed through a context of the pool's
+ *   runtime.
+ * Concurrency: any thread with its own context, concurrently with other allocs and frees
+ * of the pool. */
 KILN_API void kiln_pool_free(kiln_ctx *ctx, kiln_pool *pool, void *obj);
 
 /* kiln_pool_alloc with the caller's site (file, line), kept under KILN_DEBUG_SITES.
