@@ -2,30 +2,43 @@
  * draws (always on), and a trace of every job and frame for Perfetto or
  * chrome://tracing (off until kiln_trace_enable).
  *
- * History: kiln_frame_end writes one kiln_frame_record per frame into a ring of the
- * last KILN_HISTORY_FRAMES frames; kiln_history_read copies the newest ones out.
+ * History:
+ * - kiln_frame_end writes one kiln_frame_record per frame into a ring of the last
+ *   KILN_HISTORY_FRAMES frames; kiln_history_read copies the newest ones out.
  *
  *   kiln_frame_record frames[KILN_HISTORY_FRAMES];
  *   size_t n = kiln_history_read(rt, frames, KILN_HISTORY_FRAMES);   // oldest first
  *   for (size_t i = 0; i < n; i++) plot(frames[i].frame, frames[i].duration_ns / 1e6);
  *
- * Tracing: each context records into a ring of its own (KILN_TRACE_RING_EVENTS events,
- * the oldest overwritten and counted as dropped) one complete event per job it runs
- * (the job function's address, the context id as the thread), the frame's begin, end
- * and span on the driving context, and counters at each frame end (frame-memory bytes
- * per context, live objects per pool, jobs run). Off, it costs one predictable branch
- * per job and per frame; on, two clock reads and a few stores per job.
+ * Tracing:
+ * - Each context records into a ring of its own (KILN_TRACE_RING_EVENTS events, the
+ *   oldest overwritten and counted as dropped):
+ *   - one complete event per job it runs (the job function's address, the context id as
+ *     the thread);
+ *   - on the driving context, the frame's begin, end and span, and counters at each
+ *     frame end (frame-memory bytes per context, live objects per pool, jobs run).
+ * - Cost: off, one predictable branch per job and per frame; on, two clock reads and a
+ *   few stores per job.
  *
  *   kiln_trace_enable(rt, true);
  *   ... frames ...
  *   kiln_trace_write(rt, "frames.json");   // open in ui.perfetto.dev or chrome://tracing
  *
- * The file is Chrome trace-event JSON: {"traceEvents": [...]} with "X" events (ts and
- * dur in microseconds) for jobs and frames, "i" instants for frame begin and end, "C"
- * counters, and "M" metadata naming each context's thread ("main ctx 1" for the thread
- * driving the frame clock, "worker 2", "ctx 3" for other attached threads). A job is
- * named by its function's symbol where the dynamic linker knows it (exported
- * functions; link with -rdynamic for an executable's own), else "job 0x...". */
+ * The file is Chrome trace-event JSON, {"traceEvents": [...]}:
+ * - "X" events (ts and dur in microseconds) for jobs and frames;
+ * - "i" instants for frame begin and end;
+ * - "C" counters;
+ * - "M" metadata naming each context's thread: "main ctx 1" for the thread driving the
+ *   frame clock, "worker 2", "ctx 3" for other attached threads.
+ * - A job is named by its function's symbol where the dynamic linker knows it (exported
+ *   functions; link with -rdynamic for an executable's own), else "job 0x...".
+ *
+ * Concurrency: every function here may be called from any thread at any time, also
+ * while frames run.
+ *
+ * What it does NOT do:
+ * - make the driver wait for a history reader, or a recording thread for a trace writer;
+ * - pause recording while a trace is written (see kiln_trace_write_file). */
 #ifndef KILN_TRACE_H
 #define KILN_TRACE_H
 
@@ -67,17 +80,21 @@ typedef struct kiln_frame_record {
 
 /* Copies the newest min(cap, recorded) frame records into out, oldest first, and
  * returns how many it copied (at most KILN_HISTORY_FRAMES; 0 before the first frame
- * end). Consecutive records have consecutive frame numbers (unless a driving context
- * detached with its frame open: that frame has no record). out may be NULL when cap
- * is 0.
- * Concurrency: any thread at any time, also while frames run: each record is copied
- * whole or not at all (a sequence count per record); the driver never waits for a
- * reader, and a reader retries only if the driver laps it (256 frames). */
+ * end).
+ * - Consecutive records have consecutive frame numbers (unless a driving context
+ *   detached with its frame open: that frame has no record).
+ * - out may be NULL when cap is 0.
+ * Concurrency: any thread at any time, also while frames run.
+ * - Each record is copied whole or not at all (a sequence count per record).
+ * - The driver never waits for a reader; a reader retries only if the driver laps it
+ *   (256 frames). */
 KILN_API size_t kiln_history_read(kiln_runtime *rt, kiln_frame_record *out, size_t cap);
 
-/* Starts (on) or stops (off) recording. Stopping keeps what was recorded, so it can be
- * written afterwards; starting again appends. Jobs already running when it changes are
- * recorded or not as a whole. Concurrency: any thread at any time. */
+/* Starts (on) or stops (off) recording.
+ * - Stopping keeps what was recorded, so it can be written afterwards; starting again
+ *   appends.
+ * - Jobs already running when it changes are recorded or not as a whole.
+ * Concurrency: any thread at any time. */
 KILN_API void kiln_trace_enable(kiln_runtime *rt, bool on);
 
 /* The tracer's figures: X(type, name, doc) per field, in struct order
@@ -95,14 +112,18 @@ typedef struct kiln_trace_stats {
     KILN_TRACE_STATS_FIELDS(KILN_STATS_MEMBER)
 } kiln_trace_stats;
 
-/* The tracer's figures. false (and *out zeroed) for bad input. Any thread. */
+/* The tracer's figures. false (and *out zeroed) for bad input: a NULL runtime
+ * (RUNTIME_NULL), a NULL out (STATS_NULL_OUT). Any thread. */
 KILN_API bool kiln_trace_stats_get(kiln_runtime *rt, kiln_trace_stats *out);
 
 /* Writes every event the rings hold as one Chrome trace-event JSON object to out (or
- * to a file made at path). false, logged (TRACE_WRITE_FAILED), when the file cannot
- * be written or memory runs out. Recording is not paused: an event written while this
- * runs may or may not appear, never half. Call it between frames for a complete
- * picture of the last frames (background jobs may still be running).
+ * to a file made at path).
+ * - false, logged (TRACE_WRITE_FAILED), when the file cannot be written or memory runs
+ *   out.
+ * - Recording is not paused: an event written while this runs may or may not appear,
+ *   never half.
+ * - Call it between frames for a complete picture of the last frames (background jobs
+ *   may still be running).
  * Concurrency: any thread at any time; recording threads never wait for it, and two
  * writers at once each write a whole file. */
 KILN_API bool kiln_trace_write_file(kiln_runtime *rt, FILE *out);
