@@ -13,6 +13,7 @@
 #include "../base/heap.h"     /* every runtime/ file allocates through it */
 #include "../base/log.h"
 #include "../jobs/scheduler.h"
+#include "handle_reclaim.h"
 #include "handles.h"
 #include "history.h"
 #include "trace.h"
@@ -90,7 +91,7 @@ struct kiln_runtime {
     uint32_t         pool_count;    /* live pools */
     uint64_t         pool_serial;   /* last serial handed out; never reused */
 
-    /* Handle tables (runtime/handles.c). The epochs: see runtime/handles.h. */
+    /* Handle tables (runtime/handles.c). The epochs: see runtime/handle_reclaim.h. */
     kiln_handles    *handle_tables[KILN_MAX_HANDLE_TABLES];  /* live tables by slot; registry_lock */
     kiln_handles    *dead_handle_tables;   /* destroyed, kept until kiln_destroy */
     _Atomic uint32_t handle_table_count;   /* live tables; changed under registry_lock */
