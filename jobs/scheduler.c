@@ -362,8 +362,8 @@ static inline void become_idle(kiln_job_queue *q) {
 
 /* A frame ended since this worker's frame memory was last reset, and no frame job runs
  * on it: the memory belongs to ended frames. The seq_cst fence orders the epoch read
- * before every handle get of the jobs that follow (the rule in runtime/handles.h: a
- * slot freed before the bump is stale to them). */
+ * before every handle get of the jobs that follow (the rule in runtime/handle_reclaim.h:
+ * a slot freed before the bump is stale to them). */
 static KILN_COLD void adopt_epoch(kiln_job_system *sys, kiln_job_queue *q, uint64_t epoch) {
     sys->reset_frame(q->owner);
     kiln_store_release(&q->work_epoch, epoch);   /* the driver's settle then sees the reset */

@@ -4,7 +4,7 @@
 
 #include "audit.h"
 #include "check.h"
-#include "handles.h"
+#include "handle_reclaim.h"
 #include "history.h"
 #include "trace.h"
 

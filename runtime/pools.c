@@ -7,6 +7,8 @@
 
 #include "../base/heap.h"
 
+#include "../base/registry.h"
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,13 +16,6 @@
  * matches the pool of another runtime at the same index (kiln_pool_cache_bound).
  * Relaxed: only uniqueness matters. */
 static _Atomic uint64_t next_serial;
-
-/* Under registry_lock: a free slot. */
-static int free_slot(kiln_runtime *rt) {
-    for (int i = 0; i < KILN_MAX_POOLS; i++)
-        if (!rt->pools[i]) return i;
-    return -1;
-}
 
 kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
     if (!kiln_runtime_check(rt, "kiln_pool_create")) return NULL;
@@ -31,7 +26,8 @@ kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
     pthread_mutex_lock(&rt->registry_lock);
     /* Every pool gets bookkeeping of its own, never reused: a handle to a destroyed pool
      * stays a destroyed pool even after its slot serves a new one. */
-    int slot = free_slot(rt);
+    int slot;
+    KILN_REGISTRY_FREE_SLOT(slot, rt->pools, KILN_MAX_POOLS);
     kiln_pool *pool = NULL;
     if (slot >= 0) {
         pool = kiln_heap_aligned(KILN_CACHE_LINE, sizeof *pool);
@@ -101,8 +97,7 @@ void kiln_pool_destroy(kiln_pool *pool) {
      * handle falls into the slow path and is refused. */
     rt->pools[pool->index] = NULL;
     pool->index = KILN_MAX_POOLS;
-    pool->dead_next = rt->dead_pools;
-    rt->dead_pools = pool;
+    KILN_DEAD_LIST_PUSH(rt->dead_pools, pool, dead_next);
     rt->pool_count--;
     pthread_mutex_unlock(&rt->registry_lock);
 }
@@ -234,9 +229,5 @@ void kiln_runtime_pools_fini(kiln_runtime *rt) {
             kiln_pool_destroy(pool);   /* moves it to the dead list */
         }
     }
-    for (kiln_pool *pool = rt->dead_pools, *next; pool; pool = next) {
-        next = pool->dead_next;
-        kiln_heap_free(pool);
-    }
-    rt->dead_pools = NULL;
+    KILN_DEAD_LIST_FREE(kiln_pool, rt->dead_pools, dead_next);
 }

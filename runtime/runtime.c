@@ -3,6 +3,7 @@
 #include "arenas.h"
 #include "check.h"
 #include "context.h"
+#include "handle_reclaim.h"
 #include "handles.h"
 #include "pools.h"
 #include "trace.h"

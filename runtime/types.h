@@ -16,7 +16,7 @@
 #include "../base/atomics.h"
 #include "../base/log.h"
 #include "../jobs/scheduler.h"
-#include "handles.h"
+#include "../alloc/handle_table.h"
 
 #define KILN_RUNTIME_MAGIC 0x6b696c6e52554e54ull   /* "kilnRUNT" */
 #define KILN_CTX_MAGIC     0x6b696c6e43545854ull   /* "kilnCTXT" */
@@ -77,6 +77,17 @@ typedef struct kiln_trace {
  * the fast path finds its cache by the pool's index with no lookup. 256 slots cost a
  * context 16 KiB of caches. */
 #define KILN_MAX_POOLS 256
+
+/* Handle tables live in a fixed table of slots too, one cache per slot in every
+ * context. */
+#define KILN_MAX_HANDLE_TABLES 64
+
+struct kiln_handles {
+    kiln_handle_table    core;        /* first: the fast paths read it through the table
+                                         pointer; core.index is the table's slot */
+    struct kiln_runtime *owner;       /* read-only while the table lives */
+    struct kiln_handles *dead_next;   /* the runtime's list of destroyed tables */
+};
 
 /* A context's memory is kept until kiln_destroy, even after kiln_detach (it is reused
  * by the next attach): a thief may still be looking at its job deques. */
@@ -159,7 +170,7 @@ struct kiln_runtime {
     uint32_t         pool_count;    /* live pools */
     uint64_t         pool_serial;   /* last serial handed out; never reused */
 
-    /* Handle tables (runtime/handles.c). The epochs: see runtime/handles.h. */
+    /* Handle tables (runtime/handles.c). The epochs: see runtime/handle_reclaim.h. */
     kiln_handles    *handle_tables[KILN_MAX_HANDLE_TABLES];  /* live tables by slot; registry_lock */
     kiln_handles    *dead_handle_tables;   /* destroyed, kept until kiln_destroy */
     _Atomic uint32_t handle_table_count;   /* live tables; changed under registry_lock */

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "recording_log.h"
+#include "runtime/handle_reclaim.h"   /* the stall threshold */
 #include "runtime/handles.h"   /* the generation limit, for retirement */
 
 #define DEFAULT_ALIGN (_Alignof(max_align_t))

@@ -1,0 +1,82 @@
+/* alloc/handle_ring.h — the reuse ring of a handle table: every freed slot not handed
+ * out again, oldest first, each with the reclaim epoch of its free, and the rule that
+ * says when a freed slot may be handed out. Inline; never installed.
+ *
+ * Positions [head, promoted) are reusable, [promoted, tail) wait for the safe epoch
+ * (limbo). Positions only grow; position p is entries[p % size], and tail - head <= size
+ * because each slot is in the ring once. Concurrency: every function runs under the
+ * lock of the table that holds the ring; the two counts are atomics for stats readers. */
+#ifndef KILN_ALLOC_HANDLE_RING_H
+#define KILN_ALLOC_HANDLE_RING_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "../base/atomics.h"
+
+/* A freed slot and the reclaim epoch of its free (truncated: differences count). */
+typedef struct kiln_reuse_entry {
+    uint32_t index;
+    uint32_t epoch;
+} kiln_reuse_entry;
+
+typedef struct kiln_handle_ring {
+    kiln_reuse_entry *entries;        /* size of them */
+    uint32_t          size;
+    uint64_t          head, promoted, tail;
+    _Atomic uint32_t  reusable_count; /* promoted - head, for stats readers */
+    _Atomic uint32_t  limbo_count;    /* tail - promoted, for stats readers */
+} kiln_handle_ring;
+
+/* Whether a slot freed at epoch freed_epoch may be handed out, given the safe epoch. */
+static inline bool kiln_epoch_reusable(uint32_t freed_epoch, uint64_t safe) {
+    return (int32_t)(freed_epoch - (uint32_t)safe) < 0;
+}
+
+/* An empty ring over size entries. */
+static inline void kiln_handle_ring_init(kiln_handle_ring *ring, kiln_reuse_entry *entries,
+                                         uint32_t size) {
+    ring->entries = entries;
+    ring->size = size;
+}
+
+/* The ring's entries go away with its table: nothing is left in it for stats readers. */
+static inline void kiln_handle_ring_fini(kiln_handle_ring *ring) {
+    kiln_store_relaxed(&ring->limbo_count, 0);
+    kiln_store_relaxed(&ring->reusable_count, 0);
+    ring->entries = NULL;
+}
+
+/* Publishes the counts for stats readers. */
+static inline void kiln_handle_ring_publish(kiln_handle_ring *ring) {
+    kiln_store_relaxed(&ring->reusable_count, (uint32_t)(ring->promoted - ring->head));
+    kiln_store_relaxed(&ring->limbo_count, (uint32_t)(ring->tail - ring->promoted));
+}
+
+/* Moves the entries the safe epoch makes reusable out of limbo, oldest first; it stops
+ * at the first that is not (entries are nearly in epoch order), so the work is the
+ * entries moved. */
+static inline void kiln_handle_ring_promote(kiln_handle_ring *ring, uint64_t safe) {
+    while (ring->promoted != ring->tail &&
+           kiln_epoch_reusable(ring->entries[ring->promoted % ring->size].epoch, safe))
+        ring->promoted++;
+}
+
+/* Puts n entries into limbo, after every entry there. */
+static inline void kiln_handle_ring_append(kiln_handle_ring *ring, const kiln_reuse_entry *entries,
+                                           uint32_t n) {
+    for (uint32_t i = 0; i < n; i++) ring->entries[(ring->tail + i) % ring->size] = entries[i];
+    ring->tail += n;
+}
+
+/* How many entries are reusable. */
+static inline uint32_t kiln_handle_ring_reusable(const kiln_handle_ring *ring) {
+    return (uint32_t)(ring->promoted - ring->head);
+}
+
+/* Takes the oldest reusable entry (there is one) and returns its slot. */
+static inline uint32_t kiln_handle_ring_take(kiln_handle_ring *ring) {
+    return ring->entries[ring->head++ % ring->size].index;
+}
+
+#endif /* KILN_ALLOC_HANDLE_RING_H */
