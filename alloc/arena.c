@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../base/seqlock.h"
 #include "os.h"
 
 /* Alignment when the caller passes 0: that of max_align_t (16 on x86_64). */
@@ -70,14 +71,12 @@ static void set_limit(kiln_arena *arena) {
 
 /* Owner: makes block current with the cursor at cursor; published to stats readers. */
 static void switch_block(kiln_arena *arena, kiln_arena_block *block, uintptr_t cursor) {
-    uint32_t seq = kiln_load_relaxed(&arena->seq);
-    kiln_store_relaxed(&arena->seq, seq + 1);
-    kiln_fence_release();
+    uint64_t seq = kiln_seq_write_begin(&arena->seq);
     arena->current = block;
     kiln_store_relaxed(&arena->base, data_start(block));
     kiln_store_relaxed(&arena->used_before, block->used_before);
     kiln_store_relaxed(&arena->cursor, cursor);
-    kiln_store_release(&arena->seq, seq + 2);
+    kiln_seq_write_end(&arena->seq, seq);
 }
 
 static KILN_COLD void warn_budget(kiln_arena *arena, size_t used) {
@@ -538,13 +537,12 @@ bool kiln_arena_stats_read(const kiln_arena *arena, kiln_arena_stats *out) {
     kiln_arena *a = (kiln_arena *)arena;   /* atomics are read, never written */
     size_t used;
     for (;;) {
-        uint32_t seq = kiln_load_acquire(&a->seq);
+        uint64_t seq = kiln_seq_read_begin(&a->seq);
         size_t below = kiln_load_relaxed(&a->used_before);
         uintptr_t base = kiln_load_relaxed(&a->base);
         uintptr_t cursor = kiln_load_relaxed(&a->cursor);
         size_t large = kiln_load_relaxed(&a->large_bytes);
-        kiln_fence_acquire();
-        if ((seq & 1) == 0 && kiln_load_relaxed(&a->seq) == seq) {
+        if (kiln_seq_read_valid(&a->seq, seq)) {
             used = below + (size_t)(cursor - base) + large;
             break;
         }

@@ -49,7 +49,7 @@ struct kiln_arena {
     _Atomic uint64_t  allocs;
 
     /* Warm, owner-written, read by stats readers under seq. */
-    _Atomic uint32_t  seq;           /* odd while the owner changes blocks */
+    _Atomic uint64_t  seq;           /* odd while the owner changes blocks (base/seqlock.h) */
     _Atomic uintptr_t base;          /* first data byte of the current block */
     _Atomic size_t    used_before;   /* copy of current->used_before */
     _Atomic size_t    large_bytes;   /* bytes asked by live large allocations */
