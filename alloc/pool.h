@@ -223,7 +223,7 @@ typedef struct kiln_pool_hooks {
  * pool's blocks past its object (in every build: an object there would run past the
  * slots), POOL_FOREIGN_POINTER otherwise (the header or the tail past the last whole
  * slot of a block of the pool, too). Any thread (the caller of kiln_pool_free). */
-KILN_INTERNAL void kiln_pool_reject_free(kiln_pool *pool, void *obj);
+KILN_INTERNAL KILN_COLD void kiln_pool_reject_free(kiln_pool *pool, void *obj);
 
 /* KILN_POOL_FREE_HOOKS, for obj that passed kiln_pool_owns: refuses (logged, counted) an
  * interior pointer (POOL_INTERIOR_POINTER, with CHECKED or a slot-entry bit) and a double
