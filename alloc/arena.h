@@ -14,10 +14,10 @@
  *   bytes_in_use == current->used_before + (cursor - base) + large_bytes
  *   peak_frame   >= bytes_in_use at every moment since the last reset
  *
- * Threads: every function here is owner-thread only, except kiln_arena_stats_read,
- * which any thread may call: the owner publishes the (base, used_before) pair under a
- * sequence counter when it changes blocks (the slow path only), so a reader never
- * combines the cursor of one block with the base of another. */
+ * Threads: every function here is owner-thread only unless its comment says otherwise.
+ * kiln_arena_stats_read is any thread's: the owner publishes the (base, used_before)
+ * pair under a sequence counter (base/seqlock.h) when it changes blocks (the slow path
+ * only), so a reader never combines the cursor of one block with the base of another. */
 #ifndef KILN_ALLOC_ARENA_H
 #define KILN_ALLOC_ARENA_H
 
@@ -259,7 +259,8 @@ KILN_INTERNAL void kiln_arena_debug_reset(kiln_arena *arena);
 
 /* KILN_DEBUG_GUARDS, at frame end: checks the guards of the newest audit_sample live
  * allocations, if the calling thread owns the arena and it is no frame arena (a frame
- * arena's reset checks every allocation). A damaged guard is reported and repaired. */
+ * arena's reset checks every allocation). A damaged guard is reported and repaired.
+ * Any thread: on an arena it does not own, it returns at once. */
 KILN_INTERNAL void kiln_arena_audit(kiln_arena *arena);
 
 /* KILN_DEBUG_SITES: logs the live allocations grouped by site (ARENA_LEAK_SITE, then

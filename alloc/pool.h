@@ -139,8 +139,9 @@ struct kiln_pool {
     /* Debug layer (pool_debug.c). Read-only while the pool lives but the audit cursor,
      * which only the frame-end audit touches (under carve_lock). With KILN_DEBUG_GUARDS
      * a slot is [front guard][object][back guard], the object debug_front bytes in; the
-     * per-slot state and site live in the block header (kiln_pool_block.info), out of
-     * the objects' way, so an overrun never damages what finds and names it. */
+     * per-slot state and site live in a table after the block header and its bitmap
+     * (info_offset), out of the objects' way, so an overrun never damages what finds and
+     * names it. */
     uint32_t            debug;          /* the KILN_DEBUG_* bits that concern pools */
     uint32_t            audit_sample;   /* live objects each frame-end audit checks */
     size_t              debug_front;    /* front guard bytes (0 without guards) */

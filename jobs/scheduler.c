@@ -12,8 +12,9 @@
 #include <string.h>
 
 /* Idle workers: this many rounds of looking for work (each one a scan of every queue
- * and a pause) before sleeping: about 20-50 us on this machine class, long enough to
- * catch the next batch of a frame, short enough to cost nothing measurable when idle. */
+ * and a kiln_spin_round) before sleeping: about 20-50 us on this machine class, long
+ * enough to catch the next batch of a frame, short enough to cost nothing measurable
+ * when idle. */
 #define KILN_IDLE_SPINS 256
 /* A sleeper wakes by itself after this long (a safety net against a lost wake-up; the
  * protocol below has none, this only bounds the damage of a bug). */
