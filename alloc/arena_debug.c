@@ -208,7 +208,7 @@ static const kiln_arena_hooks debug_hooks = {
 };
 
 /* The creating thread owns the arena, the first block gets its guard page, the arena
- * becomes a memcheck pool, and the core calls this layer from now on. */
+ * becomes a memcheck pool, and the hooks through which the core calls this layer go in. */
 static void debug_init(kiln_arena *arena) {
     kiln_arena_debug_claim(arena);
     kiln_debug_block_taken(arena->debug, arena->first, arena->pool->block_size, &arena->log);
