@@ -1,7 +1,6 @@
 /* base/seqlock.h — a sequence counter through which one writer publishes a snapshot of
- * several words that readers on other threads copy without a lock: the arena's block
- * pair (alloc/arena.c), the frame history's records (runtime/history.c) and the trace
- * rings (runtime/trace.c, trace_write.c). Never installed.
+ * several words that readers on other threads copy without a lock: an arena's current
+ * block, the frame history's records and the trace rings. Never installed.
  *
  * Contract: one writer at a time (its caller excludes other writers); any number of
  * readers at once, on any thread, never blocking the writer. Every protected word is an
