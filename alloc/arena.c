@@ -1,12 +1,14 @@
-/* alloc/arena.c — the arena's slow paths: new blocks, large mappings, the budget
- * check, marks, release, reset with its keep policy, and the stats snapshot. The debug
- * layer (arena_debug.c) hooks into allocation, release, reset and destroy. */
+/* alloc/arena.c — the arena's core: its slow paths (new blocks, large mappings, the
+ * budget check), marks, release, reset with its keep policy, and the stats snapshot.
+ * The debug layer (arena_debug.c) sits above it and is reached only through
+ * arena->hooks: in allocation, the owner check, release and reset. */
 #include "arena.h"
 
 #include <stdalign.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "../base/seqlock.h"
 #include "os.h"
 
 /* Alignment when the caller passes 0: that of max_align_t (16 on x86_64). */
@@ -70,14 +72,12 @@ static void set_limit(kiln_arena *arena) {
 
 /* Owner: makes block current with the cursor at cursor; published to stats readers. */
 static void switch_block(kiln_arena *arena, kiln_arena_block *block, uintptr_t cursor) {
-    uint32_t seq = kiln_load_relaxed(&arena->seq);
-    kiln_store_relaxed(&arena->seq, seq + 1);
-    kiln_fence_release();
+    uint64_t seq = kiln_seq_write_begin(&arena->seq);
     arena->current = block;
     kiln_store_relaxed(&arena->base, data_start(block));
     kiln_store_relaxed(&arena->used_before, block->used_before);
     kiln_store_relaxed(&arena->cursor, cursor);
-    kiln_store_release(&arena->seq, seq + 2);
+    kiln_seq_write_end(&arena->seq, seq);
 }
 
 static KILN_COLD void warn_budget(kiln_arena *arena, size_t used) {
@@ -299,7 +299,7 @@ alloc_slow_at(kiln_arena *arena, size_t size, size_t align, kiln_debug_site site
                         arena->name, align, arena->max_align);
         return NULL;
     }
-    if (debug) return kiln_arena_debug_alloc(arena, size, align, site);
+    if (debug) return arena->hooks->alloc(arena, size, align, site);
     return alloc_in_blocks(arena, size, align);
 }
 
@@ -317,7 +317,7 @@ void *kiln_arena_alloc_raw(kiln_arena *arena, size_t size, size_t align, kiln_ar
     return p;
 }
 
-bool kiln_arena_init(kiln_arena *arena, const kiln_arena_config *config) {
+bool kiln_arena_init_core(kiln_arena *arena, const kiln_arena_config *config) {
     kiln_arena_block *first = kiln_block_get(config->pool);
     if (!first) return false;
     first->prev = NULL;
@@ -338,14 +338,12 @@ bool kiln_arena_init(kiln_arena *arena, const kiln_arena_config *config) {
     arena->debug = config->debug & (KILN_ARENA_SLOW_BITS | KILN_DEBUG_GUARD_PAGES);
     arena->audit_sample = config->audit_sample;
     arena->usable = kiln_debug_block_usable(arena->debug, config->pool->block_size);
-    if (arena->debug) kiln_arena_debug_init(arena);
     switch_block(arena, first, data_start(first));
     set_limit(arena);
     return true;
 }
 
-void kiln_arena_fini(kiln_arena *arena) {
-    if (arena->debug) kiln_arena_debug_fini(arena);
+void kiln_arena_fini_core(kiln_arena *arena) {
     free_large_down_to(arena, 0);
     unmap_kept_large(arena);
     kiln_arena_block *first = arena->first;
@@ -394,7 +392,7 @@ kiln_mark kiln_arena_mark(kiln_arena *arena) {
     }
     if (!kiln_arena_live(arena, "kiln_arena_mark")) return (kiln_mark){ { 0, 0 } };
     if (kiln_unlikely(arena->debug & KILN_DEBUG_OWNERSHIP))
-        kiln_arena_debug_use(arena, "kiln_arena_mark");
+        arena->hooks->use(arena, "kiln_arena_mark");
     uint32_t serial = ++arena->marks_taken;
     uint32_t *slot = &arena->mark_stack[arena->mark_next];
     if (arena->mark_depth == KILN_ARENA_MARK_STACK)
@@ -461,7 +459,7 @@ void kiln_arena_release(kiln_arena *arena, kiln_mark mark) {
     }
     if (!kiln_arena_live(arena, "kiln_arena_release")) return;
     if (kiln_unlikely(arena->debug & KILN_DEBUG_OWNERSHIP))
-        kiln_arena_debug_use(arena, "kiln_arena_release");
+        arena->hooks->use(arena, "kiln_arena_release");
     uintptr_t cursor = (uintptr_t)mark.opaque[0];
     uint32_t serial = (uint32_t)(mark.opaque[1] >> 32);
     uint32_t large_count = (uint32_t)mark.opaque[1];
@@ -490,8 +488,8 @@ void kiln_arena_release(kiln_arena *arena, kiln_mark mark) {
                         arena->name, problem);
         return;
     }
-    if (arena->records)
-        kiln_arena_debug_release(arena, position(block, cursor), large_count, "at release");
+    if (arena->hooks)
+        arena->hooks->release(arena, position(block, cursor), large_count, "at release");
     record_peak(arena);
     free_large_down_to(arena, large_count);
     while (arena->current != block) pop_block(arena);
@@ -501,7 +499,7 @@ void kiln_arena_release(kiln_arena *arena, kiln_mark mark) {
 }
 
 void kiln_arena_reset_all(kiln_arena *arena) {
-    if (arena->records) kiln_arena_debug_release(arena, 0, 0, "at reset");
+    if (arena->hooks) arena->hooks->release(arena, 0, 0, "at reset");
     record_peak(arena);
     kiln_store_relaxed(&arena->peak_last_frame, kiln_load_relaxed(&arena->peak_frame));
     kiln_store_relaxed(&arena->peak_frame, 0);
@@ -538,13 +536,12 @@ bool kiln_arena_stats_read(const kiln_arena *arena, kiln_arena_stats *out) {
     kiln_arena *a = (kiln_arena *)arena;   /* atomics are read, never written */
     size_t used;
     for (;;) {
-        uint32_t seq = kiln_load_acquire(&a->seq);
+        uint64_t seq = kiln_seq_read_begin(&a->seq);
         size_t below = kiln_load_relaxed(&a->used_before);
         uintptr_t base = kiln_load_relaxed(&a->base);
         uintptr_t cursor = kiln_load_relaxed(&a->cursor);
         size_t large = kiln_load_relaxed(&a->large_bytes);
-        kiln_fence_acquire();
-        if ((seq & 1) == 0 && kiln_load_relaxed(&a->seq) == seq) {
+        if (kiln_seq_read_valid(&a->seq, seq)) {
             used = below + (size_t)(cursor - base) + large;
             break;
         }

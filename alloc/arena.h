@@ -14,10 +14,10 @@
  *   bytes_in_use == current->used_before + (cursor - base) + large_bytes
  *   peak_frame   >= bytes_in_use at every moment since the last reset
  *
- * Threads: every function here is owner-thread only, except kiln_arena_stats_read,
- * which any thread may call: the owner publishes the (base, used_before) pair under a
- * sequence counter when it changes blocks (the slow path only), so a reader never
- * combines the cursor of one block with the base of another. */
+ * Threads: every function here is owner-thread only unless its comment says otherwise.
+ * kiln_arena_stats_read is any thread's: the owner publishes the (base, used_before)
+ * pair under a sequence counter (base/seqlock.h) when it changes blocks (the slow path
+ * only), so a reader never combines the cursor of one block with the base of another. */
 #ifndef KILN_ALLOC_ARENA_H
 #define KILN_ALLOC_ARENA_H
 
@@ -49,7 +49,7 @@ struct kiln_arena {
     _Atomic uint64_t  allocs;
 
     /* Warm, owner-written, read by stats readers under seq. */
-    _Atomic uint32_t  seq;           /* odd while the owner changes blocks */
+    _Atomic uint64_t  seq;           /* odd while the owner changes blocks (base/seqlock.h) */
     _Atomic uintptr_t base;          /* first data byte of the current block */
     _Atomic size_t    used_before;   /* copy of current->used_before */
     _Atomic size_t    large_bytes;   /* bytes asked by live large allocations */
@@ -114,6 +114,9 @@ struct kiln_arena {
     uint32_t          audit_sample;   /* newest records the frame-end audit checks */
     size_t            usable;         /* bytes of each block in use: block_size, less the
                                          guard page with KILN_DEBUG_GUARD_PAGES */
+    const struct kiln_arena_hooks *hooks;   /* the layer's entry points into the core's
+                                               paths, set at init with any debug bit;
+                                               NULL without one. Read-only after init */
     struct kiln_record_block *records;       /* live allocations' records, newest on top */
     struct kiln_record_block *record_spare;  /* emptied record blocks, kept until destroy */
     _Atomic uintptr_t owner_thread;   /* kiln_debug_thread() of the owner (any debug bit) */
@@ -133,14 +136,22 @@ typedef struct kiln_arena_config {
 } kiln_arena_config;
 
 /* Builds the arena in the record arena (memory the caller owns, KILN_CACHE_LINE
- * aligned, at least sizeof(kiln_arena)) and takes its first block. false when the pool
- * refuses (it logged why); the record is then the caller's again. */
+ * aligned, at least sizeof(kiln_arena)) and takes its first block; with a debug bit,
+ * sets the debug layer up on it (arena_debug.c, which defines these two: the layer
+ * above the core). false when the pool refuses (it logged why); the record is then the
+ * caller's again. */
 KILN_INTERNAL bool kiln_arena_init(kiln_arena *arena, const kiln_arena_config *config);
 
-/* Returns every block and mapping and closes the fast path (limit 0, cursor 1: every
- * bump goes out of line, where destroyed is checked). The record stays readable: its
- * owner keeps it, with destroyed set, for as long as a stale pointer may be used. */
+/* Tears the debug layer down (its records checked, its blocks given back), then returns
+ * every block and mapping and closes the fast path (limit 0, cursor 1: every bump goes
+ * out of line, where destroyed is checked). The record stays readable: its owner keeps
+ * it, with destroyed set, for as long as a stale pointer may be used. */
 KILN_INTERNAL void kiln_arena_fini(kiln_arena *arena);
+
+/* The core's halves of those two (arena.c): kiln_arena_init without the debug layer's
+ * set-up (arena->hooks NULL), kiln_arena_fini after the layer's teardown. */
+KILN_INTERNAL bool kiln_arena_init_core(kiln_arena *arena, const kiln_arena_config *config);
+KILN_INTERNAL void kiln_arena_fini_core(kiln_arena *arena);
 
 /* Logs ARENA_DESTROYED naming the arena and what was asked (a function's name). */
 KILN_INTERNAL KILN_COLD void kiln_arena_refuse_destroyed(const kiln_arena *arena,
@@ -184,7 +195,7 @@ KILN_INTERNAL void kiln_arena_reset_all(kiln_arena *arena);
  * *out zeroed but for the name, false. */
 KILN_INTERNAL bool kiln_arena_stats_read(const kiln_arena *arena, kiln_arena_stats *out);
 
-/* ---- the debug layer (arena_debug.c; see KILN_DEBUG_* in kiln/core.h) ----
+/* ---- what the core (arena.c) offers the debug layer ----
  * With a record bit (KILN_ARENA_RECORD_BITS) every allocation has a record on a stack
  * kept in blocks of its own, out of the allocations' way (an overrun damages guard
  * bytes, never the bookkeeping that finds them): the object, its size, its site and its
@@ -206,33 +217,32 @@ typedef struct kiln_arena_spot {
 KILN_INTERNAL void *kiln_arena_alloc_raw(kiln_arena *arena, size_t size, size_t align,
                                          kiln_arena_spot *spot);
 
-/* Set-up and teardown of the debug state: the creating thread owns the arena, the
- * first block gets its guard page, the arena becomes a memcheck pool; at destroy the
- * records are checked and their blocks go back. */
-KILN_INTERNAL void kiln_arena_debug_init(kiln_arena *arena);
-KILN_INTERNAL void kiln_arena_debug_fini(kiln_arena *arena);
-
 /* A block for the arena's own use (stats count it as held), with its guard page under
  * KILN_DEBUG_GUARD_PAGES; NULL when the block pool refuses. And its way back. */
 KILN_INTERNAL void *kiln_arena_take_block(kiln_arena *arena);
 KILN_INTERNAL void  kiln_arena_give_block(kiln_arena *arena, void *block);
 
-/* kiln_arena_alloc_slow's work when a debug bit closed the fast path: the owner check,
- * the record, guards, fill and poisoning. align is valid. Owner thread only. */
-KILN_INTERNAL void *kiln_arena_debug_alloc(kiln_arena *arena, size_t size, size_t align,
-                                           kiln_debug_site site);
+/* The debug layer's entry points into the core's paths: arena_debug.c sets arena->hooks
+ * at init when a debug bit is on, and the core calls through it, so that it names no
+ * function of the layer above it. Each runs on the thread of the core's call: the owner,
+ * or the driver resetting a frame arena at frame end; use on any thread (it checks which). */
+typedef struct kiln_arena_hooks {
+    /* kiln_arena_alloc_slow's work when a debug bit closed the fast path: the owner
+     * check, the record, guards, fill and poisoning. align is valid. */
+    void *(*alloc)(kiln_arena *arena, size_t size, size_t align, kiln_debug_site site);
+    /* KILN_DEBUG_OWNERSHIP, on mark and release: logs ARENA_WRONG_THREAD (once per
+     * offending thread until the owner changes) and counts the call when the calling
+     * thread does not own the arena. what names the call. */
+    void  (*use)(kiln_arena *arena, const char *what);
+    /* Before release and reset give memory back: ends the records of every allocation
+     * after (pos, large_count), all of them for (0, 0), checking their guards
+     * (ARENA_GUARD_DAMAGED, found `when`), filling them with 0xDD and poisoning them as
+     * the bits say. */
+    void  (*release)(kiln_arena *arena, size_t pos, uint32_t large_count, const char *when);
+} kiln_arena_hooks;
 
-/* Ends the records of every allocation after (pos, large_count) — all of them for
- * (0, 0) — checking their guards (ARENA_GUARD_DAMAGED, found `when`), filling them
- * with 0xDD and poisoning them as the bits say. Called before release, reset and
- * destroy give the memory back. Owner thread (or, at frame end, the driver). */
-KILN_INTERNAL void kiln_arena_debug_release(kiln_arena *arena, size_t pos, uint32_t large_count,
-                                            const char *when);
-
-/* KILN_DEBUG_OWNERSHIP: logs ARENA_WRONG_THREAD (once per offending thread until the
- * owner changes) and counts the call when the calling thread does not own the arena.
- * what names the call. Any thread. */
-KILN_INTERNAL void kiln_arena_debug_use(kiln_arena *arena, const char *what);
+/* ---- the debug layer (arena_debug.c; see KILN_DEBUG_* in kiln/core.h) ----
+ * Besides kiln_arena_init and kiln_arena_fini above, what the runtime calls. */
 
 /* The calling thread owns the arena from now on (a worker claims its frame arena when
  * it starts; a reset of an arena that is no frame arena hands it to the caller). */
@@ -245,7 +255,8 @@ KILN_INTERNAL void kiln_arena_debug_reset(kiln_arena *arena);
 
 /* KILN_DEBUG_GUARDS, at frame end: checks the guards of the newest audit_sample live
  * allocations, if the calling thread owns the arena and it is no frame arena (a frame
- * arena's reset checks every allocation). A damaged guard is reported and repaired. */
+ * arena's reset checks every allocation). A damaged guard is reported and repaired.
+ * Any thread: on an arena it does not own, it returns at once. */
 KILN_INTERNAL void kiln_arena_audit(kiln_arena *arena);
 
 /* KILN_DEBUG_SITES: logs the live allocations grouped by site (ARENA_LEAK_SITE, then

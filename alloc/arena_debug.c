@@ -1,8 +1,10 @@
-/* alloc/arena_debug.c — the arenas' debug layer: a record of every live allocation on a
- * stack kept in blocks of its own, guard bytes around allocations, fill patterns and
- * poisoning, the guard checks at release, reset and destroy and in the frame-end audit,
- * the leak list by site, and the owner-thread check. It runs only for an arena with
- * debug bits, whose fast path is closed (limit 0): every allocation comes through here.
+/* alloc/arena_debug.c — the arenas' debug layer, above the core (arena.c): a record of
+ * every live allocation on a stack kept in blocks of its own, guard bytes around
+ * allocations, fill patterns and poisoning, the guard checks at release, reset and
+ * destroy and in the frame-end audit, the leak list by site, and the owner-thread check.
+ * It sets an arena up and tears it down around the core's halves (kiln_arena_init,
+ * kiln_arena_fini), and with a debug bit installs the hooks through which the core
+ * reaches it; that arena's fast path is closed (limit 0): every allocation comes here.
  *
  * The records sit out of the allocations' way on purpose: an overrun damages guard
  * bytes, never a record, so a check can always find every allocation and name it. */
@@ -85,29 +87,11 @@ static kiln_arena_record *record_top(const kiln_arena *arena) {
     return top && top->count ? &top->records[top->count - 1] : NULL;
 }
 
-void kiln_arena_debug_init(kiln_arena *arena) {
-    kiln_arena_debug_claim(arena);
-    kiln_debug_block_taken(arena->debug, arena->first,
-                           arena->pool->block_size, &arena->log);
-    if (arena->debug & KILN_DEBUG_POISON) kiln_debug_mempool_create(arena);
-}
+static void debug_use(kiln_arena *arena, const char *what);
 
-void kiln_arena_debug_fini(kiln_arena *arena) {
-    kiln_arena_debug_release(arena, 0, 0, "at destroy");
-    for (kiln_record_block *b = arena->records, *below; b; b = below) {
-        below = b->below;
-        kiln_arena_give_block(arena, b);
-    }
-    for (kiln_record_block *b = arena->record_spare, *below; b; b = below) {
-        below = b->below;
-        kiln_arena_give_block(arena, b);
-    }
-    arena->records = arena->record_spare = NULL;
-    if (arena->debug & KILN_DEBUG_POISON) kiln_debug_mempool_destroy(arena);
-}
-
-void *kiln_arena_debug_alloc(kiln_arena *arena, size_t size, size_t align, kiln_debug_site site) {
-    if (arena->debug & KILN_DEBUG_OWNERSHIP) kiln_arena_debug_use(arena, "an allocation");
+/* The alloc hook (kiln_arena_hooks in arena.h). */
+static void *debug_alloc(kiln_arena *arena, size_t size, size_t align, kiln_debug_site site) {
+    if (arena->debug & KILN_DEBUG_OWNERSHIP) debug_use(arena, "an allocation");
     kiln_arena_spot spot;
     if (!(arena->debug & KILN_ARENA_RECORD_BITS))
         return kiln_arena_alloc_raw(arena, size, align, &spot);
@@ -157,8 +141,8 @@ static void check_record(kiln_arena *arena, const kiln_arena_record *r, const ch
     if (repair) kiln_debug_guards_write(&g);
 }
 
-void kiln_arena_debug_release(kiln_arena *arena, size_t pos, uint32_t large_count,
-                              const char *when) {
+/* The release hook. */
+static void debug_release(kiln_arena *arena, size_t pos, uint32_t large_count, const char *when) {
     /* The stack is in allocation order, so the allocations after the mark are on top. */
     for (kiln_arena_record *r; (r = record_top(arena)) != NULL; record_pop(arena)) {
         if (r->large ? r->large_index < large_count : r->pos < pos) break;
@@ -197,7 +181,8 @@ void kiln_arena_debug_claim(kiln_arena *arena) {
     kiln_store_relaxed(&arena->reported_thread, 0);
 }
 
-void kiln_arena_debug_use(kiln_arena *arena, const char *what) {
+/* The use hook. */
+static void debug_use(kiln_arena *arena, const char *what) {
     uintptr_t self = kiln_debug_thread();
     if (kiln_load_relaxed(&arena->owner_thread) == self) return;
     kiln_add_relaxed(&arena->wrong_thread, 1);
@@ -211,5 +196,48 @@ void kiln_arena_debug_use(kiln_arena *arena, const char *what) {
 
 void kiln_arena_debug_reset(kiln_arena *arena) {
     if (!arena->is_frame) kiln_arena_debug_claim(arena);
-    else if (arena->debug & KILN_DEBUG_OWNERSHIP) kiln_arena_debug_use(arena, "kiln_arena_reset");
+    else if (arena->debug & KILN_DEBUG_OWNERSHIP) debug_use(arena, "kiln_arena_reset");
+}
+
+/* ---- set-up and teardown: the core's, with this layer around it ---- */
+
+static const kiln_arena_hooks debug_hooks = {
+    .alloc = debug_alloc,
+    .use = debug_use,
+    .release = debug_release,
+};
+
+/* The creating thread owns the arena, the first block gets its guard page, the arena
+ * becomes a memcheck pool, and the hooks through which the core calls this layer go in. */
+static void debug_init(kiln_arena *arena) {
+    kiln_arena_debug_claim(arena);
+    kiln_debug_block_taken(arena->debug, arena->first, arena->pool->block_size, &arena->log);
+    if (arena->debug & KILN_DEBUG_POISON) kiln_debug_mempool_create(arena);
+    arena->hooks = &debug_hooks;
+}
+
+/* The records are checked and their blocks go back. */
+static void debug_fini(kiln_arena *arena) {
+    debug_release(arena, 0, 0, "at destroy");
+    for (kiln_record_block *b = arena->records, *below; b; b = below) {
+        below = b->below;
+        kiln_arena_give_block(arena, b);
+    }
+    for (kiln_record_block *b = arena->record_spare, *below; b; b = below) {
+        below = b->below;
+        kiln_arena_give_block(arena, b);
+    }
+    arena->records = arena->record_spare = NULL;
+    if (arena->debug & KILN_DEBUG_POISON) kiln_debug_mempool_destroy(arena);
+}
+
+bool kiln_arena_init(kiln_arena *arena, const kiln_arena_config *config) {
+    if (!kiln_arena_init_core(arena, config)) return false;
+    if (arena->debug) debug_init(arena);
+    return true;
+}
+
+void kiln_arena_fini(kiln_arena *arena) {
+    if (arena->debug) debug_fini(arena);
+    kiln_arena_fini_core(arena);
 }

@@ -1,11 +1,14 @@
-/* alloc/debug.h — the tools the debug layer of the arenas (arena_debug.c) and of the
- * pools (pool_debug.c) share: fill patterns, guard bytes and their reports, ASan
- * poisoning and Valgrind memory-pool requests, guard pages on blocks, the calling
- * thread's token, and the table that groups live objects by allocation site for the
- * leak reports. The KILN_DEBUG_* bits themselves are public (kiln/core.h).
+/* alloc/debug.h — the tools the arenas and the pools share for their debug bits: fill
+ * patterns, guard bytes and their reports, ASan poisoning and Valgrind memory-pool
+ * requests, guard pages on blocks, the calling thread's token, and the table that
+ * groups live objects by allocation site for the leak reports. The debug layers
+ * (arena_debug.c, pool_debug.c) use them, and so do the cores where a bit changes their
+ * blocks (guard pages, poison lifted before a block or mapping goes back). The
+ * KILN_DEBUG_* bits themselves are public (kiln/core.h).
  *
- * Nothing here runs unless a debug bit asked for it: the allocators call in from their
- * out-of-line paths only. */
+ * Nothing here runs unless a debug bit asked for it, but kiln_debug_block_usable, which
+ * every arena and pool asks once at init: the allocators call in from their out-of-line
+ * paths only. */
 #ifndef KILN_ALLOC_DEBUG_H
 #define KILN_ALLOC_DEBUG_H
 
@@ -40,8 +43,8 @@
 #define KILN_ARENA_RECORD_BITS \
     (KILN_DEBUG_FILL | KILN_DEBUG_GUARDS | KILN_DEBUG_POISON | KILN_DEBUG_SITES)
 #define KILN_ARENA_SLOW_BITS (KILN_ARENA_RECORD_BITS | KILN_DEBUG_OWNERSHIP)
-/* The bits that give each pool slot a debug header, and those that need the pool's
- * alloc and free hooks. */
+/* The bits that give each pool slot an entry (state and site) in its block's table, and
+ * those that need the pool's debug layer on alloc and free. */
 #define KILN_POOL_HEADER_BITS (KILN_DEBUG_GUARDS | KILN_DEBUG_SITES)
 #define KILN_POOL_HOOK_BITS \
     (KILN_DEBUG_FILL | KILN_DEBUG_GUARDS | KILN_DEBUG_POISON | KILN_DEBUG_SITES)
@@ -79,7 +82,8 @@ KILN_INTERNAL void kiln_debug_report_guard(const kiln_log_sink *log, const char 
 
 /* ASan poisoning and memcheck accessibility of a range (KILN_DEBUG_POISON); no-ops in
  * builds without them. Object areas only: kiln never poisons its own bookkeeping (block
- * headers, debug headers, guard bytes), so it never reads poisoned memory itself. */
+ * headers, debug records and slot entries, guard bytes), so it never reads poisoned
+ * memory itself. */
 static inline void kiln_debug_poison(const void *p, size_t n) {
 #ifdef KILN_ASAN
     ASAN_POISON_MEMORY_REGION(p, n);

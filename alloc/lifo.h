@@ -7,9 +7,9 @@
  * race for it, so a node's memory must stay mapped and readable for as long as the
  * stack lives, even after the node has been popped (never PROT_NONE, never unmapped).
  *
- * Contention: a thread whose CAS lost spins briefly before it retries (exponential
- * backoff, bounded), so that two cores retrying at once stop taking the line from each
- * other on every attempt. Progress stays lock-free: some CAS always succeeds.
+ * Contention: a thread whose CAS lost spins briefly before it retries (kiln_backoff,
+ * exponential and bounded), so that two cores retrying at once stop taking the line
+ * from each other on every attempt. Progress stays lock-free: some CAS always succeeds.
  *
  * ThreadSanitizer: ck's primitives are inline assembly TSan cannot see; each CAS is
  * preceded by a release and a successful one followed by an acquire on the stack's
@@ -22,20 +22,15 @@
 #include <stdbool.h>
 
 #include "../base/atomics.h"
+#include "../base/backoff.h"
 #include "../base/common.h"
 
-/* Most pause instructions a lost CAS waits before its retry; the wait doubles from 1 up
- * to this. bench/alloc_bench A5, 2 threads on 2 cores: 455 ns per get+put pair without
+/* Most pauses a lost CAS waits before its retry (kiln_backoff doubles the wait from 1 up
+ * to this). bench/alloc_bench A5, 2 threads on 2 cores: 455 ns per get+put pair without
  * backoff, 80-92 with 64 (8 was clearly worse, 512 no better than 64). */
 #ifndef KILN_LIFO_BACKOFF_MAX
 #define KILN_LIFO_BACKOFF_MAX 64
 #endif
-
-/* After a lost CAS: waits *spins pauses and doubles *spins (start it at 1). */
-static inline void kiln_lifo_backoff(unsigned *spins) {
-    for (unsigned i = 0; i < *spins; i++) ck_pr_stall();
-    if (*spins < KILN_LIFO_BACKOFF_MAX) *spins *= 2;
-}
 
 typedef struct kiln_lifo_node {
     struct kiln_lifo_node *next;   /* written by the pusher, which owns the node then */
@@ -80,7 +75,7 @@ static inline void kiln_lifo_push_chain(kiln_lifo *lifo, kiln_lifo_node *first,
         next.tag = seen.tag + count;
         kiln_tsan_release(lifo);
         if (ck_pr_cas_ptr_2_value(lifo, &seen, &next, &seen)) return;
-        kiln_lifo_backoff(&spins);
+        kiln_backoff(&spins, KILN_LIFO_BACKOFF_MAX);
     }
 }
 
@@ -105,7 +100,7 @@ static inline kiln_lifo_node *kiln_lifo_pop_depth(kiln_lifo *lifo, uint64_t *dep
             if (depth) *depth = next.tag & KILN_LIFO_MAX_DEPTH;
             return seen.top;
         }
-        kiln_lifo_backoff(&spins);
+        kiln_backoff(&spins, KILN_LIFO_BACKOFF_MAX);
     }
     return NULL;
 }

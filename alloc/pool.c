@@ -1,6 +1,8 @@
-/* alloc/pool.c — pools: desc validation, the slot layout, carving objects and magazines
- * from blocks, the magazine exchange with the depot, the checks of bad frees, flushing
- * and statistics. The debug layer (pool_debug.c) hooks into carving, alloc and free. */
+/* alloc/pool.c — the pools' core: desc validation, the slot layout, carving objects and
+ * magazines from blocks, the magazine exchange with the depot, flushing and statistics.
+ * Above it, the debug layer (pool_debug.c), which the core reaches only through
+ * pool->hooks (a new object block, an object handed out), and the free checks
+ * (pool_check.c). */
 #include "pool.h"
 
 #include <stdio.h>
@@ -70,7 +72,7 @@ static bool plan_slots(kiln_pool *pool) {
     return true;
 }
 
-bool kiln_pool_init(kiln_pool *pool, const kiln_pool_config *config) {
+bool kiln_pool_init_core(kiln_pool *pool, const kiln_pool_config *config) {
     const kiln_pool_desc *d = &config->desc;
     /* Validate before touching *pool: a refused create must leave a destroyed pool in
      * a reused slot intact (its bookkeeping lives on until kiln_destroy). */
@@ -170,7 +172,7 @@ static kiln_pool_block *new_block(kiln_pool *pool, uint64_t magic) {
     };
     for (size_t i = 0; i < bitmap_words; i++) kiln_store_relaxed(&block->in_use[i], 0);
     if (magic == KILN_POOL_BLOCK_MAGIC && (pool->flags & KILN_POOL_DEBUG_HOOKS))
-        kiln_pool_debug_block(pool, block);
+        pool->hooks->block(pool, block);
     pool->block_list = block;
     kiln_store_relaxed(&pool->blocks_held, kiln_load_relaxed(&pool->blocks_held) + 1);
     return block;
@@ -350,7 +352,7 @@ void kiln_pool_free_slow(kiln_pool *pool, kiln_pool_cache *cache, void *obj) {
 }
 
 void *kiln_pool_on_alloc(kiln_pool *pool, void *obj) {
-    if (pool->flags & KILN_POOL_DEBUG_HOOKS) kiln_pool_debug_alloc(pool, obj);
+    if (pool->flags & KILN_POOL_DEBUG_HOOKS) pool->hooks->alloc(pool, obj);
     if (pool->flags & KILN_POOL_ZERO) memset(obj, 0, pool->size);
     if (pool->flags & KILN_POOL_CHECKED) {
         kiln_pool_block *block = kiln_block_of(pool->blocks, obj);
@@ -358,61 +360,6 @@ void *kiln_pool_on_alloc(kiln_pool *pool, void *obj) {
         kiln_or_relaxed(&block->in_use[slot / 64], (uint64_t)1 << (slot % 64));
     }
     return obj;
-}
-
-void kiln_pool_free_checked(kiln_pool *pool, kiln_pool_cache *cache, void *obj) {
-    if ((pool->flags & KILN_POOL_CHECKED) && !kiln_pool_check_free(pool, obj)) return;
-    if ((pool->flags & KILN_POOL_DEBUG_HOOKS) && !kiln_pool_debug_free(pool, obj)) return;
-    kiln_pool_cache_free(pool, cache, obj);
-}
-
-void kiln_pool_reject_free(kiln_pool *pool, void *obj) {
-    const char *owner = "no pool";
-    if (kiln_address_map_has(&pool->blocks->map, obj)) {
-        const kiln_pool_block *block = kiln_block_of(pool->blocks, obj);
-        bool object_block = block->magic == KILN_POOL_BLOCK_MAGIC;
-        /* Inside the last slot of one of this pool's blocks, past where its object
-         * starts: an interior pointer, refused in every build because an object handed
-         * out there would run past the slots (kiln_pool_owns accepts up to last_start). */
-        if (object_block && block->pool == pool &&
-            block->serial == kiln_load_relaxed(&pool->serial) &&
-            (uintptr_t)obj - block->first < pool->last_start + pool->slot &&
-            !kiln_pool_check_interior(pool, block, obj))   /* logged and counted it */
-            return;
-        owner = object_block && block->pool != pool ? block->pool->name
-                                                    : "kiln memory that is no object of this pool";
-    }
-    kiln_add_relaxed(&pool->bad_frees, 1);
-    kiln_log_misuse(&pool->log, "POOL_FOREIGN_POINTER",
-                    "pool '%s': %p is not an object of this pool (it belongs to %s); ignored",
-                    pool->name, obj, owner);
-}
-
-bool kiln_pool_reject_double_free(kiln_pool *pool, const void *obj) {
-    kiln_add_relaxed(&pool->double_frees, 1);
-    kiln_log_misuse(&pool->log, "POOL_DOUBLE_FREE",
-                    "pool '%s': object %p is not live (freed twice?); ignored", pool->name, obj);
-    return false;
-}
-
-bool kiln_pool_check_interior(kiln_pool *pool, const kiln_pool_block *block, const void *obj) {
-    size_t offset = (uintptr_t)obj - block->first;
-    if (offset % pool->slot == 0 && offset / pool->slot < pool->slots_per_block) return true;
-    kiln_add_relaxed(&pool->bad_frees, 1);
-    kiln_log_misuse(&pool->log, "POOL_INTERIOR_POINTER",
-                    "pool '%s': %p points %zu bytes into an object, not at its start; ignored",
-                    pool->name, obj, offset % pool->slot);
-    return false;
-}
-
-bool kiln_pool_check_free(kiln_pool *pool, void *obj) {
-    kiln_pool_block *block = kiln_block_of(pool->blocks, obj);
-    if (!kiln_pool_check_interior(pool, block, obj)) return false;
-    size_t slot = ((uintptr_t)obj - block->first) / pool->slot;
-    uint64_t bit = (uint64_t)1 << (slot % 64);
-    uint64_t before = kiln_and_relaxed(&block->in_use[slot / 64], ~bit);
-    if (!(before & bit)) return kiln_pool_reject_double_free(pool, obj);
-    return true;
 }
 
 static bool bound_to(kiln_pool *pool, kiln_pool_cache *cache) {

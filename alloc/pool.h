@@ -26,9 +26,10 @@
 #define KILN_POOL_KNOWN       32   /* entries of a pool's table of its object blocks */
 #define KILN_POOL_NO_BLOCK    ((uintptr_t)1)   /* an empty entry: never a block address */
 
-/* An internal flag beside the public KILN_POOL_* ones: the debug layer's alloc and free
- * hooks (pool_debug.c). The fast paths test the flag word they tested before the debug
- * layer existed, so it costs them nothing. */
+/* An internal flag beside the public KILN_POOL_* ones: the debug layer (pool_debug.c)
+ * works on alloc and free. The fast paths test the flag word anyway (for ZERO and
+ * CHECKED), so the debug layer costs them nothing. KILN_POOL_FREE_HOOKS: the flags that
+ * send a free to the checked free (pool_check.c). */
 #define KILN_POOL_DEBUG_HOOKS (1u << 31)
 #define KILN_POOL_FREE_HOOKS  (KILN_POOL_CHECKED | KILN_POOL_DEBUG_HOOKS)
 
@@ -138,14 +139,18 @@ struct kiln_pool {
     /* Debug layer (pool_debug.c). Read-only while the pool lives but the audit cursor,
      * which only the frame-end audit touches (under carve_lock). With KILN_DEBUG_GUARDS
      * a slot is [front guard][object][back guard], the object debug_front bytes in; the
-     * per-slot state and site live in the block header (kiln_pool_block.info), out of
-     * the objects' way, so an overrun never damages what finds and names it. */
+     * per-slot state and site live in a table after the block header and its bitmap
+     * (info_offset), out of the objects' way, so an overrun never damages what finds and
+     * names it. */
     uint32_t            debug;          /* the KILN_DEBUG_* bits that concern pools */
     uint32_t            audit_sample;   /* live objects each frame-end audit checks */
     size_t              debug_front;    /* front guard bytes (0 without guards) */
     size_t              info_offset;    /* KILN_POOL_HEADER_BITS: where an object block's
                                            table of slot entries starts (after the bitmap) */
     size_t              usable;         /* bytes of each block in use (less a guard page) */
+    const struct kiln_pool_hooks *hooks;   /* the layer's entry points into the core's
+                                              paths, set at init with KILN_POOL_DEBUG_HOOKS;
+                                              NULL without it */
     kiln_pool_block    *audit_block;    /* where the next audit starts; NULL: the newest */
     uint32_t            audit_slot;
     _Atomic uint64_t    guard_errors;
@@ -163,8 +168,11 @@ typedef struct kiln_pool_config {
 } kiln_pool_config;
 
 /* Validates the desc (logging what is wrong) and sets the pool up; carves nothing yet.
- * A bad desc leaves *pool untouched. */
+ * A bad desc leaves *pool untouched. kiln_pool_init (pool_debug.c, the layer above the
+ * core) is kiln_pool_init_core (pool.c) and, with KILN_POOL_DEBUG_HOOKS, the debug
+ * layer's hooks installed. */
 KILN_INTERNAL bool kiln_pool_init(kiln_pool *pool, const kiln_pool_config *config);
+KILN_INTERNAL bool kiln_pool_init_core(kiln_pool *pool, const kiln_pool_config *config);
 
 /* Returns every block to the block pool and marks the pool dead. Caller excludes all
  * other use (the runtime holds its registry lock). */
@@ -173,20 +181,6 @@ KILN_INTERNAL void kiln_pool_fini(kiln_pool *pool);
 /* Slow paths, out of line. */
 KILN_INTERNAL void *kiln_pool_alloc_slow(kiln_pool *pool, kiln_pool_cache *cache);
 KILN_INTERNAL void  kiln_pool_free_slow(kiln_pool *pool, kiln_pool_cache *cache, void *obj);
-/* Logs and counts a free of obj that kiln_pool_owns refused: POOL_INTERIOR_POINTER for
- * a pointer into the last slot of one of the pool's blocks past its object (in every
- * build: an object there would run past the slots), POOL_FOREIGN_POINTER otherwise (the
- * header or the tail past the last whole slot of a block of the pool, too). */
-KILN_INTERNAL void  kiln_pool_reject_free(kiln_pool *pool, void *obj);
-/* KILN_POOL_CHECKED: false (logged, counted) for an interior pointer or a double free;
- * otherwise clears the object's in-use bit. */
-KILN_INTERNAL bool  kiln_pool_check_free(kiln_pool *pool, void *obj);
-/* Logs and counts a double free of obj (POOL_DOUBLE_FREE); false, for the checks. */
-KILN_INTERNAL KILN_COLD bool kiln_pool_reject_double_free(kiln_pool *pool, const void *obj);
-/* false (logged, counted) when obj, in an object block of the pool, is not at the
- * start of one of its slots. */
-KILN_INTERNAL bool  kiln_pool_check_interior(kiln_pool *pool, const kiln_pool_block *block,
-                                             const void *obj);
 
 /* Gives the cache's magazines back to the depot and folds its counters into the pool.
  * The cache's owner, or anyone once the owner is gone; excluded from kiln_pool_fini. */
@@ -206,12 +200,37 @@ KILN_INTERNAL void kiln_pool_tally_cache(kiln_pool *pool, const kiln_pool_cache 
 KILN_INTERNAL void kiln_pool_stats_read(kiln_pool *pool, const kiln_pool_tally *caches,
                                         kiln_pool_stats *out);
 
-/* KILN_POOL_ZERO / KILN_POOL_CHECKED work on an object being handed out; returns obj, so
- * that the fast path reaches it by a tail call and needs no callee-saved register. */
+/* KILN_POOL_ZERO / KILN_POOL_CHECKED work on an object being handed out, and the debug
+ * layer's alloc hook; returns obj, so that the fast path reaches it by a tail call and
+ * needs no callee-saved register. */
 KILN_INTERNAL void *kiln_pool_on_alloc(kiln_pool *pool, void *obj);
 
-/* KILN_POOL_FREE_HOOKS: kiln_pool_check_free (checked) and the debug layer's free hook,
- * then the cache free when they passed. Out of line for the same reason. */
+/* The debug layer's entry points into the core's paths: pool_debug.c sets pool->hooks
+ * at init with KILN_POOL_DEBUG_HOOKS, and the core calls through it, so that it names no
+ * function of the layer above it. */
+typedef struct kiln_pool_hooks {
+    /* A new object block (under carve_lock, before any of its objects is handed out):
+     * every slot's entry free, its guards written, its object poisoned. */
+    void (*block)(kiln_pool *pool, kiln_pool_block *block);
+    /* An object handed out: unpoisoned, filled 0xCD, live, no site yet. Any thread (the
+     * object's user). */
+    void (*alloc)(kiln_pool *pool, void *obj);
+} kiln_pool_hooks;
+
+/* ---- the free checks (pool_check.c), above the core and the debug layer ---- */
+
+/* Logs and counts a free of obj that kiln_pool_owns refused: POOL_DESTROYED for a
+ * destroyed pool, POOL_INTERIOR_POINTER for a pointer into the last slot of one of the
+ * pool's blocks past its object (in every build: an object there would run past the
+ * slots), POOL_FOREIGN_POINTER otherwise (the header or the tail past the last whole
+ * slot of a block of the pool, too). Any thread (the caller of kiln_pool_free). */
+KILN_INTERNAL KILN_COLD void kiln_pool_reject_free(kiln_pool *pool, void *obj);
+
+/* KILN_POOL_FREE_HOOKS, for obj that passed kiln_pool_owns: refuses (logged, counted) an
+ * interior pointer (POOL_INTERIOR_POINTER, with CHECKED or a slot-entry bit) and a double
+ * free (POOL_DOUBLE_FREE: the in-use bit with CHECKED, the slot entry in the debug
+ * layer), runs the debug layer's free, then the cache free. Out of line for the same
+ * reason as kiln_pool_on_alloc. The cache's owner thread. */
 KILN_INTERNAL void kiln_pool_free_checked(kiln_pool *pool, kiln_pool_cache *cache, void *obj);
 
 /* ---- the debug layer (pool_debug.c; see KILN_DEBUG_* in kiln/core.h) ---- */
@@ -220,15 +239,10 @@ KILN_INTERNAL void kiln_pool_free_checked(kiln_pool *pool, kiln_pool_cache *cach
  * follows the header and the bitmap (pool->info_offset). */
 #define KILN_POOL_SLOT_INFO 16
 
-/* A new object block (under carve_lock, before any of its objects is handed out):
- * every slot's entry free, its guards written, its object poisoned. */
-KILN_INTERNAL void kiln_pool_debug_block(kiln_pool *pool, kiln_pool_block *block);
-
-/* The hooks: an object handed out (unpoisoned, filled 0xCD, live, no site yet); an
- * object freed (true when the free may proceed): interior pointers and double frees
- * refused (POOL_INTERIOR_POINTER, POOL_DOUBLE_FREE), guards checked
- * (POOL_GUARD_DAMAGED), filled 0xDD, poisoned. Any thread (the object's user). */
-KILN_INTERNAL void kiln_pool_debug_alloc(kiln_pool *pool, void *obj);
+/* An object freed, once pool_check.c has refused an interior pointer (with CHECKED or
+ * slot entries): with slot entries, false for a double free, which the caller reports;
+ * otherwise its guards checked (POOL_GUARD_DAMAGED), filled 0xDD, poisoned, and true.
+ * Any thread (the object's user). */
 KILN_INTERNAL bool kiln_pool_debug_free(kiln_pool *pool, void *obj);
 
 /* KILN_DEBUG_SITES: records where a live object was allocated. Its user's thread. */

@@ -1,8 +1,9 @@
-/* alloc/pool_debug.c — the pools' debug layer: each object block's table of slot entries
- * (live or free, allocation site), guard bytes around objects, fill patterns and
- * poisoning, the checks on free, the sampled frame-end audit and the leak list by site.
- * It runs only for a pool with the internal KILN_POOL_DEBUG_HOOKS flag, from the hooks
- * that the flag word (which the fast paths test anyway) sends out of line. */
+/* alloc/pool_debug.c — the pools' debug layer, above the core (pool.c): each object
+ * block's table of slot entries (live or free, allocation site), guard bytes around
+ * objects, fill patterns and poisoning, the guard check on free, the sampled frame-end
+ * audit and the leak list by site. It runs only for a pool with the internal
+ * KILN_POOL_DEBUG_HOOKS flag, which the fast paths' flag word (tested anyway) sends out
+ * of line: to the hooks it installs at kiln_pool_init, and on free to pool_check.c. */
 #include "pool.h"
 
 #include <stdio.h>
@@ -47,7 +48,8 @@ static kiln_debug_site site_of(const kiln_pool_slot_info *info) {
     return (kiln_debug_site){ kiln_load_relaxed(&i->file), kiln_load_relaxed(&i->line) };
 }
 
-void kiln_pool_debug_block(kiln_pool *pool, kiln_pool_block *block) {
+/* The block hook (kiln_pool_hooks in pool.h). */
+static void debug_block(kiln_pool *pool, kiln_pool_block *block) {
     for (size_t slot = 0; slot < pool->slots_per_block; slot++) {
         char *obj = (char *)block->first + slot * pool->slot;
         if (pool->debug & KILN_POOL_HEADER_BITS) {
@@ -64,7 +66,8 @@ void kiln_pool_debug_block(kiln_pool *pool, kiln_pool_block *block) {
     }
 }
 
-void kiln_pool_debug_alloc(kiln_pool *pool, void *obj) {
+/* The alloc hook. */
+static void debug_alloc(kiln_pool *pool, void *obj) {
     if (pool->debug & KILN_DEBUG_POISON) kiln_debug_object_taken(pool, obj, pool->size);
     if (pool->debug & KILN_POOL_HEADER_BITS) {
         kiln_pool_block *block = block_of(pool, obj);
@@ -90,16 +93,15 @@ static void report_damage(kiln_pool *pool, const kiln_guarded *g, ptrdiff_t bad,
                             site_of(info), when);
 }
 
-/* The slot-entry checks of a free: false (reported) for a double free. The guards are
- * checked unless the audit reported them already, then mended for the slot's next use. */
+/* The slot-entry checks of a free: false for a double free (left to the caller to
+ * report). The guards are checked unless the audit reported them already, then mended
+ * for the slot's next use. */
 static bool free_slot(kiln_pool *pool, void *obj) {
     kiln_pool_block *block = block_of(pool, obj);
-    if (!(pool->flags & KILN_POOL_CHECKED) && !kiln_pool_check_interior(pool, block, obj))
-        return false;
     kiln_pool_slot_info *info = slot_info(pool, block, slot_index(pool, block, obj));
     /* One exchange decides between two racing frees of the same object. */
     uint32_t was = kiln_exchange_relaxed(&info->state, SLOT_FREE);
-    if (was == SLOT_FREE) return kiln_pool_reject_double_free(pool, obj);
+    if (was == SLOT_FREE) return false;
     if (pool->debug_front) {
         kiln_guarded g = guarded(pool, obj);
         ptrdiff_t bad = 0;
@@ -183,4 +185,17 @@ void kiln_pool_report_leaks(kiln_pool *pool) {
     snprintf(what, sizeof what, "pool '%s'", pool->name);
     kiln_site_table_report(&table, &pool->log, "POOL_LEAK_SITE", "POOL_LEAK_SUMMARY", what,
                            "objects");
+}
+
+/* ---- set-up: the core's, and this layer's hooks when a debug bit needs them ---- */
+
+static const kiln_pool_hooks debug_hooks = {
+    .block = debug_block,
+    .alloc = debug_alloc,
+};
+
+bool kiln_pool_init(kiln_pool *pool, const kiln_pool_config *config) {
+    if (!kiln_pool_init_core(pool, config)) return false;
+    if (pool->flags & KILN_POOL_DEBUG_HOOKS) pool->hooks = &debug_hooks;
+    return true;
 }

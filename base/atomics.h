@@ -1,7 +1,7 @@
-/* base/atomics.h — every atomic operation in kiln goes through here, with the memory
- * order in the name, and so do the ThreadSanitizer annotations that Concurrency Kit's
- * inline-assembly primitives need. No other file uses <stdatomic.h> orders or
- * __tsan_* directly. */
+/* base/atomics.h — kiln's C11 atomic operations, with the memory order in the name,
+ * and the ThreadSanitizer annotations that Concurrency Kit's inline-assembly primitives
+ * need. No other file uses <stdatomic.h> orders or __tsan_* directly; the one user of
+ * ck's atomics (the double-width CAS of alloc/lifo.h) annotates them from here. */
 #ifndef KILN_BASE_ATOMICS_H
 #define KILN_BASE_ATOMICS_H
 
@@ -30,10 +30,16 @@
     atomic_compare_exchange_weak_explicit((p), (expected), (desired), \
                                           memory_order_relaxed, memory_order_relaxed)
 
-/* Standalone fences, for the sequence counters that publish multi-word snapshots. */
+/* Fences. release and acquire: the halves of the sequence counters that publish
+ * multi-word snapshots (base/seqlock.h). seq_cst: a store before a load of another
+ * location, on both sides of a handshake (the Chase-Lev deque's owner and thieves, a
+ * sleeping worker and its waker, handle frees and the reclaim epoch). */
 #define kiln_fence_release() atomic_thread_fence(memory_order_release)
 #define kiln_fence_acquire() atomic_thread_fence(memory_order_acquire)
 #define kiln_fence_seq_cst() atomic_thread_fence(memory_order_seq_cst)
+
+/* seq_cst accesses: they take part in the single total order of seq_cst operations and
+ * fences, which the handshakes above rely on (the sleepers count, the reclaim epoch). */
 #define kiln_add_seq_cst(p, v) atomic_fetch_add_explicit((p), (v), memory_order_seq_cst)
 #define kiln_sub_seq_cst(p, v) atomic_fetch_sub_explicit((p), (v), memory_order_seq_cst)
 #define kiln_load_seq_cst(p)   atomic_load_explicit((p), memory_order_seq_cst)

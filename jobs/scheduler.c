@@ -3,33 +3,22 @@
 #define _GNU_SOURCE
 #include "scheduler.h"
 
+#include "../base/backoff.h"
 #include "../base/clock.h"
+#include "../base/futex.h"
 #include "../base/heap.h"
 
-#include <ck_pr.h>
-#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
-#include <time.h>
-#include <unistd.h>
 
 /* Idle workers: this many rounds of looking for work (each one a scan of every queue
- * and a pause) before sleeping: about 20-50 us on this machine class, long enough to
- * catch the next batch of a frame, short enough to cost nothing measurable when idle. */
+ * and a kiln_spin_round) before sleeping: about 20-50 us on this machine class, long
+ * enough to catch the next batch of a frame, short enough to cost nothing measurable
+ * when idle. */
 #define KILN_IDLE_SPINS 256
 /* A sleeper wakes by itself after this long (a safety net against a lost wake-up; the
  * protocol below has none, this only bounds the damage of a bug). */
 #define KILN_SLEEP_TIMEOUT_NS 50000000L
-
-static void futex_wait(_Atomic uint32_t *word, uint32_t expected) {
-    struct timespec timeout = { 0, KILN_SLEEP_TIMEOUT_NS };
-    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAIT_PRIVATE, expected, &timeout, NULL, 0);
-}
-
-static void futex_wake(_Atomic uint32_t *word, int count) {
-    syscall(SYS_futex, (uint32_t *)word, FUTEX_WAKE_PRIVATE, count, NULL, NULL, 0);
-}
 
 void kiln_job_system_init(kiln_job_system *sys, uint32_t workers, kiln_log_sink log) {
     memset(sys, 0, sizeof *sys);
@@ -135,7 +124,7 @@ static void wake(kiln_job_system *sys, size_t n) {
     uint32_t sleeping = kiln_load_relaxed(&sys->sleepers);
     if (kiln_likely(sleeping == 0)) return;
     kiln_add_relaxed(&sys->wake_epoch, 1);
-    futex_wake(&sys->wake_epoch, n < sleeping ? (int)n : (int)sleeping);
+    kiln_futex_wake(&sys->wake_epoch, n < sleeping ? (int)n : (int)sleeping);
 }
 
 typedef enum { PIN_QUEUED, PIN_CLOSED, PIN_NO_MEMORY } pin_result;
@@ -257,7 +246,7 @@ static bool steal(kiln_job_system *sys, kiln_job_queue *q, int priority, kiln_ta
         if (!kiln_deque_looks_busy(&victim->deques[priority])) continue;
         kiln_steal_result r;
         while ((r = kiln_deque_steal(&victim->deques[priority], task)) == KILN_STEAL_ABORT) {
-            ck_pr_stall();   /* lost a race for a non-empty deque: try it again */
+            kiln_cpu_pause();   /* lost a race for a non-empty deque: try it again */
         }
         if (r == KILN_STEAL_OK) {
             kiln_owner_add(&q->jobs_stolen, 1);
@@ -351,7 +340,7 @@ static KILN_COLD void become_busy(kiln_job_queue *q) {
     uint32_t idle = KILN_WORK_IDLE;
     while (!kiln_cas_strong_acquire(&q->work_state, &idle, KILN_WORK_BUSY)) {
         idle = KILN_WORK_IDLE;   /* CLAIMED: the driver is resetting our frame memory */
-        ck_pr_stall();
+        kiln_cpu_pause();
     }
 }
 
@@ -439,12 +428,6 @@ bool kiln_jobs_run_one(kiln_job_system *sys, kiln_job_queue *q, bool background)
     return true;
 }
 
-/* Waiting with nothing to run: pause, then let others have the core. */
-static void idle_pause(unsigned *idle) {
-    if (++*idle < 64) ck_pr_stall();
-    else sched_yield();
-}
-
 /* Runs tasks until the counter reads zero; background ones too when background. Without
  * background, still the background jobs pinned to this thread that count on this very
  * counter: nobody else may run them, and the waiter asked for them (looked for only
@@ -460,7 +443,7 @@ static void wait_counter(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_s
             run_task(sys, q, &task);
             idle = 0;
         } else {
-            idle_pause(&idle);
+            kiln_spin_round(++idle, 1);
         }
     }
 }
@@ -505,7 +488,7 @@ static void settle_worker(kiln_job_system *sys, kiln_job_queue *q, kiln_job_queu
             run_task(sys, q, &task);
             idle = 0;
         } else {
-            idle_pause(&idle);
+            kiln_spin_round(++idle, 1);
         }
     }
 }
@@ -523,7 +506,7 @@ void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q) {
     for (;;) {
         if (kiln_jobs_run_one(sys, q, false)) idle = 0;
         else if (frame_quiet(sys)) return;
-        else idle_pause(&idle);
+        else kiln_spin_round(++idle, 1);
     }
 }
 
@@ -550,7 +533,7 @@ static void sleep_once(kiln_job_system *sys, kiln_job_queue *q) {
     kiln_fence_seq_cst();
     if (!work_visible(sys, q) && !kiln_load_acquire(&sys->shutdown)) {
         uint64_t start = kiln_now_ns();
-        futex_wait(&sys->wake_epoch, epoch);
+        kiln_futex_wait(&sys->wake_epoch, epoch, KILN_SLEEP_TIMEOUT_NS);
         kiln_owner_add(&q->sleep_ns, kiln_now_ns() - start);
     }
     kiln_sub_seq_cst(&sys->sleepers, 1);
@@ -566,11 +549,10 @@ void kiln_jobs_worker_loop(kiln_job_system *sys, kiln_job_queue *q) {
         /* Ran dry: no frame work held, so frame end may claim this worker. */
         if (kiln_load_relaxed(&q->work_state) == KILN_WORK_BUSY) become_idle(q);
         if (++idle < KILN_IDLE_SPINS) {
-            /* Every 8th round past the 64th, give the core away: oversubscribed (more
-             * threads than cores), a thread holding a stolen job, or the waiter, may be
-             * waiting for one, and spinning here would keep it off for a time slice. */
-            if (idle < 64 || idle % 8 != 0) ck_pr_stall();
-            else sched_yield();
+            /* Every 8th round once the pauses are over, give the core away: oversubscribed
+             * (more threads than cores), a thread holding a stolen job, or the waiter, may
+             * be waiting for one, and spinning here would keep it off for a time slice. */
+            kiln_spin_round(idle, 8);
         } else {
             sleep_once(sys, q);
             idle = 0;
@@ -593,5 +575,5 @@ void kiln_jobs_set_hook(kiln_job_system *sys, kiln_job_hook hook) {
 void kiln_jobs_shutdown(kiln_job_system *sys) {
     kiln_store_release(&sys->shutdown, 1);
     kiln_add_relaxed(&sys->wake_epoch, 1);
-    futex_wake(&sys->wake_epoch, KILN_MAX_QUEUES);
+    kiln_futex_wake(&sys->wake_epoch, KILN_MAX_QUEUES);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "../base/clock.h"
+#include "../base/seqlock.h"
 
 void kiln_history_frame_begin(kiln_runtime *rt) {
     rt->history.begin_ns = kiln_now_ns();
@@ -29,11 +30,9 @@ static void append(kiln_history *h, const kiln_frame_record *record) {
     memcpy(words, record, sizeof words);
     uint64_t n = kiln_load_relaxed(&h->written);   /* only drivers write it, one at a time */
     kiln_history_slot *slot = &h->slots[n % KILN_HISTORY_FRAMES];
-    uint64_t seq = kiln_load_relaxed(&slot->seq);
-    kiln_store_relaxed(&slot->seq, seq + 1);
-    kiln_fence_release();   /* a reader that sees a new word sees the odd count too */
+    uint64_t seq = kiln_seq_write_begin(&slot->seq);
     for (size_t i = 0; i < KILN_HISTORY_WORDS; i++) kiln_store_relaxed(&slot->words[i], words[i]);
-    kiln_store_release(&slot->seq, seq + 2);
+    kiln_seq_write_end(&slot->seq, seq);
     kiln_store_release(&h->written, n + 1);
 }
 
@@ -72,10 +71,9 @@ static bool read_record(kiln_history *h, uint64_t index, kiln_frame_record *out)
     kiln_history_slot *slot = &h->slots[index % KILN_HISTORY_FRAMES];
     uint64_t expected = 2 * (index / KILN_HISTORY_FRAMES + 1);   /* after its own write */
     uint64_t words[KILN_HISTORY_WORDS];
-    if (kiln_load_acquire(&slot->seq) != expected) return false;
+    if (kiln_seq_read_begin(&slot->seq) != expected) return false;
     for (size_t i = 0; i < KILN_HISTORY_WORDS; i++) words[i] = kiln_load_relaxed(&slot->words[i]);
-    kiln_fence_acquire();   /* the words before the second look at the count */
-    if (kiln_load_relaxed(&slot->seq) != expected) return false;
+    if (!kiln_seq_read_valid(&slot->seq, expected)) return false;
     memcpy(out, words, sizeof words);
     return true;
 }

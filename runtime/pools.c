@@ -167,13 +167,7 @@ void kiln_pool_free(kiln_ctx *ctx, kiln_pool *pool, void *obj) {
         return;
     }
     if (kiln_unlikely(!kiln_pool_owns(pool, obj))) {
-        if (kiln_load_relaxed(&pool->serial) == 0) {
-            kiln_add_relaxed(&pool->bad_frees, 1);
-            kiln_log_misuse(&pool->log, "POOL_DESTROYED", "kiln_pool_free: pool '%s' has been "
-                            "destroyed; %p ignored", pool->name, obj);
-        } else {
-            kiln_pool_reject_free(pool, obj);
-        }
+        kiln_pool_reject_free(pool, obj);   /* destroyed, foreign or interior: logged */
         return;
     }
     kiln_pool_cache *cache = &ctx->pool_caches[pool->index];

@@ -9,6 +9,7 @@
 
 #include "../base/clock.h"
 #include "../base/heap.h"
+#include "../base/seqlock.h"
 
 _Static_assert((KILN_TRACE_RING_EVENTS & (KILN_TRACE_RING_EVENTS - 1)) == 0, "the ring index is a mask");
 
@@ -54,8 +55,7 @@ static void record(kiln_ctx *ctx, uint32_t kind, uint32_t flags, uint64_t ts, ui
     kiln_trace_ring *ring = ctx->trace_ring;
     if (kiln_unlikely(!ring) && !(ring = ring_new(ctx))) return;
     uint64_t n = kiln_load_relaxed(&ring->head);   /* this thread's own store */
-    kiln_store_relaxed(&ring->claimed, n + 1);
-    kiln_fence_release();   /* a reader that sees a new word of the slot sees the claim */
+    kiln_seq_claim(&ring->claimed, n + 1);   /* a reader that sees a new word sees the claim */
     kiln_trace_slot *slot = &ring->slots[n & (KILN_TRACE_RING_EVENTS - 1)];
     uint64_t tag = kind | (flags & 0xffu) << 8 | (ctx->is_worker ? KILN_TRACE_WORKER : 0u) << 16 |
                    (uint64_t)ctx->id << 32;
@@ -63,7 +63,7 @@ static void record(kiln_ctx *ctx, uint32_t kind, uint32_t flags, uint64_t ts, ui
     kiln_store_relaxed(&slot->value, value);
     kiln_store_relaxed(&slot->what, what);
     kiln_store_relaxed(&slot->tag, tag);
-    kiln_store_release(&ring->head, n + 1);
+    kiln_seq_publish(&ring->head, n + 1);
 }
 
 /* The scheduler's hook: the begin time goes out as the token and comes back at the end,

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../base/heap.h"
+#include "../base/seqlock.h"
 #include "../jobs/task.h"
 #include "json.h"
 
@@ -44,7 +45,7 @@ typedef struct trace_writer {
 /* Copies the events ring holds into buf (KILN_TRACE_RING_EVENTS of them at most),
  * oldest first, leaving out any the ring's thread may have been overwriting. */
 static size_t ring_copy(kiln_trace_ring *ring, trace_event *buf) {
-    uint64_t head = kiln_load_acquire(&ring->head);
+    uint64_t head = kiln_seq_snapshot(&ring->head);
     uint64_t first = head > KILN_TRACE_RING_EVENTS ? head - KILN_TRACE_RING_EVENTS : 0;
     for (uint64_t n = first; n < head; n++) {
         kiln_trace_slot *slot = &ring->slots[n & (KILN_TRACE_RING_EVENTS - 1)];
@@ -55,8 +56,7 @@ static size_t ring_copy(kiln_trace_ring *ring, trace_event *buf) {
             .tag = kiln_load_relaxed(&slot->tag),
         };
     }
-    kiln_fence_acquire();   /* the slots before the look at claimed (see trace.h) */
-    uint64_t claimed = kiln_load_relaxed(&ring->claimed);
+    uint64_t claimed = kiln_seq_recheck(&ring->claimed);   /* after the slots (see trace.h) */
     uint64_t safe = claimed > KILN_TRACE_RING_EVENTS ? claimed - KILN_TRACE_RING_EVENTS : 0;
     if (safe <= first) return (size_t)(head - first);
     if (safe >= head) return 0;

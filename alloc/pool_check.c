@@ -1,0 +1,79 @@
+/* alloc/pool_check.c — the checks of a pool free, above the core (pool.c) and the debug
+ * layer (pool_debug.c): the diagnosis of a pointer that kiln_pool_owns refused (foreign,
+ * interior, or a destroyed pool), and the checked free that KILN_POOL_CHECKED and the
+ * debug hooks put in front of the cache (interior pointers, double frees). The proof
+ * that a pointer belongs to the pool stays in the fast path (kiln_pool_owns); only its
+ * failures, and pools with those flags, come here. */
+#include "pool.h"
+
+/* Logs and counts a double free of obj (POOL_DOUBLE_FREE). */
+static KILN_COLD void reject_double_free(kiln_pool *pool, const void *obj) {
+    kiln_add_relaxed(&pool->double_frees, 1);
+    kiln_log_misuse(&pool->log, "POOL_DOUBLE_FREE",
+                    "pool '%s': object %p is not live (freed twice?); ignored", pool->name, obj);
+}
+
+/* false (logged, counted) when obj, in an object block of the pool, is not at the
+ * start of one of its slots. */
+static bool check_interior(kiln_pool *pool, const kiln_pool_block *block, const void *obj) {
+    size_t offset = (uintptr_t)obj - block->first;
+    if (offset % pool->slot == 0 && offset / pool->slot < pool->slots_per_block) return true;
+    kiln_add_relaxed(&pool->bad_frees, 1);
+    kiln_log_misuse(&pool->log, "POOL_INTERIOR_POINTER",
+                    "pool '%s': %p points %zu bytes into an object, not at its start; ignored",
+                    pool->name, obj, offset % pool->slot);
+    return false;
+}
+
+/* KILN_POOL_CHECKED: clears the object's in-use bit; false (logged, counted) when it
+ * was clear already, a double free. obj is at the start of a slot. */
+static bool clear_in_use(kiln_pool *pool, kiln_pool_block *block, const void *obj) {
+    size_t slot = ((uintptr_t)obj - block->first) / pool->slot;
+    uint64_t bit = (uint64_t)1 << (slot % 64);
+    uint64_t before = kiln_and_relaxed(&block->in_use[slot / 64], ~bit);
+    if (before & bit) return true;
+    reject_double_free(pool, obj);
+    return false;
+}
+
+void kiln_pool_reject_free(kiln_pool *pool, void *obj) {
+    if (kiln_load_relaxed(&pool->serial) == 0) {
+        kiln_add_relaxed(&pool->bad_frees, 1);
+        kiln_log_misuse(&pool->log, "POOL_DESTROYED", "kiln_pool_free: pool '%s' has been "
+                        "destroyed; %p ignored", pool->name, obj);
+        return;
+    }
+    const char *owner = "no pool";
+    if (kiln_address_map_has(&pool->blocks->map, obj)) {
+        const kiln_pool_block *block = kiln_block_of(pool->blocks, obj);
+        bool object_block = block->magic == KILN_POOL_BLOCK_MAGIC;
+        /* Inside the last slot of one of this pool's blocks, past where its object
+         * starts: an interior pointer, refused in every build because an object handed
+         * out there would run past the slots (kiln_pool_owns accepts up to last_start). */
+        if (object_block && block->pool == pool &&
+            block->serial == kiln_load_relaxed(&pool->serial) &&
+            (uintptr_t)obj - block->first < pool->last_start + pool->slot &&
+            !check_interior(pool, block, obj))   /* logged and counted it */
+            return;
+        owner = object_block && block->pool != pool ? block->pool->name
+                                                    : "kiln memory that is no object of this pool";
+    }
+    kiln_add_relaxed(&pool->bad_frees, 1);
+    kiln_log_misuse(&pool->log, "POOL_FOREIGN_POINTER",
+                    "pool '%s': %p is not an object of this pool (it belongs to %s); ignored",
+                    pool->name, obj, owner);
+}
+
+void kiln_pool_free_checked(kiln_pool *pool, kiln_pool_cache *cache, void *obj) {
+    kiln_pool_block *block = kiln_block_of(pool->blocks, obj);
+    bool checked = (pool->flags & KILN_POOL_CHECKED) != 0;
+    /* An interior pointer would clear another object's bit, or free its slot entry. */
+    if ((checked || (pool->debug & KILN_POOL_HEADER_BITS)) && !check_interior(pool, block, obj))
+        return;
+    if (checked && !clear_in_use(pool, block, obj)) return;
+    if ((pool->flags & KILN_POOL_DEBUG_HOOKS) && !kiln_pool_debug_free(pool, obj)) {
+        reject_double_free(pool, obj);
+        return;
+    }
+    kiln_pool_cache_free(pool, cache, obj);
+}
