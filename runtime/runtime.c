@@ -59,7 +59,7 @@ static void reset_worker_frame(void *owner) {
 
 kiln_runtime *kiln_create(const kiln_desc *desc) {
     kiln_desc d = desc_with_defaults(desc);
-    kiln_log_sink early = { d.log, d.log_user, NULL, d.error_hook, d.error_hook_user };
+    kiln_log_sink early = { d.log, d.log_user, NULL, d.error_hook, d.error_hook_user, d.log_item };
     if (!desc_check(&d, &early)) return NULL;
     size_t size = kiln_align_up(sizeof(kiln_runtime), KILN_CACHE_LINE);
     kiln_runtime *rt = kiln_heap_aligned(KILN_CACHE_LINE, size);
@@ -70,7 +70,8 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     }
     memset(rt, 0, size);
     rt->desc = d;
-    rt->log = (kiln_log_sink){ d.log, d.log_user, &rt->api_errors, d.error_hook, d.error_hook_user };
+    rt->log = (kiln_log_sink){ d.log, d.log_user, &rt->api_errors, d.error_hook, d.error_hook_user,
+                               d.log_item };
     kiln_block_pool_config pool_config = {
         .block_size = d.block_size,
         .reserve_bytes = d.reserve_size,
