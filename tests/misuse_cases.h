@@ -2,7 +2,8 @@
  * Included three times by tests/test_misuse.c (thunks, the row array, one Test per row);
  * no include guard on purpose.
  *
- * ROW(id, "function", "input class", "ITEM" or NULL, sink, counted, fixture flags, doc,
+ * ROW(id, "function", "input class", KILN_LOGITEM_<ITEM> or KILN_LOGITEM_NONE, sink, counted,
+ *     fixture flags, doc,
  *     { thunk body: makes the call through f (the fixture) and checks the safe return
  *       with WANT, WANT_EQ, WANT_NULL, WANT_NOT_NULL (tests/test_misuse.c), or cr_expect })
  *
@@ -247,6 +248,20 @@ ROW(runtime_desc_forged, "kiln_runtime_desc", "UNDOC forged runtime: {0}, RUNTIM
 /* kiln_trim */
 ROW(trim_null, "kiln_trim", "UNDOC NULL runtime: 0, RUNTIME_NULL", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     WANT_EQ(kiln_trim(NULL), 0u);
+})
+
+/* kiln_log_item_name, kiln_log_item_level: no item is legal input, answered, not logged */
+ROW(log_item_name_none, "kiln_log_item_name", "range: KILN_LOGITEM_NONE (legal: NULL)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    WANT_NULL(kiln_log_item_name(KILN_LOGITEM_NONE));
+})
+ROW(log_item_name_count, "kiln_log_item_name", "range: KILN_LOGITEM_COUNT and -1 (legal: NULL)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    WANT_NULL(kiln_log_item_name(KILN_LOGITEM_COUNT));
+    WANT_NULL(kiln_log_item_name((kiln_log_item)-1));
+})
+ROW(log_item_level_out_of_range, "kiln_log_item_level", "range: NONE, COUNT and -1 (legal: KILN_LOG_DEBUG)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(kiln_log_item_level(KILN_LOGITEM_NONE), KILN_LOG_DEBUG);
+    WANT_EQ(kiln_log_item_level(KILN_LOGITEM_COUNT), KILN_LOG_DEBUG);
+    WANT_EQ(kiln_log_item_level((kiln_log_item)-1), KILN_LOG_DEBUG);
 })
 
 /* ======================= memory.h ======================= */
