@@ -15,14 +15,14 @@ const kiln_log_sink *kiln_ctx_log(const kiln_ctx *ctx) {
 }
 
 bool kiln_ctx_may_use(const kiln_ctx *ctx, const kiln_runtime *owner, const kiln_log_sink *log,
-                      const char *wrong_runtime_item, const char *function, const char *kind,
+                      kiln_log_item wrong_runtime_item, const char *function, const char *kind,
                       const char *name) {
     if (ctx->magic != KILN_CTX_MAGIC) {
         if (ctx_detached(ctx))
-            kiln_log_misuse(log, "CONTEXT_DETACHED", "%s: %s '%s': context %u has been detached; "
+            kiln_log_misuse(log, KILN_LOGITEM_CONTEXT_DETACHED, "%s: %s '%s': context %u has been detached; "
                             "refused", function, kind, name, ctx->id);
         else
-            kiln_log_misuse(log, "CONTEXT_INVALID", "%s: %s '%s': %p is not a kiln context; "
+            kiln_log_misuse(log, KILN_LOGITEM_CONTEXT_INVALID, "%s: %s '%s': %p is not a kiln context; "
                             "refused", function, kind, name, (const void *)ctx);
         return false;
     }
@@ -36,12 +36,12 @@ bool kiln_ctx_may_use(const kiln_ctx *ctx, const kiln_runtime *owner, const kiln
 
 static KILN_COLD void refuse_ctx(const kiln_ctx *ctx, const char *function) {
     if (!ctx)
-        kiln_log_misuse(NULL, "CONTEXT_NULL", "%s: the context is NULL", function);
+        kiln_log_misuse(NULL, KILN_LOGITEM_CONTEXT_NULL, "%s: the context is NULL", function);
     else if (ctx_detached(ctx))
-        kiln_log_misuse(kiln_ctx_log(ctx), "CONTEXT_DETACHED",
+        kiln_log_misuse(kiln_ctx_log(ctx), KILN_LOGITEM_CONTEXT_DETACHED,
                         "%s: context %u has been detached; refused", function, ctx->id);
     else
-        kiln_log_misuse(NULL, "CONTEXT_INVALID", "%s: %p is not a kiln context", function,
+        kiln_log_misuse(NULL, KILN_LOGITEM_CONTEXT_INVALID, "%s: %p is not a kiln context", function,
                         (const void *)ctx);
 }
 
@@ -78,7 +78,7 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
     uint32_t id = rt->next_ctx_id++;
     pthread_mutex_unlock(&rt->registry_lock);
     if (!ctx) {
-        kiln_log(&rt->log, KILN_LOG_ERROR, "CONTEXT_OUT_OF_MEMORY", "%s: no memory for %s "
+        kiln_log(&rt->log, KILN_LOGITEM_CONTEXT_OUT_OF_MEMORY, "%s: no memory for %s "
                  "context (%zu bytes)", is_worker ? "kiln_create" : "kiln_attach",
                  is_worker ? "a worker's" : "a", sizeof *ctx);
         return NULL;
@@ -171,13 +171,13 @@ void kiln_detach(kiln_ctx *ctx) {
     if (!ctx) return;
     if (!kiln_ctx_check(ctx, "kiln_detach")) return;
     if (ctx->is_worker) {
-        kiln_log_misuse(&ctx->rt->log, "CONTEXT_IS_WORKER",
+        kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_CONTEXT_IS_WORKER,
                         "kiln_detach: context %u belongs to a worker; kiln_destroy detaches it",
                         ctx->id);
         return;
     }
     if (ctx->queue.job_depth > 0) {   /* its frame arena and queue are in use below us */
-        kiln_log_misuse(&ctx->rt->log, "CONTEXT_INSIDE_JOB",
+        kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_CONTEXT_INSIDE_JOB,
                         "kiln_detach: context %u is running a job; detach between jobs", ctx->id);
         return;
     }
@@ -196,7 +196,7 @@ bool kiln_workers_start(kiln_runtime *rt) {
     if (n == 0) return true;
     rt->workers = kiln_heap_calloc(n, sizeof *rt->workers);
     if (!rt->workers) {
-        kiln_log(&rt->log, KILN_LOG_ERROR, "RUNTIME_OUT_OF_MEMORY",
+        kiln_log(&rt->log, KILN_LOGITEM_RUNTIME_OUT_OF_MEMORY,
                  "kiln_create: no memory for the table of %u workers (%zu bytes)", n,
                  (size_t)n * sizeof *rt->workers);
         return false;
@@ -206,7 +206,7 @@ bool kiln_workers_start(kiln_runtime *rt) {
         if (!ctx) return false;
         rt->workers[i] = ctx;
         if (pthread_create(&ctx->thread, NULL, worker_main, ctx) != 0) {
-            kiln_log(&rt->log, KILN_LOG_ERROR, "WORKER_START_FAILED",
+            kiln_log(&rt->log, KILN_LOGITEM_WORKER_START_FAILED,
                      "kiln_create: worker %u of %u could not start", i + 1, n);
             context_release(ctx);
             rt->workers[i] = NULL;
@@ -251,7 +251,7 @@ static inline bool frame_alloc_ok(const kiln_ctx *ctx) {
 static KILN_COLD void *refuse_frame_alloc(const kiln_ctx *ctx, const char *function) {
     /* NULL, detached, not a context: the context check says which, in its own words. */
     if (!kiln_ctx_check(ctx, function)) return NULL;
-    kiln_log_misuse(&ctx->rt->log, "JOB_BACKGROUND_FRAME_ALLOC",
+    kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_BACKGROUND_FRAME_ALLOC,
                     "%s: a background job on context %u asked for frame memory, which frame "
                     "end may reset under it; refused", function, ctx->id);
     return NULL;

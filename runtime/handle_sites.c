@@ -36,6 +36,6 @@ void kiln_handles_report_leaks(kiln_handles *table) {
     }
     char what[80];
     snprintf(what, sizeof what, "handle table '%s'", table->name);
-    kiln_site_table_report(&sites, &table->log, "HANDLES_LEAK_SITE", "HANDLES_LEAK_SUMMARY", what,
+    kiln_site_table_report(&sites, &table->log, KILN_LOGITEM_HANDLES_LEAK_SITE, KILN_LOGITEM_HANDLES_LEAK_SUMMARY, what,
                            "items");
 }

@@ -30,13 +30,14 @@ static inline void *item_of(const kiln_handles *table, kiln_handle_slot *slot) {
 /* ---------- create and destroy ---------- */
 
 static bool desc_valid(kiln_runtime *rt, const kiln_handles_desc *desc, const char *name) {
-    const char *item = NULL, *bad = NULL;
+    kiln_log_item item = KILN_LOGITEM_NONE;
+    const char *bad = NULL;
     if (desc->item_size == 0 || desc->item_size > HANDLES_MAX_ITEM)
-        item = "HANDLES_BAD_ITEM_SIZE", bad = "item_size must be 1 byte to 1 MiB";
+        item = KILN_LOGITEM_HANDLES_BAD_ITEM_SIZE, bad = "item_size must be 1 byte to 1 MiB";
     else if (desc->item_align && (!kiln_is_pow2(desc->item_align) || desc->item_align > HANDLES_MAX_ALIGN))
-        item = "HANDLES_BAD_ALIGN", bad = "item_align must be a power of two up to 4096";
+        item = KILN_LOGITEM_HANDLES_BAD_ALIGN, bad = "item_align must be a power of two up to 4096";
     else if (desc->capacity > KILN_HANDLES_MAX_CAPACITY)
-        item = "HANDLES_BAD_CAPACITY", bad = "capacity must be at most 16777215";
+        item = KILN_LOGITEM_HANDLES_BAD_CAPACITY, bad = "capacity must be at most 16777215";
     if (bad)
         kiln_log_misuse(&rt->log, item,
                         "kiln_handles_create: table '%s': %s (item_size %zu, item_align %zu, "
@@ -62,7 +63,7 @@ static bool table_init(kiln_runtime *rt, kiln_handles *table, const kiln_handles
     if (!table->slots) return false;   /* the block pool logged the refusal */
     table->ring = (kiln_reuse_entry *)(table->slots + ring_offset);
     if (!kiln_handles_sites_init(table, rt->desc.debug)) {
-        kiln_log(&rt->log, KILN_LOG_ERROR, "HANDLES_OUT_OF_MEMORY",
+        kiln_log(&rt->log, KILN_LOGITEM_HANDLES_OUT_OF_MEMORY,
                  "kiln_handles_create: table '%s': no memory for its allocation-site array", name);
         kiln_block_pool_unmap_large(&rt->pool, table->slots, table->map_bytes);
         return false;
@@ -81,14 +82,14 @@ static bool table_init(kiln_runtime *rt, kiln_handles *table, const kiln_handles
 kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *desc) {
     if (!kiln_runtime_check(rt, "kiln_handles_create")) return NULL;
     if (!desc) {
-        kiln_log_misuse(&rt->log, "HANDLES_NULL_DESC", "kiln_handles_create: desc is NULL");
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_HANDLES_NULL_DESC, "kiln_handles_create: desc is NULL");
         return NULL;
     }
     const char *name = desc->name ? desc->name : "handles";
     if (!desc_valid(rt, desc, name)) return NULL;
     kiln_handles *table = kiln_heap_aligned(KILN_CACHE_LINE, sizeof *table);
     if (!table) {
-        kiln_log(&rt->log, KILN_LOG_ERROR, "HANDLES_OUT_OF_MEMORY",
+        kiln_log(&rt->log, KILN_LOGITEM_HANDLES_OUT_OF_MEMORY,
                  "kiln_handles_create: no memory for table '%s'", name);
         return NULL;
     }
@@ -104,7 +105,7 @@ kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *des
     }
     pthread_mutex_unlock(&rt->registry_lock);
     if (slot < 0)
-        kiln_log_misuse(&rt->log, "HANDLES_TOO_MANY", "kiln_handles_create: table '%s': all %d "
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_HANDLES_TOO_MANY, "kiln_handles_create: table '%s': all %d "
                         "table slots are in use", name, KILN_MAX_HANDLE_TABLES);
     if (!made) kiln_heap_free(table);
     return made ? table : NULL;
@@ -112,7 +113,7 @@ kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *des
 
 static bool table_destroyed(kiln_handles *table, const char *function) {
     if (kiln_likely(table->serial != 0)) return false;
-    kiln_log_misuse(&table->log, "HANDLES_DESTROYED",
+    kiln_log_misuse(&table->log, KILN_LOGITEM_HANDLES_DESTROYED,
                     "%s: table '%s' has been destroyed; refused", function, table->name);
     return true;
 }
@@ -124,7 +125,7 @@ void kiln_handles_destroy(kiln_handles *table) {
     uint64_t allocs, frees, pending;
     kiln_handles_tally(table, &allocs, &frees, &pending);
     if (allocs != frees)
-        kiln_log(&rt->log, KILN_LOG_WARN, "HANDLES_ITEMS_LIVE",
+        kiln_log(&rt->log, KILN_LOGITEM_HANDLES_ITEMS_LIVE,
                  "kiln_handles_destroy: table '%s' still has %llu live items; their memory is "
                  "returned now", table->name, (unsigned long long)(allocs - frees));
     kiln_handles_report_leaks(table);   /* KILN_DEBUG_SITES: by allocation site */
@@ -162,7 +163,7 @@ void kiln_runtime_handles_fini(kiln_runtime *rt) {
     for (int i = 0; i < KILN_MAX_HANDLE_TABLES; i++) {
         kiln_handles *table = rt->handle_tables[i];
         if (!table) continue;
-        kiln_log(&rt->log, KILN_LOG_WARN, "HANDLES_STILL_ALIVE",
+        kiln_log(&rt->log, KILN_LOGITEM_HANDLES_STILL_ALIVE,
                  "kiln_destroy: handle table '%s' is still alive; destroying it", table->name);
         kiln_handles_destroy(table);
     }
@@ -182,7 +183,7 @@ void kiln_handles_set_generation_limit(kiln_handles *table, uint32_t max_generat
 /* Why a lookup missed, counted; never logged (a stale lookup is normal use). */
 static KILN_COLD void *get_miss(kiln_handles *table, kiln_handle h) {
     if (!table) {
-        kiln_log_misuse(NULL, "HANDLES_NULL", "kiln_handle_get: the table is NULL");
+        kiln_log_misuse(NULL, KILN_LOGITEM_HANDLES_NULL, "kiln_handle_get: the table is NULL");
         return NULL;
     }
     if (table_destroyed(table, "kiln_handle_get")) return NULL;
@@ -236,12 +237,12 @@ static void cache_bind(kiln_handles *table, kiln_handle_cache *cache) {
  * detached context's caches were unbound at its detach, so its every call comes here. */
 static kiln_handle_cache *cache_for(kiln_ctx *ctx, kiln_handles *table, const char *function) {
     if (!ctx || !table) {
-        kiln_log_misuse(table ? &table->log : kiln_ctx_log(ctx), ctx ? "HANDLES_NULL" : "CONTEXT_NULL",
+        kiln_log_misuse(table ? &table->log : kiln_ctx_log(ctx), ctx ? KILN_LOGITEM_HANDLES_NULL : KILN_LOGITEM_CONTEXT_NULL,
                         "%s: the %s is NULL", function, ctx ? "table" : "context");
         return NULL;
     }
     if (table_destroyed(table, function)) return NULL;
-    if (!kiln_ctx_may_use(ctx, table->owner, &table->log, "HANDLES_WRONG_RUNTIME", function,
+    if (!kiln_ctx_may_use(ctx, table->owner, &table->log, KILN_LOGITEM_HANDLES_WRONG_RUNTIME, function,
                           "table", table->name))
         return NULL;
     kiln_handle_cache *cache = &ctx->handle_caches[table->index];
@@ -288,7 +289,7 @@ static KILN_COLD kiln_handle alloc_slow(kiln_ctx *ctx, kiln_handles *table, void
     }
     kiln_add_relaxed(&table->failures, 1);
     if (kiln_exchange_relaxed(&table->full_warned, 1) == 0)
-        kiln_log(&table->log, KILN_LOG_WARN, "HANDLES_FULL",
+        kiln_log(&table->log, KILN_LOGITEM_HANDLES_FULL,
                  "kiln_handle_alloc: table '%s' is full: capacity %u, %u freed slots wait for a "
                  "frame end or a quiescent point, %llu retired", table->name, table->capacity,
                  kiln_load_relaxed(&table->limbo_count),
@@ -315,14 +316,14 @@ static KILN_COLD bool refuse_free(kiln_handles *table, kiln_handle h, uint32_t s
     if (ours && (int32_t)(seen_gen - gen) <= 0) ours = false;
     if (!ours) {
         kiln_add_relaxed(&table->foreign, 1);
-        kiln_log_misuse(&table->log, h.bits ? "HANDLE_FOREIGN" : "HANDLE_NULL",
+        kiln_log_misuse(&table->log, h.bits ? KILN_LOGITEM_HANDLE_FOREIGN : KILN_LOGITEM_HANDLE_NULL,
                         "kiln_handle_free: table '%s': handle 0x%016llx %s; ignored", table->name,
                         (unsigned long long)h.bits,
                         h.bits ? "is not a handle of this table" : "is the zero handle");
         return false;
     }
     kiln_add_relaxed(&table->double_frees, 1);
-    kiln_log_misuse(&table->log, "HANDLE_DOUBLE_FREE",
+    kiln_log_misuse(&table->log, KILN_LOGITEM_HANDLE_DOUBLE_FREE,
                     "kiln_handle_free: table '%s': handle 0x%016llx (slot %u, generation %u) is "
                     "stale: %s; ignored", table->name, (unsigned long long)h.bits, index, gen,
                     seen_gen == gen + 1 ? "it was freed already"
@@ -425,7 +426,7 @@ size_t kiln_stats_handles(kiln_runtime *rt, kiln_handles_stats *out, size_t cap)
 }
 
 bool kiln_handles_stats_get(kiln_handles *table, kiln_handles_stats *out) {
-    if (!kiln_stats_args_ok(table ? &table->log : NULL, table, "HANDLES_NULL", "the table", out, sizeof *out,
+    if (!kiln_stats_args_ok(table ? &table->log : NULL, table, KILN_LOGITEM_HANDLES_NULL, "the table", out, sizeof *out,
                             "kiln_handles_stats_get"))
         return false;
     kiln_runtime *rt = table->owner;

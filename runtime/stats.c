@@ -7,7 +7,7 @@ bool kiln_stats_get(kiln_runtime *rt, kiln_stats *out) {
     if (out) memset(out, 0, sizeof *out);
     if (!kiln_runtime_check(rt, "kiln_stats_get")) return false;   /* the runtime first */
     if (!out) {
-        kiln_log_misuse(&rt->log, "STATS_NULL_OUT", "kiln_stats_get: out is NULL");
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_STATS_NULL_OUT, "kiln_stats_get: out is NULL");
         return false;
     }
     out->frame = kiln_load_relaxed(&rt->frame);
@@ -37,22 +37,22 @@ bool kiln_stats_list_args_ok(const kiln_runtime *rt, const void *out, size_t cap
                              const char *function) {
     if (!kiln_runtime_check(rt, function)) return false;
     if (out || cap == 0) return true;
-    kiln_log_misuse(&((kiln_runtime *)rt)->log, "STATS_NULL_OUT",
+    kiln_log_misuse(&((kiln_runtime *)rt)->log, KILN_LOGITEM_STATS_NULL_OUT,
                     "%s: out is NULL with cap %zu; nothing copied", function, cap);
     return false;
 }
 
-bool kiln_stats_args_ok(const kiln_log_sink *log, const void *object, const char *null_item,
+bool kiln_stats_args_ok(const kiln_log_sink *log, const void *object, kiln_log_item null_item,
                         const char *noun, void *out, size_t out_size, const char *function) {
     if (object && out) return true;
     if (out) memset(out, 0, out_size);
-    kiln_log_misuse(log, object ? "STATS_NULL_OUT" : null_item, "%s: %s is NULL", function,
+    kiln_log_misuse(log, object ? KILN_LOGITEM_STATS_NULL_OUT : null_item, "%s: %s is NULL", function,
                     object ? "out" : noun);
     return false;
 }
 
 bool kiln_arena_stats_get(const kiln_arena *arena, kiln_arena_stats *out) {
-    if (!kiln_stats_args_ok(arena ? &arena->log : NULL, arena, "ARENA_NULL", "the arena", out, sizeof *out, "kiln_arena_stats_get"))
+    if (!kiln_stats_args_ok(arena ? &arena->log : NULL, arena, KILN_LOGITEM_ARENA_NULL, "the arena", out, sizeof *out, "kiln_arena_stats_get"))
         return false;
     return kiln_arena_stats_read(arena, out);   /* false, logged, for a destroyed arena */
 }
