@@ -83,16 +83,14 @@ void kiln_block_pool_fini(kiln_block_pool *pool) {
     pthread_mutex_destroy(&pool->grow_lock);
 }
 
-/* The refusal of a growth whose bookkeeping (the reservation's record, a leaf of the
- * address map) found no heap memory; told from the others by its address. */
-static const kiln_log_item heap_refusal = KILN_LOGITEM_BLOCK_POOL_OUT_OF_MEMORY;
-
-/* Counts and reports a refused request: logged once until a request succeeds. */
+/* Counts and reports a refused request: logged once until a request succeeds.
+ * BLOCK_POOL_OUT_OF_MEMORY is a growth whose bookkeeping (the reservation's record, a
+ * leaf of the address map) found no heap memory. */
 static KILN_COLD void report_refusal(kiln_block_pool *pool, kiln_log_item item, size_t asked) {
     kiln_add_relaxed(&pool->failures, 1);
     if (kiln_exchange_relaxed(&pool->limit_reported, 1) != 0) return;
     size_t reserved = kiln_load_relaxed(&pool->reserved_bytes);
-    if (item == heap_refusal)
+    if (item == KILN_LOGITEM_BLOCK_POOL_OUT_OF_MEMORY)
         kiln_log(&pool->log, item,
                  "block pool: no heap memory for the record and address map of a reservation "
                  "of %zu bytes (%zu reserved)", asked, reserved);
@@ -170,11 +168,11 @@ static bool grow_locked(kiln_block_pool *pool, kiln_log_item *refusal, size_t *a
     }
     kiln_reservation *record = kiln_heap_alloc(sizeof *record);
     char *base = record ? kiln_os_map_aligned(blocks * bs, bs) : NULL;
-    *refusal = record ? KILN_LOGITEM_OS_MAP_FAILED : heap_refusal;
+    *refusal = record ? KILN_LOGITEM_OS_MAP_FAILED : KILN_LOGITEM_BLOCK_POOL_OUT_OF_MEMORY;
     if (base && !kiln_address_map_add(&pool->map, base, blocks * bs)) {
         kiln_os_unmap(base, blocks * bs);   /* a failed add sets no bit */
         base = NULL;
-        *refusal = heap_refusal;
+        *refusal = KILN_LOGITEM_BLOCK_POOL_OUT_OF_MEMORY;
     }
     if (!base) {
         kiln_heap_free(record);
