@@ -45,12 +45,17 @@ static kiln_block_pool_stats pool_stats(kiln_block_pool *p) {
     return s;
 }
 
+/* The sink a runtime would give its block pool, into rec: both callbacks. */
+static kiln_log_sink recording_sink(void) {
+    return (kiln_log_sink){ .fn = recording_log_fn, .user = rec, .item_fn = recording_log_item_fn };
+}
+
 static void pool_init(size_t block_size, size_t reserve_bytes, size_t memory_limit) {
     kiln_block_pool_config config = {
         .block_size = block_size,
         .reserve_bytes = reserve_bytes,
         .memory_limit = memory_limit,
-        .log = { recording_log_fn, rec, NULL },
+        .log = recording_sink(),
     };
     cr_assert(kiln_block_pool_init(&pool, &config), "init failed:%s", recorded_summary(rec));
 }
@@ -166,7 +171,7 @@ Test(block_pool, a_large_reservation_touches_only_the_blocks_handed_out) {
 }
 
 Test(block_pool, init_refuses_bad_config) {
-    kiln_block_pool_config config = { .block_size = 0, .log = { recording_log_fn, rec, NULL } };
+    kiln_block_pool_config config = { .block_size = 0, .log = recording_sink() };
     cr_assert(!kiln_block_pool_init(&pool, &config));
     config.block_size = 12288;
     cr_assert(!kiln_block_pool_init(&pool, &config));

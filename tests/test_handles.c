@@ -1408,7 +1408,7 @@ Test(handles, bad_descs_are_refused) {
         recording_log_clear(rec);
         cr_assert_null(kiln_handles_create(rt, cases[i].desc), "case %zu", i);
         cr_assert_eq(count_items_at(rec, cases[i].item, KILN_LOG_ERROR), 1, "case %zu, %s:%s", i,
-                     cases[i].item, recorded_summary(rec));
+                     kiln_log_item_name(cases[i].item), recorded_summary(rec));
         cr_assert_eq(count_items_with(rec, cases[i].item, cases[i].why), 1, "case %zu says "
                      "what was wrong (%s):%s", i, cases[i].why, recorded_summary(rec));
         cr_assert_eq(recorded_count(rec), 1, "case %zu:%s", i, recorded_summary(rec));

@@ -1707,13 +1707,15 @@ Test(pool, api_errors_count_pool_misuse) {
     kiln_pool_free(ctx, dead, obj);                                      /* POOL_DESTROYED */
     kiln_pool_destroy(dead);                                             /* POOL_DESTROYED */
     cr_assert_null(kiln_pool_alloc(NULL, pool));                         /* CONTEXT_NULL */
-    const kiln_log_item items[] = { KILN_LOGITEM_POOL_BAD_SIZE, KILN_LOGITEM_POOL_BAD_ALIGN, KILN_LOGITEM_POOL_BAD_MAGAZINE_SIZE,
-                            KILN_LOGITEM_POOL_NULL_DESC, KILN_LOGITEM_POOL_FOREIGN_POINTER, KILN_LOGITEM_POOL_INTERIOR_POINTER,
-                            KILN_LOGITEM_POOL_DOUBLE_FREE, KILN_LOGITEM_CONTEXT_NULL };
+    const kiln_log_item items[] = {
+        KILN_LOGITEM_POOL_BAD_SIZE, KILN_LOGITEM_POOL_BAD_ALIGN, KILN_LOGITEM_POOL_BAD_MAGAZINE_SIZE,
+        KILN_LOGITEM_POOL_NULL_DESC, KILN_LOGITEM_POOL_FOREIGN_POINTER, KILN_LOGITEM_POOL_INTERIOR_POINTER,
+        KILN_LOGITEM_POOL_DOUBLE_FREE, KILN_LOGITEM_CONTEXT_NULL,
+    };
     size_t n = sizeof items / sizeof items[0];
     for (size_t i = 0; i < n; i++)
-        cr_assert_eq(count_items_at(rec, items[i], KILN_LOG_ERROR), 1, "%s:%s", items[i],
-                     recorded_summary(rec));
+        cr_assert_eq(count_items_at(rec, items[i], KILN_LOG_ERROR), 1, "%s:%s",
+                     kiln_log_item_name(items[i]), recorded_summary(rec));
     cr_assert_eq(count_items_at(rec, KILN_LOGITEM_POOL_DESTROYED, KILN_LOG_ERROR), 3);
     cr_assert_eq(count_items_at(rec, KILN_LOGITEM_POOL_CAPACITY_REACHED, KILN_LOG_WARN), 1);
     cr_assert_eq(runtime_stats(rt).api_errors, n + 3);

@@ -242,13 +242,16 @@ Test(runtime, api_errors_count_misuse) {
     cr_assert_not_null(kiln_frame_alloc(ctx, 1000, 8));                /* a warning, not misuse */
     kiln_frame_end(ctx);
 
-    const kiln_log_item items[] = { KILN_LOGITEM_ARENA_BAD_ALIGN, KILN_LOGITEM_ARENA_BAD_MARK, KILN_LOGITEM_FRAME_END_WITHOUT_BEGIN,
-                            KILN_LOGITEM_FRAME_ALREADY_OPEN, KILN_LOGITEM_FRAME_NOT_DRIVER, KILN_LOGITEM_ARENA_IS_FRAME_ARENA,
-                            KILN_LOGITEM_STATS_NULL_OUT };
+    const kiln_log_item items[] = {
+        KILN_LOGITEM_ARENA_BAD_ALIGN, KILN_LOGITEM_ARENA_BAD_MARK, KILN_LOGITEM_FRAME_END_WITHOUT_BEGIN,
+        KILN_LOGITEM_FRAME_ALREADY_OPEN, KILN_LOGITEM_FRAME_NOT_DRIVER, KILN_LOGITEM_ARENA_IS_FRAME_ARENA,
+        KILN_LOGITEM_STATS_NULL_OUT,
+    };
     size_t n = sizeof items / sizeof items[0];
     for (size_t i = 0; i < n; i++) {
-        cr_assert_eq(count_items(rec, items[i]), 1, "%s:%s", items[i], recorded_summary(rec));
-        cr_assert_eq(count_items_at(rec, items[i], KILN_LOG_ERROR), 1, "%s is an error", items[i]);
+        const char *name = kiln_log_item_name(items[i]);
+        cr_assert_eq(count_items(rec, items[i]), 1, "%s:%s", name, recorded_summary(rec));
+        cr_assert_eq(count_items_at(rec, items[i], KILN_LOG_ERROR), 1, "%s is an error", name);
     }
     cr_assert_eq(count_items_at(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED, KILN_LOG_WARN), 1);
     cr_assert_eq(runtime_stats(rt).api_errors, n);
