@@ -581,7 +581,7 @@ Test(debug, pool_leaks_are_listed_by_site_biggest_first) {
     /* Biggest first: the order of the messages. */
     const char *first = NULL;
     for (size_t i = 0; i < rec->count && !first; i++)
-        if (strncmp(rec->messages[i].text, "POOL_LEAK_SITE:", 15) == 0) first = rec->messages[i].text;
+        if (rec->messages[i].item == KILN_LOGITEM_POOL_LEAK_SITE) first = rec->messages[i].text;
     cr_assert(first && strstr(first, "3 objects"), "%s", recorded_summary(rec));
     cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_LEAK_SUMMARY), 0, "few sites: no summary");
 }
