@@ -16,7 +16,8 @@ static bool is_driver(kiln_runtime *rt, kiln_ctx *ctx) {
  * the very job that called it. Logs the refusal. */
 static bool clock_call_allowed(const kiln_ctx *ctx, const char *function) {
     kiln_log_item item = ctx->is_worker ? KILN_LOGITEM_FRAME_WORKER_CONTEXT
-                       : ctx->queue.job_depth > 0 ? KILN_LOGITEM_FRAME_INSIDE_JOB : KILN_LOGITEM_NONE;
+                         : ctx->queue.job_depth > 0 ? KILN_LOGITEM_FRAME_INSIDE_JOB
+                         : KILN_LOGITEM_NONE;
     if (kiln_likely(item == KILN_LOGITEM_NONE)) return true;
     kiln_log_misuse(&ctx->rt->log, item,
                     ctx->is_worker ? "%s: context %u is a worker's; only an attached thread "
