@@ -84,7 +84,7 @@ static KILN_COLD void warn_budget(kiln_arena *arena, size_t used) {
     arena->budget_warned = true;
     kiln_owner_add(&arena->budget_warnings, 1);
     unsigned long long frame = arena->frame_clock ? kiln_load_relaxed(arena->frame_clock) : 0;
-    kiln_log(&arena->log, KILN_LOG_WARN, "FRAME_BUDGET_EXCEEDED",
+    kiln_log(&arena->log, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED,
              "arena '%s': %zu bytes in use in frame %llu, over its budget of %zu bytes",
              arena->name, used, frame, arena->budget);
 }
@@ -184,7 +184,7 @@ static void *alloc_large(kiln_arena *arena, size_t size, size_t align) {
     size_t guard = (arena->debug & KILN_DEBUG_GUARD_PAGES) ? kiln_os_page_size() : 0;
     size_t header = kiln_align_up(sizeof(kiln_large), align);
     if (size > SIZE_MAX / 2 - header - 2 * guard) {
-        kiln_log_misuse(&arena->log, "ARENA_SIZE_OVERFLOW",
+        kiln_log_misuse(&arena->log, KILN_LOGITEM_ARENA_SIZE_OVERFLOW,
                         "arena '%s': an allocation of %zu bytes cannot be represented", arena->name,
                         size);
         return NULL;
@@ -294,7 +294,7 @@ alloc_slow_at(kiln_arena *arena, size_t size, size_t align, kiln_debug_site site
     }
     if (!kiln_is_pow2(align) || align > arena->max_align) {
         kiln_owner_add(&arena->failures, 1);
-        kiln_log_misuse(&arena->log, "ARENA_BAD_ALIGN",
+        kiln_log_misuse(&arena->log, KILN_LOGITEM_ARENA_BAD_ALIGN,
                         "arena '%s': alignment %zu is not a power of two from 1 to %zu",
                         arena->name, align, arena->max_align);
         return NULL;
@@ -362,13 +362,13 @@ void kiln_arena_fini_core(kiln_arena *arena) {
 }
 
 void kiln_arena_refuse_destroyed(const kiln_arena *arena, const char *what) {
-    kiln_log_misuse(&arena->log, "ARENA_DESTROYED",
+    kiln_log_misuse(&arena->log, KILN_LOGITEM_ARENA_DESTROYED,
                     "arena '%s': %s on an arena that was destroyed%s; refused", arena->name,
                     what, arena->is_frame ? " (a frame arena: its context detached)" : "");
 }
 
 static KILN_COLD void *refuse_null_arena(const char *function) {
-    kiln_log_misuse(NULL, "ARENA_NULL", "%s: arena is NULL", function);
+    kiln_log_misuse(NULL, KILN_LOGITEM_ARENA_NULL, "%s: arena is NULL", function);
     return NULL;
 }
 
@@ -387,7 +387,7 @@ void *kiln_arena_alloc_at(kiln_arena *arena, size_t size, size_t align, const ch
 
 kiln_mark kiln_arena_mark(kiln_arena *arena) {
     if (!arena) {
-        kiln_log_misuse(NULL, "ARENA_NULL", "kiln_arena_mark: arena is NULL");
+        kiln_log_misuse(NULL, KILN_LOGITEM_ARENA_NULL, "kiln_arena_mark: arena is NULL");
         return (kiln_mark){ { 0, 0 } };
     }
     if (!kiln_arena_live(arena, "kiln_arena_mark")) return (kiln_mark){ { 0, 0 } };
@@ -454,7 +454,7 @@ static uintptr_t chain_in_use_end(const kiln_arena *arena, const kiln_arena_bloc
 
 void kiln_arena_release(kiln_arena *arena, kiln_mark mark) {
     if (!arena) {
-        kiln_log_misuse(NULL, "ARENA_NULL", "kiln_arena_release: arena is NULL");
+        kiln_log_misuse(NULL, KILN_LOGITEM_ARENA_NULL, "kiln_arena_release: arena is NULL");
         return;
     }
     if (!kiln_arena_live(arena, "kiln_arena_release")) return;
@@ -484,7 +484,7 @@ void kiln_arena_release(kiln_arena *arena, kiln_mark mark) {
     else if (!pop_marks_to(arena, serial))
         problem = "was released past: a release to an earlier mark ended its scope";
     if (problem) {
-        kiln_log_misuse(&arena->log, "ARENA_BAD_MARK", "arena '%s': the mark %s; ignored",
+        kiln_log_misuse(&arena->log, KILN_LOGITEM_ARENA_BAD_MARK, "arena '%s': the mark %s; ignored",
                         arena->name, problem);
         return;
     }

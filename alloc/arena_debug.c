@@ -136,7 +136,7 @@ static void check_record(kiln_arena *arena, const kiln_arena_record *r, const ch
     ptrdiff_t bad;
     if (kiln_debug_guards_intact(&g, &bad)) return;
     kiln_add_relaxed(&arena->guard_errors, 1);
-    kiln_debug_report_guard(&arena->log, "ARENA_GUARD_DAMAGED", "arena", arena->name, &g, bad,
+    kiln_debug_report_guard(&arena->log, KILN_LOGITEM_ARENA_GUARD_DAMAGED, "arena", arena->name, &g, bad,
                             (kiln_debug_site){ r->file, r->line }, when);
     if (repair) kiln_debug_guards_write(&g);
 }
@@ -170,7 +170,7 @@ void kiln_arena_report_leaks(kiln_arena *arena) {
             kiln_site_table_add(&table, (kiln_debug_site){ b->records[i].file, b->records[i].line });
     char what[80];
     snprintf(what, sizeof what, "arena '%s'", arena->name);
-    kiln_site_table_report(&table, &arena->log, "ARENA_LEAK_SITE", "ARENA_LEAK_SUMMARY", what,
+    kiln_site_table_report(&table, &arena->log, KILN_LOGITEM_ARENA_LEAK_SITE, KILN_LOGITEM_ARENA_LEAK_SUMMARY, what,
                            "allocations");
 }
 
@@ -187,7 +187,7 @@ static void debug_use(kiln_arena *arena, const char *what) {
     if (kiln_load_relaxed(&arena->owner_thread) == self) return;
     kiln_add_relaxed(&arena->wrong_thread, 1);
     if (kiln_exchange_relaxed(&arena->reported_thread, self) == self) return;
-    kiln_log_misuse(&arena->log, "ARENA_WRONG_THREAD",
+    kiln_log_misuse(&arena->log, KILN_LOGITEM_ARENA_WRONG_THREAD,
                     "arena '%s': %s from a thread that does not own it (the owner is %s); "
                     "the call proceeds", arena->name, what,
                     arena->is_frame ? "its context's thread"

@@ -34,12 +34,12 @@ bool kiln_block_pool_init(kiln_block_pool *pool, const kiln_block_pool_config *c
     size_t page = kiln_os_page_size();
     size_t bs = config->block_size;
     if (!kiln_is_pow2(bs) || bs < page || bs > ((size_t)1 << 30)) {
-        kiln_log(&pool->log, KILN_LOG_ERROR, "BLOCK_SIZE_INVALID",
+        kiln_log(&pool->log, KILN_LOGITEM_BLOCK_SIZE_INVALID,
                  "block pool: block_size %zu is not a power of two from %zu to 1 GiB", bs, page);
         return false;
     }
     if (config->memory_limit != 0 && config->memory_limit < bs) {
-        kiln_log(&pool->log, KILN_LOG_ERROR, "MEMORY_LIMIT_INVALID",
+        kiln_log(&pool->log, KILN_LOGITEM_MEMORY_LIMIT_INVALID,
                  "block pool: memory_limit %zu is smaller than one block (%zu bytes)",
                  config->memory_limit, bs);
         return false;
@@ -48,7 +48,7 @@ bool kiln_block_pool_init(kiln_block_pool *pool, const kiln_block_pool_config *c
     pool->block_mask = bs - 1;
     pool->reserve_blocks = reserve_blocks_of(config->reserve_bytes, bs);
     if (pool->reserve_blocks > max_reserve_blocks(bs)) {
-        kiln_log(&pool->log, KILN_LOG_ERROR, "RESERVE_SIZE_INVALID",
+        kiln_log(&pool->log, KILN_LOGITEM_RESERVE_SIZE_INVALID,
                  "block pool: reserve_size %zu is more than one reservation may be (%zu blocks "
                  "of %zu bytes: the block count and the user address space limit it)",
                  config->reserve_bytes, max_reserve_blocks(bs), bs);
@@ -56,7 +56,7 @@ bool kiln_block_pool_init(kiln_block_pool *pool, const kiln_block_pool_config *c
     }
     pool->memory_limit = config->memory_limit;
     if (!kiln_address_map_init(&pool->map, (unsigned)__builtin_ctzll(bs))) {
-        kiln_log(&pool->log, KILN_LOG_ERROR, "RUNTIME_OUT_OF_MEMORY",
+        kiln_log(&pool->log, KILN_LOGITEM_RUNTIME_OUT_OF_MEMORY,
                  "block pool: no memory for the address map");
         return false;
     }
@@ -68,7 +68,7 @@ void kiln_block_pool_fini(kiln_block_pool *pool) {
     uint64_t in_use = kiln_load_relaxed(&pool->blocks_reserved) - kiln_lifo_depth(&pool->free_blocks) -
                       kiln_load_relaxed(&pool->uncarved);
     if (in_use != 0)
-        kiln_log(&pool->log, KILN_LOG_WARN, "BLOCK_POOL_BLOCKS_LIVE",
+        kiln_log(&pool->log, KILN_LOGITEM_BLOCK_POOL_BLOCKS_LIVE,
                  "block pool: %llu blocks still in use at destroy; unmapping them",
                  (unsigned long long)in_use);
     kiln_reservation *r = pool->reservations;
@@ -83,25 +83,23 @@ void kiln_block_pool_fini(kiln_block_pool *pool) {
     pthread_mutex_destroy(&pool->grow_lock);
 }
 
-/* The refusal of a growth whose bookkeeping (the reservation's record, a leaf of the
- * address map) found no heap memory; told from the others by its address. */
-static const char heap_refusal[] = "BLOCK_POOL_OUT_OF_MEMORY";
-
-/* Counts and reports a refused request: logged once until a request succeeds. */
-static KILN_COLD void report_refusal(kiln_block_pool *pool, const char *item, size_t asked) {
+/* Counts and reports a refused request: logged once until a request succeeds.
+ * BLOCK_POOL_OUT_OF_MEMORY is a growth whose bookkeeping (the reservation's record, a
+ * leaf of the address map) found no heap memory. */
+static KILN_COLD void report_refusal(kiln_block_pool *pool, kiln_log_item item, size_t asked) {
     kiln_add_relaxed(&pool->failures, 1);
     if (kiln_exchange_relaxed(&pool->limit_reported, 1) != 0) return;
     size_t reserved = kiln_load_relaxed(&pool->reserved_bytes);
-    if (item == heap_refusal)
-        kiln_log(&pool->log, KILN_LOG_ERROR, item,
+    if (item == KILN_LOGITEM_BLOCK_POOL_OUT_OF_MEMORY)
+        kiln_log(&pool->log, item,
                  "block pool: no heap memory for the record and address map of a reservation "
                  "of %zu bytes (%zu reserved)", asked, reserved);
     else if (pool->memory_limit != 0 && reserved + asked > pool->memory_limit)
-        kiln_log(&pool->log, KILN_LOG_ERROR, item,
+        kiln_log(&pool->log, item,
                  "block pool: memory_limit of %zu bytes reached (%zu reserved, %zu more asked)",
                  pool->memory_limit, reserved, asked);
     else
-        kiln_log(&pool->log, KILN_LOG_ERROR, item,
+        kiln_log(&pool->log, item,
                  "block pool: the OS refused a mapping of %zu bytes (%zu reserved)", asked, reserved);
 }
 
@@ -150,7 +148,7 @@ static bool carve_locked(kiln_block_pool *pool) {
 
 /* Under grow_lock: maps a new reservation and pushes its first batch of blocks. false
  * when the limit, the OS or the heap refuses (*refusal and *asked say why). */
-static bool grow_locked(kiln_block_pool *pool, const char **refusal, size_t *asked) {
+static bool grow_locked(kiln_block_pool *pool, kiln_log_item *refusal, size_t *asked) {
     size_t bs = pool->block_size;
     size_t blocks = pool->reserve_blocks;
     if (pool->memory_limit != 0) {
@@ -160,21 +158,21 @@ static bool grow_locked(kiln_block_pool *pool, const char **refusal, size_t *ask
     }
     *asked = (blocks ? blocks : 1) * bs;
     if (blocks == 0) {
-        *refusal = "MEMORY_LIMIT_REACHED";
+        *refusal = KILN_LOGITEM_MEMORY_LIMIT_REACHED;
         return false;
     }
     uint64_t reserved_blocks = kiln_load_relaxed(&pool->blocks_reserved);
     if (reserved_blocks + blocks > KILN_LIFO_MAX_DEPTH) {   /* the LIFO's depth field */
-        *refusal = "BLOCK_COUNT_LIMIT";
+        *refusal = KILN_LOGITEM_BLOCK_COUNT_LIMIT;
         return false;
     }
     kiln_reservation *record = kiln_heap_alloc(sizeof *record);
     char *base = record ? kiln_os_map_aligned(blocks * bs, bs) : NULL;
-    *refusal = record ? "OS_MAP_FAILED" : heap_refusal;
+    *refusal = record ? KILN_LOGITEM_OS_MAP_FAILED : KILN_LOGITEM_BLOCK_POOL_OUT_OF_MEMORY;
     if (base && !kiln_address_map_add(&pool->map, base, blocks * bs)) {
         kiln_os_unmap(base, blocks * bs);   /* a failed add sets no bit */
         base = NULL;
-        *refusal = heap_refusal;
+        *refusal = KILN_LOGITEM_BLOCK_POOL_OUT_OF_MEMORY;
     }
     if (!base) {
         kiln_heap_free(record);
@@ -199,7 +197,7 @@ static KILN_COLD void *get_slow(kiln_block_pool *pool, uint64_t *depth) {
          * the blocks the pop missed (otherwise: growth, or a refusal at memory_limit). */
         uint64_t passes = kiln_load_acquire(&pool->trims);
         void *block = kiln_lifo_pop_depth(&pool->free_blocks, depth);   /* another thread may have grown */
-        const char *refusal = NULL;
+        kiln_log_item refusal = KILN_LOGITEM_NONE;
         size_t asked = 0;
         bool trimming = !block && (kiln_load_acquire(&pool->trims_running) != 0 ||
                                    kiln_load_acquire(&pool->trims) != passes);
@@ -246,13 +244,13 @@ void kiln_block_put(kiln_block_pool *pool, void *block) {
 void *kiln_block_pool_map_large(kiln_block_pool *pool, size_t size, size_t align) {
     size_t page = kiln_os_page_size();
     if (size > SIZE_MAX - page) {
-        report_refusal(pool, "OS_MAP_FAILED", size);
+        report_refusal(pool, KILN_LOGITEM_OS_MAP_FAILED, size);
         return NULL;
     }
     size = kiln_align_up(size, page);
     pthread_mutex_lock(&pool->grow_lock);
     void *p = within_limit(pool, size) ? kiln_os_map_aligned(size, align) : NULL;
-    const char *refusal = within_limit(pool, size) ? "OS_MAP_FAILED" : "MEMORY_LIMIT_REACHED";
+    kiln_log_item refusal = within_limit(pool, size) ? KILN_LOGITEM_OS_MAP_FAILED : KILN_LOGITEM_MEMORY_LIMIT_REACHED;
     if (p) {
         add_reserved(pool, size);
         kiln_add_relaxed(&pool->large_mappings, 1);

@@ -63,12 +63,12 @@ bool kiln_debug_guards_intact(const kiln_guarded *g, ptrdiff_t *bad) {
     return true;
 }
 
-void kiln_debug_report_guard(const kiln_log_sink *log, const char *item, const char *kind,
+void kiln_debug_report_guard(const kiln_log_sink *log, kiln_log_item item, const char *kind,
                              const char *name, const kiln_guarded *g, ptrdiff_t bad,
                              kiln_debug_site site, const char *when) {
     char where[160] = "";
     if (site.file) snprintf(where, sizeof where, " allocated at %s:%d;", site.file, site.line);
-    kiln_log(log, KILN_LOG_ERROR, item,
+    kiln_log(log, item,
              "%s '%s': object %p (%zu bytes): guard damaged, first bad byte at offset %td;%s "
              "found %s", kind, name, (void *)g->object, g->size, bad, where, when);
 }
@@ -91,7 +91,7 @@ size_t kiln_debug_block_usable(uint32_t debug, size_t block_size) {
 void kiln_debug_protect(void *p, size_t n, const kiln_log_sink *log) {
     static _Atomic int reported;
     if (kiln_os_protect(p, n, false) || kiln_exchange_relaxed(&reported, 1) != 0) return;
-    kiln_log(log, KILN_LOG_WARN, "DEBUG_GUARD_PAGE_FAILED",
+    kiln_log(log, KILN_LOGITEM_DEBUG_GUARD_PAGE_FAILED,
              "the OS refused to protect a guard page at %p (too many mappings?); this and "
              "other refused ones stay accessible (reported once)", p);
 }
@@ -163,8 +163,8 @@ static int by_count_descending(const void *a, const void *b) {
     return (x < y) - (x > y);
 }
 
-void kiln_site_table_report(kiln_site_table *t, const kiln_log_sink *log, const char *site_item,
-                            const char *summary_item, const char *what, const char *noun) {
+void kiln_site_table_report(kiln_site_table *t, const kiln_log_sink *log, kiln_log_item site_item,
+                            kiln_log_item summary_item, const char *what, const char *noun) {
     /* The occupied entries to the front, then the biggest sites first. */
     size_t n = 0;
     for (size_t i = 0; i < t->cap; i++)
@@ -175,19 +175,19 @@ void kiln_site_table_report(kiln_site_table *t, const kiln_log_sink *log, const 
         const kiln_site_count *s = &t->slots[i];
         listed += s->count;
         if (s->file)
-            kiln_log(log, KILN_LOG_WARN, site_item, "%s: %llu %s still live, allocated at %s:%d",
+            kiln_log(log, site_item, "%s: %llu %s still live, allocated at %s:%d",
                      what, (unsigned long long)s->count, noun, s->file, s->line);
         else
-            kiln_log(log, KILN_LOG_WARN, site_item,
+            kiln_log(log, site_item,
                      "%s: %llu %s still live, allocated without a site (not through an _at "
                      "call or KILN_TRACK_SITES)", what, (unsigned long long)s->count, noun);
     }
     if (t->lost != 0)
-        kiln_log(log, KILN_LOG_ERROR, "SITES_OUT_OF_MEMORY",
+        kiln_log(log, KILN_LOGITEM_SITES_OUT_OF_MEMORY,
                  "%s: no heap memory for the site table; %llu %s still live are not grouped "
                  "by site", what, (unsigned long long)t->lost, noun);
     if (n > KILN_LEAK_SITES_LISTED || t->lost != 0)
-        kiln_log(log, KILN_LOG_WARN, summary_item,
+        kiln_log(log, summary_item,
                  "%s: %llu more %s still live from %zu sites not listed (%zu sites, %llu %s "
                  "in all)", what, (unsigned long long)(t->total - listed), noun,
                  n - (n < KILN_LEAK_SITES_LISTED ? n : KILN_LEAK_SITES_LISTED), n,

@@ -75,7 +75,7 @@ KILN_INTERNAL bool kiln_debug_guards_intact(const kiln_guarded *g, ptrdiff_t *ba
 
 /* Logs a damaged guard: "ITEM: <kind> '<name>': object <addr> (<size> bytes): guard
  * damaged, first bad byte at offset <bad>; [allocated at <file>:<line>;] found <when>". */
-KILN_INTERNAL void kiln_debug_report_guard(const kiln_log_sink *log, const char *item,
+KILN_INTERNAL void kiln_debug_report_guard(const kiln_log_sink *log, kiln_log_item item,
                                            const char *kind, const char *name,
                                            const kiln_guarded *g, ptrdiff_t bad,
                                            kiln_debug_site site, const char *when);
@@ -190,7 +190,7 @@ KILN_INTERNAL void kiln_site_table_add(kiln_site_table *t, kiln_debug_site site)
  * allocated at file:line"), at most KILN_LEAK_SITES_LISTED, then one summary_item WARN
  * for the rest if any; frees the table. */
 KILN_INTERNAL void kiln_site_table_report(kiln_site_table *t, const kiln_log_sink *log,
-                                          const char *site_item, const char *summary_item,
+                                          kiln_log_item site_item, kiln_log_item summary_item,
                                           const char *what, const char *noun);
 
 #endif /* KILN_ALLOC_DEBUG_H */

@@ -14,6 +14,6 @@ void kiln_handle_sites_report(const kiln_handle_table *table) {
     }
     char what[80];
     snprintf(what, sizeof what, "handle table '%s'", table->name);
-    kiln_site_table_report(&sites, &table->log, "HANDLES_LEAK_SITE", "HANDLES_LEAK_SUMMARY", what,
+    kiln_site_table_report(&sites, &table->log, KILN_LOGITEM_HANDLES_LEAK_SITE, KILN_LOGITEM_HANDLES_LEAK_SUMMARY, what,
                            "items");
 }

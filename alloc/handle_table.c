@@ -27,13 +27,14 @@ static _Atomic uint64_t next_serial;
 
 bool kiln_handle_table_desc_ok(const kiln_handles_desc *desc, const char *name,
                                const kiln_log_sink *log) {
-    const char *item = NULL, *bad = NULL;
+    kiln_log_item item = KILN_LOGITEM_NONE;
+    const char *bad = NULL;
     if (desc->item_size == 0 || desc->item_size > HANDLES_MAX_ITEM)
-        item = "HANDLES_BAD_ITEM_SIZE", bad = "item_size must be 1 byte to 1 MiB";
+        item = KILN_LOGITEM_HANDLES_BAD_ITEM_SIZE, bad = "item_size must be 1 byte to 1 MiB";
     else if (desc->item_align && (!kiln_is_pow2(desc->item_align) || desc->item_align > HANDLES_MAX_ALIGN))
-        item = "HANDLES_BAD_ALIGN", bad = "item_align must be a power of two up to 4096";
+        item = KILN_LOGITEM_HANDLES_BAD_ALIGN, bad = "item_align must be a power of two up to 4096";
     else if (desc->capacity > KILN_HANDLES_MAX_CAPACITY)
-        item = "HANDLES_BAD_CAPACITY", bad = "capacity must be at most 16777215";
+        item = KILN_LOGITEM_HANDLES_BAD_CAPACITY, bad = "capacity must be at most 16777215";
     if (bad)
         kiln_log_misuse(log, item,
                         "kiln_handles_create: table '%s': %s (item_size %zu, item_align %zu, "
@@ -61,7 +62,7 @@ bool kiln_handle_table_init(kiln_handle_table *table, const kiln_handle_table_co
     /* KILN_DEBUG_SITES: the site of each slot's item, beside the slots. */
     if (config->sites) table->sites = kiln_heap_calloc(table->capacity, sizeof *table->sites);
     if (config->sites && !table->sites) {
-        kiln_log(&config->log, KILN_LOG_ERROR, "HANDLES_OUT_OF_MEMORY",
+        kiln_log(&config->log, KILN_LOGITEM_HANDLES_OUT_OF_MEMORY,
                  "kiln_handles_create: table '%s': no memory for its allocation-site array",
                  config->name);
         kiln_block_pool_unmap_large(config->blocks, table->slots, table->map_bytes);
@@ -95,7 +96,7 @@ void kiln_handle_table_fini(kiln_handle_table *table, const kiln_handle_tally *t
 
 bool kiln_handle_table_refuse_dead(const kiln_handle_table *table, const char *function) {
     if (kiln_likely(table->serial != 0)) return false;
-    kiln_log_misuse(&table->log, "HANDLES_DESTROYED",
+    kiln_log_misuse(&table->log, KILN_LOGITEM_HANDLES_DESTROYED,
                     "%s: table '%s' has been destroyed; refused", function, table->name);
     return true;
 }
@@ -181,7 +182,7 @@ kiln_handle kiln_handle_table_alloc_slow(kiln_handle_table *table, kiln_handle_c
     }
     kiln_add_relaxed(&table->failures, 1);
     if (kiln_exchange_relaxed(&table->full_warned, 1) == 0)
-        kiln_log(&table->log, KILN_LOG_WARN, "HANDLES_FULL",
+        kiln_log(&table->log, KILN_LOGITEM_HANDLES_FULL,
                  "kiln_handle_alloc: table '%s' is full: capacity %u, %u freed slots wait for a "
                  "frame end or a quiescent point, %llu retired", table->name, table->capacity,
                  kiln_load_relaxed(&table->ring.limbo_count),
@@ -196,14 +197,14 @@ bool kiln_handle_table_refuse_free(kiln_handle_table *table, kiln_handle h, uint
     if (ours && (int32_t)(seen_gen - gen) <= 0) ours = false;
     if (!ours) {
         kiln_add_relaxed(&table->foreign, 1);
-        kiln_log_misuse(&table->log, h.bits ? "HANDLE_FOREIGN" : "HANDLE_NULL",
+        kiln_log_misuse(&table->log, h.bits ? KILN_LOGITEM_HANDLE_FOREIGN : KILN_LOGITEM_HANDLE_NULL,
                         "kiln_handle_free: table '%s': handle 0x%016llx %s; ignored", table->name,
                         (unsigned long long)h.bits,
                         h.bits ? "is not a handle of this table" : "is the zero handle");
         return false;
     }
     kiln_add_relaxed(&table->double_frees, 1);
-    kiln_log_misuse(&table->log, "HANDLE_DOUBLE_FREE",
+    kiln_log_misuse(&table->log, KILN_LOGITEM_HANDLE_DOUBLE_FREE,
                     "kiln_handle_free: table '%s': handle 0x%016llx (slot %u, generation %u) is "
                     "stale: %s; ignored", table->name, (unsigned long long)h.bits, index, gen,
                     seen_gen == gen + 1 ? "it was freed already"

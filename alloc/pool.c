@@ -81,25 +81,25 @@ bool kiln_pool_init_core(kiln_pool *pool, const kiln_pool_config *config) {
     size_t block_size = config->blocks->block_size;
     size_t align = d->align ? d->align : _Alignof(max_align_t);
     if (d->size == 0 || d->size > block_size / 4) {
-        kiln_log_misuse(&config->log, "POOL_BAD_SIZE",
+        kiln_log_misuse(&config->log, KILN_LOGITEM_POOL_BAD_SIZE,
                         "pool '%s': object size %zu is not from 1 to a quarter block (%zu)",
                         name, d->size, block_size / 4);
         return false;
     }
     if (!kiln_is_pow2(align) || align > KILN_POOL_MAX_ALIGN) {
-        kiln_log_misuse(&config->log, "POOL_BAD_ALIGN",
+        kiln_log_misuse(&config->log, KILN_LOGITEM_POOL_BAD_ALIGN,
                         "pool '%s': alignment %zu is not a power of two up to %d",
                         name, align, KILN_POOL_MAX_ALIGN);
         return false;
     }
     if (d->flags & ~(uint32_t)(KILN_POOL_ZERO | KILN_POOL_CHECKED)) {
-        kiln_log_misuse(&config->log, "POOL_BAD_FLAGS",
+        kiln_log_misuse(&config->log, KILN_LOGITEM_POOL_BAD_FLAGS,
                         "pool '%s': flags 0x%x has bits that are no KILN_POOL_* flag", name,
                         (unsigned)d->flags);
         return false;
     }
     if (d->magazine_size != 0 && (d->magazine_size < 2 || d->magazine_size > KILN_POOL_MAX_MAGAZINE)) {
-        kiln_log_misuse(&config->log, "POOL_BAD_MAGAZINE_SIZE",
+        kiln_log_misuse(&config->log, KILN_LOGITEM_POOL_BAD_MAGAZINE_SIZE,
                         "pool '%s': magazine_size %u is not from 2 to %d",
                         name, d->magazine_size, KILN_POOL_MAX_MAGAZINE);
         return false;
@@ -122,7 +122,7 @@ bool kiln_pool_init_core(kiln_pool *pool, const kiln_pool_config *config) {
                  ((made.debug & KILN_POOL_HOOK_BITS) ? KILN_POOL_DEBUG_HOOKS : 0);
     made.usable = kiln_debug_block_usable(made.debug, block_size);
     if (!plan_slots(&made)) {
-        kiln_log_misuse(&config->log, "POOL_BAD_SIZE",
+        kiln_log_misuse(&config->log, KILN_LOGITEM_POOL_BAD_SIZE,
                         "pool '%s': not one object of %zu bytes aligned to %zu fits a block of "
                         "%zu bytes with its header%s", name, d->size, align, block_size,
                         made.debug ? ", guards and guard page" : "");
@@ -270,13 +270,13 @@ static KILN_COLD void report_capacity(kiln_pool *pool, kiln_pool_cache *cache) {
         kiln_store_relaxed(&pool->capacity_reported, 0);
     cache->refused_at = stamp;
     if (kiln_exchange_relaxed(&pool->capacity_reported, 1) != 0) return;
-    kiln_log(&pool->log, KILN_LOG_WARN, "POOL_CAPACITY_REACHED",
+    kiln_log(&pool->log, KILN_LOGITEM_POOL_CAPACITY_REACHED,
              "pool '%s': all %zu objects of its capacity are live or cached; alloc returns NULL",
              pool->name, pool->capacity);
 }
 
 static KILN_COLD void *refuse_destroyed(kiln_pool *pool, const char *function) {
-    kiln_log_misuse(&pool->log, "POOL_DESTROYED", "%s: pool '%s' has been destroyed; refused",
+    kiln_log_misuse(&pool->log, KILN_LOGITEM_POOL_DESTROYED, "%s: pool '%s' has been destroyed; refused",
                     function, pool->name);
     return NULL;
 }
@@ -323,7 +323,7 @@ void *kiln_pool_alloc_slow(kiln_pool *pool, kiln_pool_cache *cache) {
 void kiln_pool_free_slow(kiln_pool *pool, kiln_pool_cache *cache, void *obj) {
     if (cache->loaded == &kiln_pool_unbound && !bind(pool, cache)) {
         kiln_add_relaxed(&pool->failures, 1);
-        kiln_log(&pool->log, KILN_LOG_ERROR, "POOL_FREE_NO_MAGAZINE",
+        kiln_log(&pool->log, KILN_LOGITEM_POOL_FREE_NO_MAGAZINE,
                  "pool '%s': no memory for a cache magazine; object %p stays unusable",
                  pool->name, obj);
         return;
@@ -337,7 +337,7 @@ void kiln_pool_free_slow(kiln_pool *pool, kiln_pool_cache *cache, void *obj) {
             kiln_magazine *empty = take_empty_magazine(pool);
             if (!empty) {
                 kiln_add_relaxed(&pool->failures, 1);
-                kiln_log(&pool->log, KILN_LOG_ERROR, "POOL_FREE_NO_MAGAZINE",
+                kiln_log(&pool->log, KILN_LOGITEM_POOL_FREE_NO_MAGAZINE,
                          "pool '%s': no memory for a magazine; object %p stays unusable",
                          pool->name, obj);
                 return;

@@ -9,7 +9,7 @@
 /* Logs and counts a double free of obj (POOL_DOUBLE_FREE). */
 static KILN_COLD void reject_double_free(kiln_pool *pool, const void *obj) {
     kiln_add_relaxed(&pool->double_frees, 1);
-    kiln_log_misuse(&pool->log, "POOL_DOUBLE_FREE",
+    kiln_log_misuse(&pool->log, KILN_LOGITEM_POOL_DOUBLE_FREE,
                     "pool '%s': object %p is not live (freed twice?); ignored", pool->name, obj);
 }
 
@@ -19,7 +19,7 @@ static bool check_interior(kiln_pool *pool, const kiln_pool_block *block, const 
     size_t offset = (uintptr_t)obj - block->first;
     if (offset % pool->slot == 0 && offset / pool->slot < pool->slots_per_block) return true;
     kiln_add_relaxed(&pool->bad_frees, 1);
-    kiln_log_misuse(&pool->log, "POOL_INTERIOR_POINTER",
+    kiln_log_misuse(&pool->log, KILN_LOGITEM_POOL_INTERIOR_POINTER,
                     "pool '%s': %p points %zu bytes into an object, not at its start; ignored",
                     pool->name, obj, offset % pool->slot);
     return false;
@@ -39,7 +39,7 @@ static bool clear_in_use(kiln_pool *pool, kiln_pool_block *block, const void *ob
 void kiln_pool_reject_free(kiln_pool *pool, void *obj) {
     if (kiln_load_relaxed(&pool->serial) == 0) {
         kiln_add_relaxed(&pool->bad_frees, 1);
-        kiln_log_misuse(&pool->log, "POOL_DESTROYED", "kiln_pool_free: pool '%s' has been "
+        kiln_log_misuse(&pool->log, KILN_LOGITEM_POOL_DESTROYED, "kiln_pool_free: pool '%s' has been "
                         "destroyed; %p ignored", pool->name, obj);
         return;
     }
@@ -59,7 +59,7 @@ void kiln_pool_reject_free(kiln_pool *pool, void *obj) {
                                                     : "kiln memory that is no object of this pool";
     }
     kiln_add_relaxed(&pool->bad_frees, 1);
-    kiln_log_misuse(&pool->log, "POOL_FOREIGN_POINTER",
+    kiln_log_misuse(&pool->log, KILN_LOGITEM_POOL_FOREIGN_POINTER,
                     "pool '%s': %p is not an object of this pool (it belongs to %s); ignored",
                     pool->name, obj, owner);
 }

@@ -89,7 +89,7 @@ void kiln_pool_debug_site(kiln_pool *pool, void *obj, kiln_debug_site site) {
 static void report_damage(kiln_pool *pool, const kiln_guarded *g, ptrdiff_t bad,
                           const kiln_pool_slot_info *info, const char *when) {
     kiln_add_relaxed(&pool->guard_errors, 1);
-    kiln_debug_report_guard(&pool->log, "POOL_GUARD_DAMAGED", "pool", pool->name, g, bad,
+    kiln_debug_report_guard(&pool->log, KILN_LOGITEM_POOL_GUARD_DAMAGED, "pool", pool->name, g, bad,
                             site_of(info), when);
 }
 
@@ -183,7 +183,7 @@ void kiln_pool_report_leaks(kiln_pool *pool) {
     }
     char what[80];
     snprintf(what, sizeof what, "pool '%s'", pool->name);
-    kiln_site_table_report(&table, &pool->log, "POOL_LEAK_SITE", "POOL_LEAK_SUMMARY", what,
+    kiln_site_table_report(&table, &pool->log, KILN_LOGITEM_POOL_LEAK_SITE, KILN_LOGITEM_POOL_LEAK_SUMMARY, what,
                            "objects");
 }
 

@@ -28,31 +28,33 @@ void kiln_log_stderr(void *user, kiln_log_level level, const char *message) {
     (void)written;
 }
 
-static void deliver(const kiln_log_sink *sink, kiln_log_level level, const char *item,
-                    const char *fmt, va_list args) {
+static void deliver(const kiln_log_sink *sink, kiln_log_item item, const char *fmt,
+                    va_list args) {
+    const char *name = kiln_log_item_name(item);
+    kiln_log_level level = kiln_log_item_level(item);
     char message[512];
-    int head = snprintf(message, sizeof message, "%s: ", item);
+    int head = snprintf(message, sizeof message, "%s: ", name ? name : "UNKNOWN_ITEM");
     if (head < 0 || (size_t)head >= sizeof message) return;
     vsnprintf(message + head, sizeof message - (size_t)head, fmt, args);
     if (sink && sink->fn) sink->fn(sink->user, level, message);
     else kiln_log_stderr(NULL, level, message);
+    if (sink && sink->item_fn) sink->item_fn(sink->user, level, item, message);
     /* After the log: a hook that stops in the debugger finds the message delivered. */
     if (level == KILN_LOG_ERROR && sink && sink->error_hook)
         sink->error_hook(sink->error_hook_user, message);
 }
 
-void kiln_log(const kiln_log_sink *sink, kiln_log_level level, const char *item,
-              const char *fmt, ...) {
+void kiln_log(const kiln_log_sink *sink, kiln_log_item item, const char *fmt, ...) {
     va_list args;
     va_start(args, fmt);
-    deliver(sink, level, item, fmt, args);
+    deliver(sink, item, fmt, args);
     va_end(args);
 }
 
-void kiln_log_misuse(const kiln_log_sink *sink, const char *item, const char *fmt, ...) {
+void kiln_log_misuse(const kiln_log_sink *sink, kiln_log_item item, const char *fmt, ...) {
     if (sink && sink->misuse) kiln_add_relaxed(sink->misuse, 1);
     va_list args;
     va_start(args, fmt);
-    deliver(sink, KILN_LOG_ERROR, item, fmt, args);
+    deliver(sink, item, fmt, args);
     va_end(args);
 }

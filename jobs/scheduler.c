@@ -52,7 +52,7 @@ bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, u
             !kiln_deque_init(&q->deques[2], 16)) {
             kiln_deque_fini(&q->deques[0]);
             kiln_deque_fini(&q->deques[1]);
-            kiln_log(&sys->log, KILN_LOG_ERROR, "JOB_OUT_OF_MEMORY",
+            kiln_log(&sys->log, KILN_LOGITEM_JOB_OUT_OF_MEMORY,
                      "context %u: no memory for its job deques", id);
             return false;
         }
@@ -73,7 +73,7 @@ bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, u
     }
     pthread_mutex_unlock(&sys->table_lock);
     if (slot == KILN_MAX_QUEUES) {
-        kiln_log(&sys->log, KILN_LOG_ERROR, "CONTEXT_TOO_MANY",
+        kiln_log(&sys->log, KILN_LOGITEM_CONTEXT_TOO_MANY,
                  "context %u: all %d job queue slots are in use (workers included)", id,
                  KILN_MAX_QUEUES);
         return false;
@@ -177,7 +177,7 @@ bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *
             return false;
         }
         if (result == PIN_NO_MEMORY) {
-            kiln_log(&sys->log, KILN_LOG_ERROR, "JOB_OUT_OF_MEMORY",
+            kiln_log(&sys->log, KILN_LOGITEM_JOB_OUT_OF_MEMORY,
                      "context %u: no memory to queue pinned jobs for context %u; the submitting "
                      "thread runs them", q->id, pinned->id);
             run_here(sys, q, tasks, count);
@@ -190,7 +190,7 @@ bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *
                                    : priority ? KILN_DEQUE_HIGH : KILN_DEQUE_NORMAL];
     for (size_t i = 0; i < count; i++) {
         if (kiln_unlikely(!kiln_deque_push(deque, &tasks[i]))) {
-            kiln_log(&sys->log, KILN_LOG_ERROR, "JOB_OUT_OF_MEMORY",
+            kiln_log(&sys->log, KILN_LOGITEM_JOB_OUT_OF_MEMORY,
                      "context %u: the job deque could not grow; running the job here", q->id);
             run_here(sys, q, &tasks[i], 1);
         }

@@ -45,7 +45,7 @@ static kiln_arena_record *record_take(kiln_runtime *rt, const char *name, bool i
     *reused = record != NULL;
     if (!record) record = kiln_heap_aligned(KILN_CACHE_LINE, sizeof *record);
     if (!record)
-        kiln_log(&rt->log, KILN_LOG_ERROR, "ARENA_OUT_OF_MEMORY",
+        kiln_log(&rt->log, KILN_LOGITEM_ARENA_OUT_OF_MEMORY,
                  "arena '%s': no heap memory for its record", name ? name : "arena");
     return record;
 }
@@ -139,7 +139,7 @@ void kiln_arena_destroy(kiln_arena *arena) {
     if (destroyed) {
         kiln_arena_refuse_destroyed(arena, "kiln_arena_destroy");
     } else if (refused) {
-        kiln_log_misuse(&rt->log, "ARENA_IS_FRAME_ARENA",
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_ARENA_IS_FRAME_ARENA,
                         "kiln_arena_destroy: arena '%s' is a context's frame arena; it goes "
                         "with kiln_detach", arena->name);
     } else {
@@ -154,20 +154,21 @@ void kiln_arena_destroy(kiln_arena *arena) {
  * owner's thread, the only one that may reset it (job_depth and frame_open are that
  * thread's). */
 static bool frame_reset_allowed(const kiln_arena *arena, const kiln_ctx *owner) {
-    const char *item = NULL, *why = NULL;
+    kiln_log_item item = KILN_LOGITEM_NONE;
+    const char *why = NULL;
     if (owner->is_worker) {
-        item = "ARENA_WORKER_FRAME_RESET";
+        item = KILN_LOGITEM_ARENA_WORKER_FRAME_RESET;
         why = "is a worker's, which kiln_frame_end resets (other jobs of the frame may be "
               "using its memory)";
     } else if (owner->queue.job_depth > 0) {
-        item = "ARENA_RESET_INSIDE_JOB";
+        item = KILN_LOGITEM_ARENA_RESET_INSIDE_JOB;
         why = "belongs to a thread that is running a job (the jobs below it may be using its "
               "memory); reset it between jobs";
     } else if (kiln_load_relaxed(&owner->rt->driver) == owner && owner->rt->frame_open) {
-        item = "ARENA_DRIVER_FRAME_RESET";
+        item = KILN_LOGITEM_ARENA_DRIVER_FRAME_RESET;
         why = "is the frame driver's and its frame is open: kiln_frame_end resets it";
     }
-    if (kiln_likely(item == NULL)) return true;
+    if (kiln_likely(item == KILN_LOGITEM_NONE)) return true;
     kiln_log_misuse(&arena->log, item, "kiln_arena_reset: arena '%s' of context %u %s; ignored",
                     arena->name, owner->id, why);
     return false;
@@ -175,7 +176,7 @@ static bool frame_reset_allowed(const kiln_arena *arena, const kiln_ctx *owner) 
 
 void kiln_arena_reset(kiln_arena *arena) {
     if (!arena) {
-        kiln_log_misuse(NULL, "ARENA_NULL", "kiln_arena_reset: arena is NULL");
+        kiln_log_misuse(NULL, KILN_LOGITEM_ARENA_NULL, "kiln_arena_reset: arena is NULL");
         return;
     }
     if (!kiln_arena_live(arena, "kiln_arena_reset")) return;
@@ -188,7 +189,7 @@ void kiln_arena_reset(kiln_arena *arena) {
 }
 
 bool kiln_arena_stats_get(const kiln_arena *arena, kiln_arena_stats *out) {
-    if (!kiln_stats_args_ok(arena ? &arena->log : NULL, arena, "ARENA_NULL", "the arena", out, sizeof *out, "kiln_arena_stats_get"))
+    if (!kiln_stats_args_ok(arena ? &arena->log : NULL, arena, KILN_LOGITEM_ARENA_NULL, "the arena", out, sizeof *out, "kiln_arena_stats_get"))
         return false;
     return kiln_arena_stats_read(arena, out);   /* false, logged, for a destroyed arena */
 }
@@ -212,7 +213,7 @@ static inline bool frame_alloc_ok(const kiln_ctx *ctx) {
 static KILN_COLD void *refuse_frame_alloc(const kiln_ctx *ctx, const char *function) {
     /* NULL, detached, not a context: the context check says which, in its own words. */
     if (!kiln_ctx_check(ctx, function)) return NULL;
-    kiln_log_misuse(&ctx->rt->log, "JOB_BACKGROUND_FRAME_ALLOC",
+    kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_BACKGROUND_FRAME_ALLOC,
                     "%s: a background job on context %u asked for frame memory, which frame "
                     "end may reset under it; refused", function, ctx->id);
     return NULL;

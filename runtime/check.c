@@ -6,7 +6,7 @@
 
 bool kiln_runtime_check(const kiln_runtime *rt, const char *function) {
     if (kiln_likely(rt && rt->magic == KILN_RUNTIME_MAGIC)) return true;
-    kiln_log_misuse(NULL, rt ? "RUNTIME_INVALID" : "RUNTIME_NULL",
+    kiln_log_misuse(NULL, rt ? KILN_LOGITEM_RUNTIME_INVALID : KILN_LOGITEM_RUNTIME_NULL,
                     "%s: the runtime is %s", function, rt ? "not a live runtime" : "NULL");
     return false;
 }
@@ -19,16 +19,16 @@ bool kiln_stats_list_args_ok(const kiln_runtime *rt, const void *out, size_t cap
                              const char *function) {
     if (!kiln_runtime_check(rt, function)) return false;
     if (out || cap == 0) return true;
-    kiln_log_misuse(&((kiln_runtime *)rt)->log, "STATS_NULL_OUT",
+    kiln_log_misuse(&((kiln_runtime *)rt)->log, KILN_LOGITEM_STATS_NULL_OUT,
                     "%s: out is NULL with cap %zu; nothing copied", function, cap);
     return false;
 }
 
-bool kiln_stats_args_ok(const kiln_log_sink *log, const void *object, const char *null_item,
+bool kiln_stats_args_ok(const kiln_log_sink *log, const void *object, kiln_log_item null_item,
                         const char *noun, void *out, size_t out_size, const char *function) {
     if (object && out) return true;
     if (out) memset(out, 0, out_size);
-    kiln_log_misuse(log, object ? "STATS_NULL_OUT" : null_item, "%s: %s is NULL", function,
+    kiln_log_misuse(log, object ? KILN_LOGITEM_STATS_NULL_OUT : null_item, "%s: %s is NULL", function,
                     object ? "out" : noun);
     return false;
 }
@@ -41,14 +41,14 @@ const kiln_log_sink *kiln_ctx_log(const kiln_ctx *ctx) {
 }
 
 bool kiln_ctx_may_use(const kiln_ctx *ctx, const kiln_runtime *owner, const kiln_log_sink *log,
-                      const char *wrong_runtime_item, const char *function, const char *kind,
+                      kiln_log_item wrong_runtime_item, const char *function, const char *kind,
                       const char *name) {
     if (ctx->magic != KILN_CTX_MAGIC) {
         if (ctx_detached(ctx))
-            kiln_log_misuse(log, "CONTEXT_DETACHED", "%s: %s '%s': context %u has been detached; "
+            kiln_log_misuse(log, KILN_LOGITEM_CONTEXT_DETACHED, "%s: %s '%s': context %u has been detached; "
                             "refused", function, kind, name, ctx->id);
         else
-            kiln_log_misuse(log, "CONTEXT_INVALID", "%s: %s '%s': %p is not a kiln context; "
+            kiln_log_misuse(log, KILN_LOGITEM_CONTEXT_INVALID, "%s: %s '%s': %p is not a kiln context; "
                             "refused", function, kind, name, (const void *)ctx);
         return false;
     }
@@ -62,12 +62,12 @@ bool kiln_ctx_may_use(const kiln_ctx *ctx, const kiln_runtime *owner, const kiln
 
 static KILN_COLD void refuse_ctx(const kiln_ctx *ctx, const char *function) {
     if (!ctx)
-        kiln_log_misuse(NULL, "CONTEXT_NULL", "%s: the context is NULL", function);
+        kiln_log_misuse(NULL, KILN_LOGITEM_CONTEXT_NULL, "%s: the context is NULL", function);
     else if (ctx_detached(ctx))
-        kiln_log_misuse(kiln_ctx_log(ctx), "CONTEXT_DETACHED",
+        kiln_log_misuse(kiln_ctx_log(ctx), KILN_LOGITEM_CONTEXT_DETACHED,
                         "%s: context %u has been detached; refused", function, ctx->id);
     else
-        kiln_log_misuse(NULL, "CONTEXT_INVALID", "%s: %p is not a kiln context", function,
+        kiln_log_misuse(NULL, KILN_LOGITEM_CONTEXT_INVALID, "%s: %p is not a kiln context", function,
                         (const void *)ctx);
 }
 

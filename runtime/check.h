@@ -25,7 +25,7 @@ KILN_INTERNAL bool kiln_stats_list_args_ok(const kiln_runtime *rt, const void *o
  * otherwise logs through log which is NULL (null_item, or STATS_NULL_OUT), zeroes *out
  * when there is one, and returns false. Any thread. */
 KILN_INTERNAL bool kiln_stats_args_ok(const kiln_log_sink *log, const void *object,
-                                      const char *null_item, const char *noun, void *out,
+                                      kiln_log_item null_item, const char *noun, void *out,
                                       size_t out_size, const char *function);
 
 /* Whether ctx looks like an attached context; logs otherwise: CONTEXT_DETACHED through
@@ -50,7 +50,7 @@ static inline bool kiln_ctx_attached(const kiln_ctx *ctx) {
  * logs through the object's log CONTEXT_DETACHED, CONTEXT_INVALID (not a context at
  * all) or wrong_runtime_item, and returns false. Concurrency: ctx's own thread. */
 KILN_INTERNAL bool kiln_ctx_may_use(const kiln_ctx *ctx, const kiln_runtime *owner,
-                                    const kiln_log_sink *log, const char *wrong_runtime_item,
+                                    const kiln_log_sink *log, kiln_log_item wrong_runtime_item,
                                     const char *function, const char *kind, const char *name);
 
 #endif /* KILN_RUNTIME_CHECK_H */

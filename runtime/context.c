@@ -38,7 +38,7 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
     uint32_t id = rt->next_ctx_id++;
     pthread_mutex_unlock(&rt->registry_lock);
     if (!ctx) {
-        kiln_log(&rt->log, KILN_LOG_ERROR, "CONTEXT_OUT_OF_MEMORY", "%s: no memory for %s "
+        kiln_log(&rt->log, KILN_LOGITEM_CONTEXT_OUT_OF_MEMORY, "%s: no memory for %s "
                  "context (%zu bytes)", is_worker ? "kiln_create" : "kiln_attach",
                  is_worker ? "a worker's" : "a", sizeof *ctx);
         return NULL;
@@ -130,13 +130,13 @@ void kiln_detach(kiln_ctx *ctx) {
     if (!ctx) return;
     if (!kiln_ctx_check(ctx, "kiln_detach")) return;
     if (ctx->is_worker) {
-        kiln_log_misuse(&ctx->rt->log, "CONTEXT_IS_WORKER",
+        kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_CONTEXT_IS_WORKER,
                         "kiln_detach: context %u belongs to a worker; kiln_destroy detaches it",
                         ctx->id);
         return;
     }
     if (ctx->queue.job_depth > 0) {   /* its frame arena and queue are in use below us */
-        kiln_log_misuse(&ctx->rt->log, "CONTEXT_INSIDE_JOB",
+        kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_CONTEXT_INSIDE_JOB,
                         "kiln_detach: context %u is running a job; detach between jobs", ctx->id);
         return;
     }
@@ -155,7 +155,7 @@ bool kiln_workers_start(kiln_runtime *rt) {
     if (n == 0) return true;
     rt->workers = kiln_heap_calloc(n, sizeof *rt->workers);
     if (!rt->workers) {
-        kiln_log(&rt->log, KILN_LOG_ERROR, "RUNTIME_OUT_OF_MEMORY",
+        kiln_log(&rt->log, KILN_LOGITEM_RUNTIME_OUT_OF_MEMORY,
                  "kiln_create: no memory for the table of %u workers (%zu bytes)", n,
                  (size_t)n * sizeof *rt->workers);
         return false;
@@ -165,7 +165,7 @@ bool kiln_workers_start(kiln_runtime *rt) {
         if (!ctx) return false;
         rt->workers[i] = ctx;
         if (pthread_create(&ctx->thread, NULL, worker_main, ctx) != 0) {
-            kiln_log(&rt->log, KILN_LOG_ERROR, "WORKER_START_FAILED",
+            kiln_log(&rt->log, KILN_LOGITEM_WORKER_START_FAILED,
                      "kiln_create: worker %u of %u could not start", i + 1, n);
             context_release(ctx);
             rt->workers[i] = NULL;

@@ -21,9 +21,10 @@ static bool is_driver(kiln_runtime *rt, kiln_ctx *ctx) {
  * a job) never may, and no context from inside a job it runs: frame end would wait for
  * the very job that called it. Logs the refusal. */
 static bool clock_call_allowed(const kiln_ctx *ctx, const char *function) {
-    const char *item = ctx->is_worker ? "FRAME_WORKER_CONTEXT"
-                       : ctx->queue.job_depth > 0 ? "FRAME_INSIDE_JOB" : NULL;
-    if (kiln_likely(item == NULL)) return true;
+    kiln_log_item item = ctx->is_worker ? KILN_LOGITEM_FRAME_WORKER_CONTEXT
+                         : ctx->queue.job_depth > 0 ? KILN_LOGITEM_FRAME_INSIDE_JOB
+                         : KILN_LOGITEM_NONE;
+    if (kiln_likely(item == KILN_LOGITEM_NONE)) return true;
     kiln_log_misuse(&ctx->rt->log, item,
                     ctx->is_worker ? "%s: context %u is a worker's; only an attached thread "
                                      "drives the frame clock; ignored"
@@ -40,13 +41,13 @@ uint64_t kiln_frame_begin(kiln_ctx *ctx) {
     uint64_t frame = kiln_load_relaxed(&rt->frame);
     if (!clock_call_allowed(ctx, "kiln_frame_begin")) return frame;
     if (!is_driver(rt, ctx)) {
-        kiln_log_misuse(&rt->log, "FRAME_NOT_DRIVER",
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_FRAME_NOT_DRIVER,
                         "kiln_frame_begin: context %u does not drive the frame clock "
                         "(another context does); ignored", ctx->id);
         return frame;
     }
     if (rt->frame_open) {
-        kiln_log_misuse(&rt->log, "FRAME_ALREADY_OPEN",
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_FRAME_ALREADY_OPEN,
                         "kiln_frame_begin: frame %llu is still open (no kiln_frame_end); ignored",
                         (unsigned long long)frame);
         return frame;
@@ -67,13 +68,13 @@ void kiln_frame_end(kiln_ctx *ctx) {
     /* No claim here: only kiln_frame_begin makes a context the driver. */
     kiln_ctx *driver = kiln_load_relaxed(&rt->driver);
     if (driver != NULL && driver != ctx) {
-        kiln_log_misuse(&rt->log, "FRAME_NOT_DRIVER",
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_FRAME_NOT_DRIVER,
                         "kiln_frame_end: context %u does not drive the frame clock "
                         "(another context does); ignored", ctx->id);
         return;
     }
     if (driver == NULL || !rt->frame_open) {
-        kiln_log_misuse(&rt->log, "FRAME_END_WITHOUT_BEGIN",
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_FRAME_END_WITHOUT_BEGIN,
                         "kiln_frame_end: context %u has no open frame; ignored", ctx->id);
         return;
     }

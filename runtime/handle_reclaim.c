@@ -88,7 +88,7 @@ void kiln_handles_frame_end(kiln_runtime *rt, kiln_ctx *driver, uint64_t epoch) 
     if (!holder || safe > previous_safe) {
         rt->reclaim_stalled_frames = 0;
     } else if (++rt->reclaim_stalled_frames == KILN_HANDLES_STALL_WARN_FRAMES) {
-        kiln_log(&rt->log, KILN_LOG_WARN, "HANDLES_RECLAIM_STALLED",
+        kiln_log(&rt->log, KILN_LOGITEM_HANDLES_RECLAIM_STALLED,
                  "kiln_frame_end: context %u has passed no quiescent point for %u frames; freed "
                  "handle slots are not reused until it calls kiln_handles_quiescent, resets its "
                  "frame arena, detaches or ends its background job", holder_id,

@@ -20,14 +20,14 @@ _Static_assert(offsetof(struct kiln_handles, core) == 0,
 kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *desc) {
     if (!kiln_runtime_check(rt, "kiln_handles_create")) return NULL;
     if (!desc) {
-        kiln_log_misuse(&rt->log, "HANDLES_NULL_DESC", "kiln_handles_create: desc is NULL");
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_HANDLES_NULL_DESC, "kiln_handles_create: desc is NULL");
         return NULL;
     }
     const char *name = desc->name ? desc->name : "handles";
     if (!kiln_handle_table_desc_ok(desc, name, &rt->log)) return NULL;
     kiln_handles *table = kiln_heap_aligned(KILN_CACHE_LINE, sizeof *table);
     if (!table) {
-        kiln_log(&rt->log, KILN_LOG_ERROR, "HANDLES_OUT_OF_MEMORY",
+        kiln_log(&rt->log, KILN_LOGITEM_HANDLES_OUT_OF_MEMORY,
                  "kiln_handles_create: no memory for table '%s'", name);
         return NULL;
     }
@@ -53,7 +53,7 @@ kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *des
     }
     pthread_mutex_unlock(&rt->registry_lock);
     if (slot < 0)
-        kiln_log_misuse(&rt->log, "HANDLES_TOO_MANY", "kiln_handles_create: table '%s': all %d "
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_HANDLES_TOO_MANY, "kiln_handles_create: table '%s': all %d "
                         "table slots are in use", name, KILN_MAX_HANDLE_TABLES);
     if (!made) kiln_heap_free(table);
     return made ? table : NULL;
@@ -66,7 +66,7 @@ void kiln_handles_destroy(kiln_handles *table) {
     kiln_handle_tally tally;
     kiln_handles_tally(table, &tally);
     if (tally.allocs != tally.frees)
-        kiln_log(&rt->log, KILN_LOG_WARN, "HANDLES_ITEMS_LIVE",
+        kiln_log(&rt->log, KILN_LOGITEM_HANDLES_ITEMS_LIVE,
                  "kiln_handles_destroy: table '%s' still has %llu live items; their memory is "
                  "returned now", table->core.name,
                  (unsigned long long)(tally.allocs - tally.frees));
@@ -86,7 +86,7 @@ void kiln_runtime_handles_fini(kiln_runtime *rt) {
     for (int i = 0; i < KILN_MAX_HANDLE_TABLES; i++) {
         kiln_handles *table = rt->handle_tables[i];
         if (!table) continue;
-        kiln_log(&rt->log, KILN_LOG_WARN, "HANDLES_STILL_ALIVE",
+        kiln_log(&rt->log, KILN_LOGITEM_HANDLES_STILL_ALIVE,
                  "kiln_destroy: handle table '%s' is still alive; destroying it", table->core.name);
         kiln_handles_destroy(table);
     }
@@ -100,7 +100,7 @@ void kiln_handles_set_generation_limit(kiln_handles *table, uint32_t max_generat
 /* ---------- get ---------- */
 
 static KILN_COLD void *get_null(void) {
-    kiln_log_misuse(NULL, "HANDLES_NULL", "kiln_handle_get: the table is NULL");
+    kiln_log_misuse(NULL, KILN_LOGITEM_HANDLES_NULL, "kiln_handle_get: the table is NULL");
     return NULL;
 }
 
@@ -118,12 +118,12 @@ void *kiln_handle_get(kiln_handles *table, kiln_handle h) {
 static kiln_handle_cache *cache_for(kiln_ctx *ctx, kiln_handles *table, const char *function) {
     if (!ctx || !table) {
         kiln_log_misuse(table ? &table->core.log : kiln_ctx_log(ctx),
-                        ctx ? "HANDLES_NULL" : "CONTEXT_NULL", "%s: the %s is NULL", function,
+                        ctx ? KILN_LOGITEM_HANDLES_NULL : KILN_LOGITEM_CONTEXT_NULL, "%s: the %s is NULL", function,
                         ctx ? "table" : "context");
         return NULL;
     }
     if (kiln_handle_table_refuse_dead(&table->core, function)) return NULL;
-    if (!kiln_ctx_may_use(ctx, table->owner, &table->core.log, "HANDLES_WRONG_RUNTIME", function,
+    if (!kiln_ctx_may_use(ctx, table->owner, &table->core.log, KILN_LOGITEM_HANDLES_WRONG_RUNTIME, function,
                           "table", table->core.name))
         return NULL;
     kiln_handle_cache *cache = &ctx->handle_caches[table->core.index];
@@ -224,7 +224,7 @@ size_t kiln_stats_handles(kiln_runtime *rt, kiln_handles_stats *out, size_t cap)
 }
 
 bool kiln_handles_stats_get(kiln_handles *table, kiln_handles_stats *out) {
-    if (!kiln_stats_args_ok(table ? &table->core.log : NULL, table, "HANDLES_NULL", "the table",
+    if (!kiln_stats_args_ok(table ? &table->core.log : NULL, table, KILN_LOGITEM_HANDLES_NULL, "the table",
                             out, sizeof *out, "kiln_handles_stats_get"))
         return false;
     kiln_runtime *rt = table->owner;

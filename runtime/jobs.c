@@ -9,13 +9,13 @@ static bool check_jobs(kiln_ctx *ctx, const kiln_job *jobs, size_t count, const 
     if (!kiln_ctx_check(ctx, function)) return false;
     const char *problem = count == 0 ? "count is 0" : jobs == NULL ? "jobs is NULL" : NULL;
     if (problem) {
-        kiln_log_misuse(&ctx->rt->log, count == 0 ? "JOB_COUNT_ZERO" : "JOB_NULL_JOBS",
+        kiln_log_misuse(&ctx->rt->log, count == 0 ? KILN_LOGITEM_JOB_COUNT_ZERO : KILN_LOGITEM_JOB_NULL_JOBS,
                         "%s: context %u: %s; nothing submitted", function, ctx->id, problem);
         return false;
     }
     for (size_t i = 0; i < count; i++) {
         if (kiln_unlikely(!jobs[i].fn)) {
-            kiln_log_misuse(&ctx->rt->log, "JOB_NULL_FN",
+            kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_NULL_FN,
                             "%s: context %u: job %zu of %zu has a NULL fn; none of them submitted",
                             function, ctx->id, i, count);
             return false;
@@ -33,7 +33,7 @@ static kiln_counter_state *counter_add(kiln_ctx *ctx, kiln_counter *counter, siz
     if (before == 0) {
         if (owner != ctx->id) kiln_store_relaxed(&state->owner, ctx->id);
     } else if (owner != ctx->id) {
-        kiln_log(&ctx->rt->log, KILN_LOG_WARN, "COUNTER_SHARED",
+        kiln_log(&ctx->rt->log, KILN_LOGITEM_COUNTER_SHARED,
                  "kiln_run: context %u adds to a counter still non-zero from a run of context "
                  "%llu; both runs now finish together", ctx->id, (unsigned long long)owner);
     }
@@ -53,7 +53,7 @@ static bool pin_allowed(kiln_ctx *ctx, const kiln_run_desc *d, const kiln_counte
               "context waits on the job's counter, which is NULL"
             : NULL;
     if (kiln_likely(problem == NULL)) return true;
-    kiln_log_misuse(&ctx->rt->log, "JOB_BAD_PIN", "kiln_run: context %u: pinned_to %s; nothing "
+    kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_BAD_PIN, "kiln_run: context %u: pinned_to %s; nothing "
                     "submitted", ctx->id, problem);
     return false;
 }
@@ -63,7 +63,7 @@ static bool pin_allowed(kiln_ctx *ctx, const kiln_run_desc *d, const kiln_counte
 static KILN_COLD void refuse_pin_detaching(kiln_ctx *ctx, const kiln_ctx *target,
                                            kiln_counter_state *state, size_t done, size_t count) {
     if (state) kiln_sub_acq_rel(&state->pending, count - done);
-    kiln_log_misuse(&ctx->rt->log, "JOB_PIN_DETACHING",
+    kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_PIN_DETACHING,
                     "kiln_run: context %u: pinned_to context %u is detaching; %zu of %zu jobs "
                     "not submitted", ctx->id, target->id, count - done, count);
 }
@@ -73,7 +73,7 @@ void kiln_run_ex(kiln_ctx *ctx, const kiln_job *jobs, size_t count, kiln_counter
     if (!check_jobs(ctx, jobs, count, "kiln_run")) return;
     kiln_run_desc d = desc ? *desc : (kiln_run_desc){ 0 };
     if (d.priority != KILN_PRIORITY_NORMAL && d.priority != KILN_PRIORITY_HIGH) {
-        kiln_log_misuse(&ctx->rt->log, "JOB_BAD_PRIORITY",
+        kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_BAD_PRIORITY,
                         "kiln_run: context %u: priority %d is no kiln_priority; nothing submitted",
                         ctx->id, (int)d.priority);
         return;
@@ -105,7 +105,7 @@ void kiln_run(kiln_ctx *ctx, const kiln_job *jobs, size_t count, kiln_counter *c
 void kiln_wait(kiln_ctx *ctx, kiln_counter *counter) {
     if (!kiln_ctx_check(ctx, "kiln_wait")) return;
     if (!counter) {
-        kiln_log_misuse(&ctx->rt->log, "JOB_WAIT_NULL_COUNTER",
+        kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_WAIT_NULL_COUNTER,
                         "kiln_wait: context %u: the counter is NULL; nothing to wait for", ctx->id);
         return;
     }
@@ -115,7 +115,7 @@ void kiln_wait(kiln_ctx *ctx, kiln_counter *counter) {
 void kiln_parallel_for(kiln_ctx *ctx, size_t count, size_t grain, kiln_range_fn fn, void *arg) {
     if (!kiln_ctx_check(ctx, "kiln_parallel_for")) return;
     if (!fn) {
-        kiln_log_misuse(&ctx->rt->log, "JOB_NULL_FN",
+        kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_NULL_FN,
                         "kiln_parallel_for: context %u: fn is NULL; nothing run", ctx->id);
         return;
     }

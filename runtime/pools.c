@@ -20,7 +20,7 @@ static _Atomic uint64_t next_serial;
 kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
     if (!kiln_runtime_check(rt, "kiln_pool_create")) return NULL;
     if (!desc) {
-        kiln_log_misuse(&rt->log, "POOL_NULL_DESC", "kiln_pool_create: desc is NULL");
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_POOL_NULL_DESC, "kiln_pool_create: desc is NULL");
         return NULL;
     }
     pthread_mutex_lock(&rt->registry_lock);
@@ -53,10 +53,10 @@ kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
     }
     pthread_mutex_unlock(&rt->registry_lock);
     if (slot < 0)
-        kiln_log_misuse(&rt->log, "POOL_TOO_MANY", "kiln_pool_create: pool '%s': all %d pool "
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_POOL_TOO_MANY, "kiln_pool_create: pool '%s': all %d pool "
                         "slots are in use", desc->name ? desc->name : "pool", KILN_MAX_POOLS);
     else if (!pool)
-        kiln_log(&rt->log, KILN_LOG_ERROR, "POOL_OUT_OF_MEMORY",
+        kiln_log(&rt->log, KILN_LOGITEM_POOL_OUT_OF_MEMORY,
                  "kiln_pool_create: no memory for pool '%s'", desc->name ? desc->name : "pool");
     return made ? pool : NULL;
 }
@@ -72,7 +72,7 @@ void kiln_pool_destroy(kiln_pool *pool) {
     if (!pool) return;
     kiln_runtime *rt = pool->owner;
     if (kiln_load_relaxed(&pool->serial) == 0) {
-        kiln_log_misuse(&rt->log, "POOL_DESTROYED",
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_POOL_DESTROYED,
                         "kiln_pool_destroy: pool '%s' was destroyed already", pool->name);
         return;
     }
@@ -82,7 +82,7 @@ void kiln_pool_destroy(kiln_pool *pool) {
     kiln_pool_stats stats;
     kiln_pool_stats_read(pool, &tally, &stats);
     if (stats.live != 0)
-        kiln_log(&rt->log, KILN_LOG_WARN, "POOL_OBJECTS_LIVE",
+        kiln_log(&rt->log, KILN_LOGITEM_POOL_OBJECTS_LIVE,
                  "kiln_pool_destroy: pool '%s' still has %llu live objects; their memory is "
                  "returned now", pool->name, (unsigned long long)stats.live);
     if (stats.live != 0) kiln_pool_report_leaks(pool);   /* KILN_DEBUG_SITES: by site */
@@ -108,7 +108,7 @@ void kiln_pool_destroy(kiln_pool *pool) {
  * one's cache would strand the objects it takes) or one of another runtime (its cache
  * would move objects into that runtime's pool at the same index). */
 static KILN_COLD bool ctx_may_bind(const kiln_ctx *ctx, kiln_pool *pool, const char *function) {
-    return kiln_ctx_may_use(ctx, pool->owner, &pool->log, "POOL_WRONG_RUNTIME", function, "pool",
+    return kiln_ctx_may_use(ctx, pool->owner, &pool->log, KILN_LOGITEM_POOL_WRONG_RUNTIME, function, "pool",
                             pool->name);
 }
 
@@ -126,7 +126,8 @@ static KILN_COLD void refuse_call(const kiln_ctx *ctx, kiln_pool *pool, const ch
         return;
     }
     const kiln_log_sink *log = pool ? &pool->log : kiln_ctx_log(ctx);
-    const char *item = ctx ? "POOL_NULL" : "CONTEXT_NULL", *what = ctx ? "pool" : "context";
+    kiln_log_item item = ctx ? KILN_LOGITEM_POOL_NULL : KILN_LOGITEM_CONTEXT_NULL;
+    const char *what = ctx ? "pool" : "context";
     if (obj) kiln_log_misuse(log, item, "%s: the %s is NULL; %p not freed", function, what, obj);
     else kiln_log_misuse(log, item, "%s: the %s is NULL", function, what);
 }
@@ -202,7 +203,7 @@ size_t kiln_stats_pools(kiln_runtime *rt, kiln_pool_stats *out, size_t cap) {
 }
 
 bool kiln_pool_stats_get(kiln_pool *pool, kiln_pool_stats *out) {
-    if (!kiln_stats_args_ok(pool ? &pool->log : NULL, pool, "POOL_NULL", "the pool", out, sizeof *out, "kiln_pool_stats_get"))
+    if (!kiln_stats_args_ok(pool ? &pool->log : NULL, pool, KILN_LOGITEM_POOL_NULL, "the pool", out, sizeof *out, "kiln_pool_stats_get"))
         return false;
     kiln_runtime *rt = pool->owner;
     pthread_mutex_lock(&rt->registry_lock);
@@ -218,7 +219,7 @@ void kiln_runtime_pools_fini(kiln_runtime *rt) {
         kiln_pool *pool = rt->pools[i];
         if (!pool) continue;
         if (kiln_load_relaxed(&pool->serial) != 0) {
-            kiln_log(&rt->log, KILN_LOG_WARN, "POOL_STILL_ALIVE",
+            kiln_log(&rt->log, KILN_LOGITEM_POOL_STILL_ALIVE,
                      "kiln_destroy: pool '%s' is still alive; destroying it", pool->name);
             kiln_pool_destroy(pool);   /* moves it to the dead list */
         }

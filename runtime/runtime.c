@@ -42,7 +42,7 @@ static void background_changed(void *owner, bool running) {
  * are dropped with a warning. */
 static bool desc_check(kiln_desc *d, const kiln_log_sink *early) {
     if (d->worker_count > KILN_MAX_WORKERS) {
-        kiln_log(early, KILN_LOG_ERROR, "WORKER_COUNT_INVALID",
+        kiln_log(early, KILN_LOGITEM_WORKER_COUNT_INVALID,
                  "kiln_create: worker_count %u is more than the %u workers the job system has "
                  "queues for (KILN_MAX_WORKERS; KILN_NO_WORKERS for none)",
                  d->worker_count, (unsigned)KILN_MAX_WORKERS);
@@ -50,7 +50,7 @@ static bool desc_check(kiln_desc *d, const kiln_log_sink *early) {
     }
     uint32_t unknown = d->debug & ~(uint32_t)KILN_DEBUG_ALL;
     if (unknown) {
-        kiln_log(early, KILN_LOG_WARN, "DEBUG_UNKNOWN_BITS",
+        kiln_log(early, KILN_LOGITEM_DEBUG_UNKNOWN_BITS,
                  "kiln_create: debug bits 0x%x are not KILN_DEBUG_* bits; ignored", unknown);
         d->debug &= (uint32_t)KILN_DEBUG_ALL;
     }
@@ -65,18 +65,18 @@ static void reset_worker_frame(void *owner) {
 
 kiln_runtime *kiln_create(const kiln_desc *desc) {
     kiln_desc d = desc_with_defaults(desc);
-    kiln_log_sink early = { d.log, d.log_user, NULL, d.error_hook, d.error_hook_user };
+    kiln_log_sink early = { d.log, d.log_user, NULL, d.error_hook, d.error_hook_user, d.log_item };
     if (!desc_check(&d, &early)) return NULL;
     size_t size = kiln_align_up(sizeof(kiln_runtime), KILN_CACHE_LINE);
     kiln_runtime *rt = kiln_heap_aligned(KILN_CACHE_LINE, size);
     if (!rt) {
-        kiln_log(&early, KILN_LOG_ERROR, "RUNTIME_OUT_OF_MEMORY",
+        kiln_log(&early, KILN_LOGITEM_RUNTIME_OUT_OF_MEMORY,
                  "kiln_create: no memory for the runtime (%zu bytes)", size);
         return NULL;
     }
     memset(rt, 0, size);
     rt->desc = d;
-    rt->log = (kiln_log_sink){ d.log, d.log_user, &rt->api_errors, d.error_hook, d.error_hook_user };
+    rt->log = (kiln_log_sink){ d.log, d.log_user, &rt->api_errors, d.error_hook, d.error_hook_user, d.log_item };
     kiln_block_pool_config pool_config = {
         .block_size = d.block_size,
         .reserve_bytes = d.reserve_size,
@@ -90,7 +90,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     if ((d.debug & KILN_DEBUG_GUARD_PAGES) &&
         kiln_debug_block_usable(d.debug, d.block_size) == d.block_size) {
         /* The free list's link word would lie in the guard page (alloc/debug.h). */
-        kiln_log(&rt->log, KILN_LOG_WARN, "DEBUG_GUARD_PAGES_OFF",
+        kiln_log(&rt->log, KILN_LOGITEM_DEBUG_GUARD_PAGES_OFF,
                  "kiln_create: blocks of %zu bytes are one page; guard pages need two or more, "
                  "so KILN_DEBUG_GUARD_PAGES is off", d.block_size);
         rt->desc.debug &= ~(uint32_t)KILN_DEBUG_GUARD_PAGES;
@@ -118,7 +118,7 @@ void kiln_destroy(kiln_runtime *rt) {
     kiln_workers_stop(rt);
     while (rt->contexts) {
         kiln_ctx *ctx = rt->contexts;
-        kiln_log(&rt->log, KILN_LOG_WARN, "CONTEXT_STILL_ATTACHED",
+        kiln_log(&rt->log, KILN_LOGITEM_CONTEXT_STILL_ATTACHED,
                  "kiln_destroy: context %u is still attached; detaching it", ctx->id);
         kiln_detach(ctx);
     }
@@ -128,7 +128,7 @@ void kiln_destroy(kiln_runtime *rt) {
         kiln_arena *arena = &rt->arenas->arena;
         kiln_arena_stats stats;
         kiln_arena_stats_read(arena, &stats);
-        kiln_log(&rt->log, KILN_LOG_WARN, "ARENA_STILL_ALIVE",
+        kiln_log(&rt->log, KILN_LOGITEM_ARENA_STILL_ALIVE,
                  "kiln_destroy: arena '%s' is still alive (%zu bytes in use); destroying it",
                  stats.name, stats.bytes_in_use);
         kiln_arena_report_leaks(arena);   /* KILN_DEBUG_SITES: what is in it, by site */

@@ -8,7 +8,7 @@ bool kiln_stats_get(kiln_runtime *rt, kiln_stats *out) {
     if (out) memset(out, 0, sizeof *out);
     if (!kiln_runtime_check(rt, "kiln_stats_get")) return false;   /* the runtime first */
     if (!out) {
-        kiln_log_misuse(&rt->log, "STATS_NULL_OUT", "kiln_stats_get: out is NULL");
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_STATS_NULL_OUT, "kiln_stats_get: out is NULL");
         return false;
     }
     out->frame = kiln_load_relaxed(&rt->frame);

@@ -119,7 +119,7 @@ static void snapshot_free(snapshot *snap) {
 static bool snapshot_take(kiln_runtime *rt, FILE *out, snapshot *snap, const char *function) {
     memset(snap, 0, sizeof *snap);
     if (!out) {
-        kiln_log_misuse(kiln_runtime_log(rt), "STATS_NULL_OUT", "%s: out is NULL", function);
+        kiln_log_misuse(kiln_runtime_log(rt), KILN_LOGITEM_STATS_NULL_OUT, "%s: out is NULL", function);
         return false;
     }
     if (!kiln_runtime_check(rt, function)) return false;
@@ -139,7 +139,7 @@ static bool snapshot_take(kiln_runtime *rt, FILE *out, snapshot *snap, const cha
               fetch(rt, list_handles, &s[S_HANDLES]) && fetch(rt, list_contexts, &s[S_CONTEXTS]);
     if (!ok) {
         snapshot_free(snap);
-        kiln_log(&rt->log, KILN_LOG_ERROR, "STATS_OUT_OF_MEMORY", "%s: no memory to copy the "
+        kiln_log(&rt->log, KILN_LOGITEM_STATS_OUT_OF_MEMORY, "%s: no memory to copy the "
                  "figures", function);
     }
     return ok;

@@ -35,7 +35,7 @@ static KILN_COLD kiln_trace_ring *ring_new(kiln_ctx *ctx) {
     if (!ring) {
         kiln_add_relaxed(&trace->lost, 1);
         if (!kiln_exchange_relaxed(&trace->lost_logged, true))
-            kiln_log(&ctx->rt->log, KILN_LOG_ERROR, "TRACE_OUT_OF_MEMORY",
+            kiln_log(&ctx->rt->log, KILN_LOGITEM_TRACE_OUT_OF_MEMORY,
                      "context %u: no memory for its trace ring (%zu bytes); its events are "
                      "counted as dropped", ctx->id, sizeof *ring);
         return NULL;
@@ -118,7 +118,7 @@ void kiln_trace_enable(kiln_runtime *rt, bool on) {
 
 bool kiln_trace_stats_get(kiln_runtime *rt, kiln_trace_stats *out) {
     if (!out) {
-        kiln_log_misuse(kiln_runtime_log(rt), "STATS_NULL_OUT", "kiln_trace_stats_get: out is NULL");
+        kiln_log_misuse(kiln_runtime_log(rt), KILN_LOGITEM_STATS_NULL_OUT, "kiln_trace_stats_get: out is NULL");
         return false;
     }
     memset(out, 0, sizeof *out);

@@ -192,14 +192,14 @@ static void write_metadata(trace_writer *w) {
 }
 
 static KILN_COLD bool write_failed(kiln_runtime *rt, const char *what) {
-    kiln_log(&rt->log, KILN_LOG_ERROR, "TRACE_WRITE_FAILED", "kiln_trace_write: %s", what);
+    kiln_log(&rt->log, KILN_LOGITEM_TRACE_WRITE_FAILED, "kiln_trace_write: %s", what);
     return false;
 }
 
 bool kiln_trace_write_file(kiln_runtime *rt, FILE *out) {
     if (!kiln_runtime_check(rt, "kiln_trace_write_file")) return false;
     if (!out) {
-        kiln_log_misuse(&rt->log, "TRACE_NULL_FILE", "kiln_trace_write_file: out is NULL");
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_TRACE_NULL_FILE, "kiln_trace_write_file: out is NULL");
         return false;
     }
     trace_writer *w = kiln_heap_calloc(1, sizeof *w);
@@ -235,18 +235,18 @@ bool kiln_trace_write_file(kiln_runtime *rt, FILE *out) {
 bool kiln_trace_write(kiln_runtime *rt, const char *path) {
     if (!kiln_runtime_check(rt, "kiln_trace_write")) return false;
     if (!path) {
-        kiln_log_misuse(&rt->log, "TRACE_NULL_PATH", "kiln_trace_write: path is NULL");
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_TRACE_NULL_PATH, "kiln_trace_write: path is NULL");
         return false;
     }
     FILE *out = fopen(path, "w");
     if (!out) {
-        kiln_log(&rt->log, KILN_LOG_ERROR, "TRACE_WRITE_FAILED", "kiln_trace_write: cannot open "
+        kiln_log(&rt->log, KILN_LOGITEM_TRACE_WRITE_FAILED, "kiln_trace_write: cannot open "
                  "'%s': %s", path, strerror(errno));
         return false;
     }
     bool ok = kiln_trace_write_file(rt, out);
     if (fclose(out) != 0 && ok) {
-        kiln_log(&rt->log, KILN_LOG_ERROR, "TRACE_WRITE_FAILED", "kiln_trace_write: closing "
+        kiln_log(&rt->log, KILN_LOGITEM_TRACE_WRITE_FAILED, "kiln_trace_write: closing "
                  "'%s': %s", path, strerror(errno));
         ok = false;
     }

@@ -14,10 +14,12 @@ int headers_stats_c(void);
 int headers_stats_fields_c(void);
 int headers_handles_c(kiln_runtime *rt, kiln_ctx *ctx);
 int headers_trace_c(kiln_runtime *rt);
+int headers_log_items_c(void);
 
 int main(void) {
     if (headers_core_c() + headers_memory_c() + headers_stats_c() + headers_stats_fields_c() != 0)
         return 1;
+    if (headers_log_items_c() != 0) return 10;
     kiln_runtime *rt = kiln_create(&(kiln_desc){ .frame_budget = 1u << 20 });
     if (!rt) return 2;
     kiln_ctx *ctx = kiln_attach(rt);

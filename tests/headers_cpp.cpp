@@ -10,7 +10,10 @@
 struct enemy { int health; };
 KILN_HANDLE_TYPE(enemy, enemy)
 
+int headers_log_items_cpp();
+
 int main() {
+    if (headers_log_items_cpp() != 0) return 9;
     kiln_desc desc{};   // zero: every default
     desc.frame_budget = 1u << 20;
     kiln_runtime *rt = kiln_create(&desc);

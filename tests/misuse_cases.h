@@ -2,7 +2,8 @@
  * Included three times by tests/test_misuse.c (thunks, the row array, one Test per row);
  * no include guard on purpose.
  *
- * ROW(id, "function", "input class", "ITEM" or NULL, sink, counted, fixture flags, doc,
+ * ROW(id, "function", "input class", KILN_LOGITEM_<ITEM> or KILN_LOGITEM_NONE, sink, counted,
+ *     fixture flags, doc,
  *     { thunk body: makes the call through f (the fixture) and checks the safe return
  *       with WANT, WANT_EQ, WANT_NULL, WANT_NOT_NULL (tests/test_misuse.c), or cr_expect })
  *
@@ -24,68 +25,68 @@
 
 /* kiln_create: refused desc fields go to desc->log (rec_a here); no runtime exists, so
  * nothing is counted. */
-ROW(create_null_desc, "kiln_create", "NULL desc (legal: the defaults)", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(create_null_desc, "kiln_create", "NULL desc (legal: the defaults)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     kiln_runtime *rt = kiln_create(NULL);
     WANT_NOT_NULL(rt);
     kiln_destroy(rt);
 })
-ROW(create_block_size_3, "kiln_create", "size: block_size 3", "BLOCK_SIZE_INVALID", SINK_A, NOT_COUNTED, 0, DOC, {
+ROW(create_block_size_3, "kiln_create", "size: block_size 3", KILN_LOGITEM_BLOCK_SIZE_INVALID, SINK_A, NOT_COUNTED, 0, DOC, {
     kiln_desc d = recording_desc(f->rec_a);
     d.block_size = 3;
     kiln_runtime *rt = kiln_create(&d);
     WANT_NULL(rt);
     kiln_destroy(rt);
 })
-ROW(create_block_size_huge, "kiln_create", "size: block_size SIZE_MAX", "BLOCK_SIZE_INVALID", SINK_A, NOT_COUNTED, 0, DOC, {
+ROW(create_block_size_huge, "kiln_create", "size: block_size SIZE_MAX", KILN_LOGITEM_BLOCK_SIZE_INVALID, SINK_A, NOT_COUNTED, 0, DOC, {
     kiln_desc d = recording_desc(f->rec_a);
     d.block_size = SIZE_MAX;
     kiln_runtime *rt = kiln_create(&d);
     WANT_NULL(rt);
     kiln_destroy(rt);
 })
-ROW(create_block_size_half, "kiln_create", "size: block_size SIZE_MAX/2+1 (a power of two > 1 GiB)", "BLOCK_SIZE_INVALID", SINK_A, NOT_COUNTED, 0, DOC, {
+ROW(create_block_size_half, "kiln_create", "size: block_size SIZE_MAX/2+1 (a power of two > 1 GiB)", KILN_LOGITEM_BLOCK_SIZE_INVALID, SINK_A, NOT_COUNTED, 0, DOC, {
     kiln_desc d = recording_desc(f->rec_a);
     d.block_size = SIZE_MAX / 2 + 1;
     kiln_runtime *rt = kiln_create(&d);
     WANT_NULL(rt);
     kiln_destroy(rt);
 })
-ROW(create_memory_limit_1, "kiln_create", "size: memory_limit 1 (under a block)", "MEMORY_LIMIT_INVALID", SINK_A, NOT_COUNTED, 0, DOC, {
+ROW(create_memory_limit_1, "kiln_create", "size: memory_limit 1 (under a block)", KILN_LOGITEM_MEMORY_LIMIT_INVALID, SINK_A, NOT_COUNTED, 0, DOC, {
     kiln_desc d = recording_desc(f->rec_a);
     d.memory_limit = 1;
     kiln_runtime *rt = kiln_create(&d);
     WANT_NULL(rt);
     kiln_destroy(rt);
 })
-ROW(create_reserve_huge, "kiln_create", "size: reserve_size SIZE_MAX", "RESERVE_SIZE_INVALID", SINK_A, NOT_COUNTED, 0, DOC, {
+ROW(create_reserve_huge, "kiln_create", "size: reserve_size SIZE_MAX", KILN_LOGITEM_RESERVE_SIZE_INVALID, SINK_A, NOT_COUNTED, 0, DOC, {
     kiln_desc d = recording_desc(f->rec_a);
     d.reserve_size = SIZE_MAX;
     kiln_runtime *rt = kiln_create(&d);
     WANT_NULL(rt);
     kiln_destroy(rt);
 })
-ROW(create_reserve_half, "kiln_create", "size: reserve_size SIZE_MAX/2", "RESERVE_SIZE_INVALID", SINK_A, NOT_COUNTED, 0, DOC, {
+ROW(create_reserve_half, "kiln_create", "size: reserve_size SIZE_MAX/2", KILN_LOGITEM_RESERVE_SIZE_INVALID, SINK_A, NOT_COUNTED, 0, DOC, {
     kiln_desc d = recording_desc(f->rec_a);
     d.reserve_size = SIZE_MAX / 2;
     kiln_runtime *rt = kiln_create(&d);
     WANT_NULL(rt);
     kiln_destroy(rt);
 })
-ROW(create_workers_64, "kiln_create", "count: worker_count KILN_MAX_WORKERS+1", "WORKER_COUNT_INVALID", SINK_A, NOT_COUNTED, 0, DOC, {
+ROW(create_workers_64, "kiln_create", "count: worker_count KILN_MAX_WORKERS+1", KILN_LOGITEM_WORKER_COUNT_INVALID, SINK_A, NOT_COUNTED, 0, DOC, {
     kiln_desc d = recording_desc(f->rec_a);
     d.worker_count = KILN_MAX_WORKERS + 1;
     kiln_runtime *rt = kiln_create(&d);
     WANT_NULL(rt);
     kiln_destroy(rt);
 })
-ROW(create_workers_huge, "kiln_create", "count: worker_count UINT32_MAX-1", "WORKER_COUNT_INVALID", SINK_A, NOT_COUNTED, 0, DOC, {
+ROW(create_workers_huge, "kiln_create", "count: worker_count UINT32_MAX-1", KILN_LOGITEM_WORKER_COUNT_INVALID, SINK_A, NOT_COUNTED, 0, DOC, {
     kiln_desc d = recording_desc(f->rec_a);
     d.worker_count = UINT32_MAX - 1;
     kiln_runtime *rt = kiln_create(&d);
     WANT_NULL(rt);
     kiln_destroy(rt);
 })
-ROW(create_unknown_debug_bits, "kiln_create", "debug bits 0x80000000 (dropped with a warning)", "DEBUG_UNKNOWN_BITS", SINK_A, NOT_COUNTED, 0, DOC, {
+ROW(create_unknown_debug_bits, "kiln_create", "debug bits 0x80000000 (dropped with a warning)", KILN_LOGITEM_DEBUG_UNKNOWN_BITS, SINK_A, NOT_COUNTED, 0, DOC, {
     kiln_desc d = recording_desc(f->rec_a);
     d.debug = 0x80000000u;
     kiln_runtime *rt = kiln_create(&d);
@@ -95,77 +96,77 @@ ROW(create_unknown_debug_bits, "kiln_create", "debug bits 0x80000000 (dropped wi
 })
 
 /* kiln_destroy */
-ROW(destroy_null, "kiln_destroy", "NULL runtime (legal: no-op)", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(destroy_null, "kiln_destroy", "NULL runtime (legal: no-op)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     kiln_destroy(NULL);
 })
 
 /* kiln_attach */
-ROW(attach_null, "kiln_attach", "UNDOC NULL runtime: NULL, RUNTIME_NULL", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(attach_null, "kiln_attach", "UNDOC NULL runtime: NULL, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     WANT_NULL(kiln_attach(NULL));
 })
-ROW(attach_forged, "kiln_attach", "UNDOC forged runtime (zeroed memory): NULL, RUNTIME_INVALID", "RUNTIME_INVALID", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(attach_forged, "kiln_attach", "UNDOC forged runtime (zeroed memory): NULL, RUNTIME_INVALID", KILN_LOGITEM_RUNTIME_INVALID, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     WANT_NULL(kiln_attach(FORGED_RT));
 })
 
 /* kiln_detach */
-ROW(detach_null, "kiln_detach", "NULL ctx (legal: no-op)", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(detach_null, "kiln_detach", "NULL ctx (legal: no-op)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     kiln_detach(NULL);
 })
-ROW(detach_detached, "kiln_detach", "detached ctx (detached twice)", "CONTEXT_DETACHED", SINK_A, COUNTED, 0, DOC, {
+ROW(detach_detached, "kiln_detach", "detached ctx (detached twice)", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
     kiln_detach(f->detached);
     kiln_stats s;
     WANT(kiln_stats_get(f->a, &s));
     cr_expect_eq(s.contexts, 2u, "ctx_a and the worker stay attached");
 })
-ROW(detach_worker_ctx, "kiln_detach", "UNDOC wrong thread: a worker's ctx from the test thread: ignored, CONTEXT_IS_WORKER", "CONTEXT_IS_WORKER", SINK_A, COUNTED, 0, UNDOC, {
+ROW(detach_worker_ctx, "kiln_detach", "UNDOC wrong thread: a worker's ctx from the test thread: ignored, CONTEXT_IS_WORKER", KILN_LOGITEM_CONTEXT_IS_WORKER, SINK_A, COUNTED, 0, UNDOC, {
     kiln_ctx *w = worker_ctx(f);
     kiln_detach(w);
     kiln_stats s;
     WANT(kiln_stats_get(f->a, &s));
     cr_expect_eq(s.contexts, 2u, "the worker stays attached");
 })
-ROW(detach_forged, "kiln_detach", "UNDOC forged ctx (zeroed memory): ignored, CONTEXT_INVALID", "CONTEXT_INVALID", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(detach_forged, "kiln_detach", "UNDOC forged ctx (zeroed memory): ignored, CONTEXT_INVALID", KILN_LOGITEM_CONTEXT_INVALID, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     kiln_detach(FORGED_CTX);
 })
 
 /* kiln_frame_begin */
-ROW(frame_begin_null, "kiln_frame_begin", "NULL ctx: 0", "CONTEXT_NULL", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(frame_begin_null, "kiln_frame_begin", "NULL ctx: 0", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     WANT_EQ(kiln_frame_begin(NULL), 0u);
 })
-ROW(frame_begin_detached, "kiln_frame_begin", "detached ctx: 0", "CONTEXT_DETACHED", SINK_A, COUNTED, 0, DOC, {
+ROW(frame_begin_detached, "kiln_frame_begin", "detached ctx: 0", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
     WANT_EQ(kiln_frame_begin(f->detached), 0u);
     WANT_EQ(kiln_frame_number(f->a), 0u);
 })
-ROW(frame_begin_forged, "kiln_frame_begin", "UNDOC forged ctx (zeroed memory): 0, CONTEXT_INVALID", "CONTEXT_INVALID", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(frame_begin_forged, "kiln_frame_begin", "UNDOC forged ctx (zeroed memory): 0, CONTEXT_INVALID", KILN_LOGITEM_CONTEXT_INVALID, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     WANT_EQ(kiln_frame_begin(FORGED_CTX), 0u);
 })
-ROW(frame_begin_not_driver, "kiln_frame_begin", "wrong thread: another attached thread while ctx_a drives: current frame", "FRAME_NOT_DRIVER", SINK_A, COUNTED, 0, DOC, {
+ROW(frame_begin_not_driver, "kiln_frame_begin", "wrong thread: another attached thread while ctx_a drives: current frame", KILN_LOGITEM_FRAME_NOT_DRIVER, SINK_A, COUNTED, 0, DOC, {
     WANT_EQ(kiln_frame_begin(f->ctx_a), 1u);
     kiln_frame_end(f->ctx_a);
     on_thread(f, OP_ATTACH_FRAME_BEGIN);
     cr_expect_eq(f->r64, 1u, "the current frame number");
     WANT_EQ(kiln_frame_number(f->a), 1u);
 })
-ROW(frame_begin_already_open, "kiln_frame_begin", "second begin without end: current frame", "FRAME_ALREADY_OPEN", SINK_A, COUNTED, 0, DOC, {
+ROW(frame_begin_already_open, "kiln_frame_begin", "second begin without end: current frame", KILN_LOGITEM_FRAME_ALREADY_OPEN, SINK_A, COUNTED, 0, DOC, {
     WANT_EQ(kiln_frame_begin(f->ctx_a), 1u);
     WANT_EQ(kiln_frame_begin(f->ctx_a), 1u);
     kiln_frame_end(f->ctx_a);
     cr_expect_eq(kiln_frame_begin(f->ctx_a), 2u, "the clock still works");
     kiln_frame_end(f->ctx_a);
 })
-ROW(frame_begin_worker_ctx, "kiln_frame_begin", "wrong thread: a worker's ctx from the test thread: current frame", "FRAME_WORKER_CONTEXT", SINK_A, COUNTED, 0, DOC, {
+ROW(frame_begin_worker_ctx, "kiln_frame_begin", "wrong thread: a worker's ctx from the test thread: current frame", KILN_LOGITEM_FRAME_WORKER_CONTEXT, SINK_A, COUNTED, 0, DOC, {
     kiln_ctx *w = worker_ctx(f);
     WANT_EQ(kiln_frame_begin(w), 0u);
     cr_expect_eq(kiln_frame_begin(f->ctx_a), 1u, "the worker did not become the driver");
     kiln_frame_end(f->ctx_a);
 })
-ROW(frame_begin_in_worker_job, "kiln_frame_begin", "inside a job on a worker (its ctx): current frame", "FRAME_WORKER_CONTEXT", SINK_A, COUNTED, 0, DOC, {
+ROW(frame_begin_in_worker_job, "kiln_frame_begin", "inside a job on a worker (its ctx): current frame", KILN_LOGITEM_FRAME_WORKER_CONTEXT, SINK_A, COUNTED, 0, DOC, {
     f->r64 = 99;
     in_worker_job(f, OP_FRAME_BEGIN);
     WANT_EQ(f->r64, 0u);
     WANT_EQ(kiln_frame_number(f->a), 0u);
 })
-ROW(frame_begin_in_job, "kiln_frame_begin", "inside a job (pinned to the driver's ctx): current frame", "FRAME_INSIDE_JOB", SINK_A, COUNTED, 0, DOC, {
+ROW(frame_begin_in_job, "kiln_frame_begin", "inside a job (pinned to the driver's ctx): current frame", KILN_LOGITEM_FRAME_INSIDE_JOB, SINK_A, COUNTED, 0, DOC, {
     WANT_EQ(kiln_frame_begin(f->ctx_a), 1u);
     kiln_frame_end(f->ctx_a);
     f->r64 = 99;
@@ -175,42 +176,42 @@ ROW(frame_begin_in_job, "kiln_frame_begin", "inside a job (pinned to the driver'
 })
 
 /* kiln_frame_end */
-ROW(frame_end_null, "kiln_frame_end", "NULL ctx: ignored", "CONTEXT_NULL", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(frame_end_null, "kiln_frame_end", "NULL ctx: ignored", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     kiln_frame_end(NULL);
 })
-ROW(frame_end_detached, "kiln_frame_end", "detached ctx: ignored", "CONTEXT_DETACHED", SINK_A, COUNTED, 0, DOC, {
+ROW(frame_end_detached, "kiln_frame_end", "detached ctx: ignored", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
     kiln_frame_end(f->detached);
 })
-ROW(frame_end_without_begin, "kiln_frame_end", "no frame open (never begun)", "FRAME_END_WITHOUT_BEGIN", SINK_A, COUNTED, 0, DOC, {
+ROW(frame_end_without_begin, "kiln_frame_end", "no frame open (never begun)", KILN_LOGITEM_FRAME_END_WITHOUT_BEGIN, SINK_A, COUNTED, 0, DOC, {
     kiln_frame_end(f->ctx_a);
     WANT_EQ(kiln_frame_number(f->a), 0u);
 })
-ROW(frame_end_twice, "kiln_frame_end", "no frame open (end after end)", "FRAME_END_WITHOUT_BEGIN", SINK_A, COUNTED, 0, DOC, {
+ROW(frame_end_twice, "kiln_frame_end", "no frame open (end after end)", KILN_LOGITEM_FRAME_END_WITHOUT_BEGIN, SINK_A, COUNTED, 0, DOC, {
     kiln_frame_begin(f->ctx_a);
     kiln_frame_end(f->ctx_a);
     kiln_frame_end(f->ctx_a);
     WANT_EQ(kiln_frame_number(f->a), 1u);
 })
-ROW(frame_end_not_driver, "kiln_frame_end", "wrong thread: another attached thread while ctx_a drives", "FRAME_NOT_DRIVER", SINK_A, COUNTED, 0, DOC, {
+ROW(frame_end_not_driver, "kiln_frame_end", "wrong thread: another attached thread while ctx_a drives", KILN_LOGITEM_FRAME_NOT_DRIVER, SINK_A, COUNTED, 0, DOC, {
     kiln_frame_begin(f->ctx_a);
     on_thread(f, OP_ATTACH_FRAME_END);
     kiln_frame_end(f->ctx_a);   /* the frame was still open */
     WANT_EQ(kiln_frame_begin(f->ctx_a), 2u);
     kiln_frame_end(f->ctx_a);
 })
-ROW(frame_end_worker_ctx, "kiln_frame_end", "wrong thread: a worker's ctx from the test thread", "FRAME_WORKER_CONTEXT", SINK_A, COUNTED, 0, DOC, {
+ROW(frame_end_worker_ctx, "kiln_frame_end", "wrong thread: a worker's ctx from the test thread", KILN_LOGITEM_FRAME_WORKER_CONTEXT, SINK_A, COUNTED, 0, DOC, {
     kiln_ctx *w = worker_ctx(f);
     kiln_frame_begin(f->ctx_a);
     kiln_frame_end(w);
     kiln_frame_end(f->ctx_a);
 })
-ROW(frame_end_in_worker_job, "kiln_frame_end", "inside a job on a worker (its ctx)", "FRAME_WORKER_CONTEXT", SINK_A, COUNTED, 0, DOC, {
+ROW(frame_end_in_worker_job, "kiln_frame_end", "inside a job on a worker (its ctx)", KILN_LOGITEM_FRAME_WORKER_CONTEXT, SINK_A, COUNTED, 0, DOC, {
     kiln_frame_begin(f->ctx_a);
     in_worker_job(f, OP_FRAME_END);
     kiln_frame_end(f->ctx_a);
     WANT_EQ(kiln_frame_number(f->a), 1u);
 })
-ROW(frame_end_in_job, "kiln_frame_end", "inside a job (pinned to the driver's ctx)", "FRAME_INSIDE_JOB", SINK_A, COUNTED, 0, DOC, {
+ROW(frame_end_in_job, "kiln_frame_end", "inside a job (pinned to the driver's ctx)", KILN_LOGITEM_FRAME_INSIDE_JOB, SINK_A, COUNTED, 0, DOC, {
     kiln_frame_begin(f->ctx_a);
     in_job(f, OP_FRAME_END);
     kiln_frame_end(f->ctx_a);   /* still open: the job's end was ignored */
@@ -219,46 +220,60 @@ ROW(frame_end_in_job, "kiln_frame_end", "inside a job (pinned to the driver's ct
 })
 
 /* kiln_frame_number */
-ROW(frame_number_null, "kiln_frame_number", "UNDOC NULL runtime: 0, RUNTIME_NULL", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(frame_number_null, "kiln_frame_number", "UNDOC NULL runtime: 0, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     WANT_EQ(kiln_frame_number(NULL), 0u);
 })
-ROW(frame_number_forged, "kiln_frame_number", "UNDOC forged runtime: 0, RUNTIME_INVALID", "RUNTIME_INVALID", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(frame_number_forged, "kiln_frame_number", "UNDOC forged runtime: 0, RUNTIME_INVALID", KILN_LOGITEM_RUNTIME_INVALID, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     WANT_EQ(kiln_frame_number(FORGED_RT), 0u);
 })
 
 /* kiln_ctx_runtime */
-ROW(ctx_runtime_null, "kiln_ctx_runtime", "NULL ctx: NULL (logged: the header says NULL, kiln.h says every bad input is reported)", "CONTEXT_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(ctx_runtime_null, "kiln_ctx_runtime", "NULL ctx: NULL (logged: the header says NULL, kiln.h says every bad input is reported)", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     WANT_NULL(kiln_ctx_runtime(NULL));
 })
-ROW(ctx_runtime_detached, "kiln_ctx_runtime", "detached ctx: NULL (kiln_detach: any later use refused)", "CONTEXT_DETACHED", SINK_A, COUNTED, 0, DOC, {
+ROW(ctx_runtime_detached, "kiln_ctx_runtime", "detached ctx: NULL (kiln_detach: any later use refused)", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_ctx_runtime(f->detached));
 })
 
 /* kiln_runtime_desc */
-ROW(runtime_desc_null, "kiln_runtime_desc", "UNDOC NULL runtime: {0}, RUNTIME_NULL", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(runtime_desc_null, "kiln_runtime_desc", "UNDOC NULL runtime: {0}, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     kiln_desc d = kiln_runtime_desc(NULL);
     WANT(all_zero(&d, sizeof d));
 })
-ROW(runtime_desc_forged, "kiln_runtime_desc", "UNDOC forged runtime: {0}, RUNTIME_INVALID", "RUNTIME_INVALID", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(runtime_desc_forged, "kiln_runtime_desc", "UNDOC forged runtime: {0}, RUNTIME_INVALID", KILN_LOGITEM_RUNTIME_INVALID, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     kiln_desc d = kiln_runtime_desc(FORGED_RT);
     WANT(all_zero(&d, sizeof d));
 })
 
 /* kiln_trim */
-ROW(trim_null, "kiln_trim", "UNDOC NULL runtime: 0, RUNTIME_NULL", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(trim_null, "kiln_trim", "UNDOC NULL runtime: 0, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     WANT_EQ(kiln_trim(NULL), 0u);
+})
+
+/* kiln_log_item_name, kiln_log_item_level: no item is legal input, answered, not logged */
+ROW(log_item_name_none, "kiln_log_item_name", "range: KILN_LOGITEM_NONE (legal: NULL)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    WANT_NULL(kiln_log_item_name(KILN_LOGITEM_NONE));
+})
+ROW(log_item_name_count, "kiln_log_item_name", "range: KILN_LOGITEM_COUNT and -1 (legal: NULL)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    WANT_NULL(kiln_log_item_name(KILN_LOGITEM_COUNT));
+    WANT_NULL(kiln_log_item_name((kiln_log_item)-1));
+})
+ROW(log_item_level_out_of_range, "kiln_log_item_level", "range: NONE, COUNT and -1 (legal: KILN_LOG_DEBUG)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(kiln_log_item_level(KILN_LOGITEM_NONE), KILN_LOG_DEBUG);
+    WANT_EQ(kiln_log_item_level(KILN_LOGITEM_COUNT), KILN_LOG_DEBUG);
+    WANT_EQ(kiln_log_item_level((kiln_log_item)-1), KILN_LOG_DEBUG);
 })
 
 /* ======================= memory.h ======================= */
 
 /* kiln_arena_create */
-ROW(arena_create_null_rt, "kiln_arena_create", "NULL runtime: NULL (bad rt, logged)", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(arena_create_null_rt, "kiln_arena_create", "NULL runtime: NULL (bad rt, logged)", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     cr_expect_null(kiln_arena_create(NULL, "x"), "%s", "want NULL: kiln_arena_create(NULL, \"x\")");
 })
-ROW(arena_create_forged_rt, "kiln_arena_create", "forged runtime: NULL (bad rt, logged)", "RUNTIME_INVALID", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(arena_create_forged_rt, "kiln_arena_create", "forged runtime: NULL (bad rt, logged)", KILN_LOGITEM_RUNTIME_INVALID, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     cr_expect_null(kiln_arena_create(FORGED_RT, "x"), "%s", "want NULL: kiln_arena_create(FORGED_RT, \"x\")");
 })
-ROW(arena_create_null_name, "kiln_arena_create", "NULL name (legal: \"arena\")", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(arena_create_null_name, "kiln_arena_create", "NULL name (legal: \"arena\")", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     kiln_arena *arena = kiln_arena_create(f->a, NULL);
     WANT_NOT_NULL(arena);
     kiln_arena_stats s;
@@ -268,73 +283,73 @@ ROW(arena_create_null_name, "kiln_arena_create", "NULL name (legal: \"arena\")",
 })
 
 /* kiln_arena_destroy */
-ROW(arena_destroy_null, "kiln_arena_destroy", "NULL arena (legal: no-op)", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(arena_destroy_null, "kiln_arena_destroy", "NULL arena (legal: no-op)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     kiln_arena_destroy(NULL);
 })
-ROW(arena_destroy_destroyed, "kiln_arena_destroy", "destroyed arena (destroyed twice)", "ARENA_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_destroy_destroyed, "kiln_arena_destroy", "destroyed arena (destroyed twice)", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     kiln_arena_destroy(f->dead_arena);
 })
-ROW(arena_destroy_frame_arena, "kiln_arena_destroy", "a context's frame arena: ignored", "ARENA_IS_FRAME_ARENA", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_destroy_frame_arena, "kiln_arena_destroy", "a context's frame arena: ignored", KILN_LOGITEM_ARENA_IS_FRAME_ARENA, SINK_A, COUNTED, 0, DOC, {
     kiln_arena_destroy(kiln_frame_arena(f->ctx_a));
     cr_expect_not_null(kiln_frame_alloc(f->ctx_a, 64, 0), "the frame arena still works");
 })
-ROW(arena_destroy_detached_frame_arena, "kiln_arena_destroy", "the frame arena of a detached ctx (destroyed with it)", "ARENA_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_destroy_detached_frame_arena, "kiln_arena_destroy", "the frame arena of a detached ctx (destroyed with it)", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     on_thread(f, OP_ATTACH_KEEP_FRAME_ARENA);
     cr_assert_not_null(f->rp);
     kiln_arena_destroy(f->rp);
 })
-ROW(arena_alloc_detached_frame_arena, "kiln_arena_alloc", "the frame arena of a detached ctx: NULL", "ARENA_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_alloc_detached_frame_arena, "kiln_arena_alloc", "the frame arena of a detached ctx: NULL", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     on_thread(f, OP_ATTACH_KEEP_FRAME_ARENA);
     cr_assert_not_null(f->rp);
     WANT_NULL(kiln_arena_alloc(f->rp, 64, 0));
 })
-ROW(arena_reset_detached_frame_arena, "kiln_arena_reset", "the frame arena of a detached ctx: ignored", "ARENA_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_reset_detached_frame_arena, "kiln_arena_reset", "the frame arena of a detached ctx: ignored", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     on_thread(f, OP_ATTACH_KEEP_FRAME_ARENA);
     cr_assert_not_null(f->rp);
     kiln_arena_reset(f->rp);
 })
 
 /* kiln_arena_alloc */
-ROW(arena_alloc_null, "kiln_arena_alloc", "NULL arena: NULL", "ARENA_NULL", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(arena_alloc_null, "kiln_arena_alloc", "NULL arena: NULL", KILN_LOGITEM_ARENA_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     WANT_NULL(kiln_arena_alloc(NULL, 64, 0));
 })
-ROW(arena_alloc_destroyed, "kiln_arena_alloc", "destroyed arena: NULL", "ARENA_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_alloc_destroyed, "kiln_arena_alloc", "destroyed arena: NULL", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_arena_alloc(f->dead_arena, 64, 0));
 })
-ROW(arena_alloc_align_3, "kiln_arena_alloc", "align 3: NULL", "ARENA_BAD_ALIGN", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_alloc_align_3, "kiln_arena_alloc", "align 3: NULL", KILN_LOGITEM_ARENA_BAD_ALIGN, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_arena_alloc(f->arena_a, 64, 3));
 })
-ROW(arena_alloc_align_24, "kiln_arena_alloc", "align 24: NULL", "ARENA_BAD_ALIGN", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_alloc_align_24, "kiln_arena_alloc", "align 24: NULL", KILN_LOGITEM_ARENA_BAD_ALIGN, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_arena_alloc(f->arena_a, 64, 24));
 })
-ROW(arena_alloc_align_over_block, "kiln_arena_alloc", "align 2x the block size: NULL", "ARENA_BAD_ALIGN", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_alloc_align_over_block, "kiln_arena_alloc", "align 2x the block size: NULL", KILN_LOGITEM_ARENA_BAD_ALIGN, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_arena_alloc(f->arena_a, 64, (size_t)128 << 10));
 })
-ROW(arena_alloc_align_huge, "kiln_arena_alloc", "align SIZE_MAX/2+1 (a power of two): NULL", "ARENA_BAD_ALIGN", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_alloc_align_huge, "kiln_arena_alloc", "align SIZE_MAX/2+1 (a power of two): NULL", KILN_LOGITEM_ARENA_BAD_ALIGN, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_arena_alloc(f->arena_a, 64, SIZE_MAX / 2 + 1));
 })
-ROW(arena_alloc_align_0, "kiln_arena_alloc", "align 0 (legal: max_align_t)", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(arena_alloc_align_0, "kiln_arena_alloc", "align 0 (legal: max_align_t)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     void *p = kiln_arena_alloc(f->arena_a, 64, 0);
     WANT_NOT_NULL(p);
     WANT_EQ((uintptr_t)p % _Alignof(max_align_t), 0u);
 })
-ROW(arena_alloc_size_0, "kiln_arena_alloc", "size 0 (legal: a valid aligned pointer)", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(arena_alloc_size_0, "kiln_arena_alloc", "size 0 (legal: a valid aligned pointer)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     void *p = kiln_arena_alloc(f->arena_a, 0, 16);
     WANT_NOT_NULL(p);
     WANT_EQ((uintptr_t)p % 16, 0u);
 })
-ROW(arena_alloc_size_max, "kiln_arena_alloc", "UNDOC size SIZE_MAX: NULL, ARENA_SIZE_OVERFLOW, counted as a bad argument", "ARENA_SIZE_OVERFLOW", SINK_A, COUNTED, 0, UNDOC, {
+ROW(arena_alloc_size_max, "kiln_arena_alloc", "UNDOC size SIZE_MAX: NULL, ARENA_SIZE_OVERFLOW, counted as a bad argument", KILN_LOGITEM_ARENA_SIZE_OVERFLOW, SINK_A, COUNTED, 0, UNDOC, {
     WANT_NULL(kiln_arena_alloc(f->arena_a, SIZE_MAX, 0));
     cr_expect_not_null(kiln_arena_alloc(f->arena_a, 64, 0), "the arena still works");
 })
-ROW(arena_alloc_size_half, "kiln_arena_alloc", "UNDOC size SIZE_MAX/2: NULL, ARENA_SIZE_OVERFLOW, counted as a bad argument", "ARENA_SIZE_OVERFLOW", SINK_A, COUNTED, 0, UNDOC, {
+ROW(arena_alloc_size_half, "kiln_arena_alloc", "UNDOC size SIZE_MAX/2: NULL, ARENA_SIZE_OVERFLOW, counted as a bad argument", KILN_LOGITEM_ARENA_SIZE_OVERFLOW, SINK_A, COUNTED, 0, UNDOC, {
     WANT_NULL(kiln_arena_alloc(f->arena_a, SIZE_MAX / 2, 0));
     cr_expect_not_null(kiln_arena_alloc(f->arena_a, 64, 0), "the arena still works");
 })
-ROW(arena_alloc_size_max_aligned, "kiln_arena_alloc", "UNDOC size SIZE_MAX-63 align 64 (the rounding overflows): NULL, ARENA_SIZE_OVERFLOW, counted", "ARENA_SIZE_OVERFLOW", SINK_A, COUNTED, 0, UNDOC, {
+ROW(arena_alloc_size_max_aligned, "kiln_arena_alloc", "UNDOC size SIZE_MAX-63 align 64 (the rounding overflows): NULL, ARENA_SIZE_OVERFLOW, counted", KILN_LOGITEM_ARENA_SIZE_OVERFLOW, SINK_A, COUNTED, 0, UNDOC, {
     WANT_NULL(kiln_arena_alloc(f->arena_a, SIZE_MAX - 63, 64));
 })
-ROW(arena_alloc_wrong_thread, "kiln_arena_alloc", "wrong thread (KILN_DEBUG_OWNERSHIP): proceeds, logged and counted", "ARENA_WRONG_THREAD", SINK_A, COUNTED, FX_OWNERSHIP, DOC, {
+ROW(arena_alloc_wrong_thread, "kiln_arena_alloc", "wrong thread (KILN_DEBUG_OWNERSHIP): proceeds, logged and counted", KILN_LOGITEM_ARENA_WRONG_THREAD, SINK_A, COUNTED, FX_OWNERSHIP, DOC, {
     on_thread(f, OP_ARENA_A_ALLOC);
     cr_expect_not_null(f->rp, "the call proceeds");
     kiln_arena_stats s;
@@ -343,60 +358,60 @@ ROW(arena_alloc_wrong_thread, "kiln_arena_alloc", "wrong thread (KILN_DEBUG_OWNE
 })
 
 /* kiln_arena_alloc_at */
-ROW(arena_alloc_at_null, "kiln_arena_alloc_at", "NULL arena: NULL", "ARENA_NULL", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(arena_alloc_at_null, "kiln_arena_alloc_at", "NULL arena: NULL", KILN_LOGITEM_ARENA_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     WANT_NULL(kiln_arena_alloc_at(NULL, 64, 0, __FILE__, __LINE__));
 })
-ROW(arena_alloc_at_destroyed, "kiln_arena_alloc_at", "destroyed arena: NULL", "ARENA_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_alloc_at_destroyed, "kiln_arena_alloc_at", "destroyed arena: NULL", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_arena_alloc_at(f->dead_arena, 64, 0, __FILE__, __LINE__));
 })
-ROW(arena_alloc_at_destroyed_sites, "kiln_arena_alloc_at", "destroyed arena (KILN_DEBUG_SITES): NULL", "ARENA_DESTROYED", SINK_A, COUNTED, FX_SITES, DOC, {
+ROW(arena_alloc_at_destroyed_sites, "kiln_arena_alloc_at", "destroyed arena (KILN_DEBUG_SITES): NULL", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, FX_SITES, DOC, {
     WANT_NULL(kiln_arena_alloc_at(f->dead_arena, 64, 0, __FILE__, __LINE__));
 })
-ROW(arena_alloc_at_align_24, "kiln_arena_alloc_at", "align 24: NULL", "ARENA_BAD_ALIGN", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_alloc_at_align_24, "kiln_arena_alloc_at", "align 24: NULL", KILN_LOGITEM_ARENA_BAD_ALIGN, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_arena_alloc_at(f->arena_a, 64, 24, __FILE__, __LINE__));
 })
-ROW(arena_alloc_at_align_3_sites, "kiln_arena_alloc_at", "align 3 (KILN_DEBUG_SITES): NULL", "ARENA_BAD_ALIGN", SINK_A, COUNTED, FX_SITES, DOC, {
+ROW(arena_alloc_at_align_3_sites, "kiln_arena_alloc_at", "align 3 (KILN_DEBUG_SITES): NULL", KILN_LOGITEM_ARENA_BAD_ALIGN, SINK_A, COUNTED, FX_SITES, DOC, {
     WANT_NULL(kiln_arena_alloc_at(f->arena_a, 64, 3, __FILE__, __LINE__));
 })
-ROW(arena_alloc_at_size_max, "kiln_arena_alloc_at", "UNDOC size SIZE_MAX: NULL, ARENA_SIZE_OVERFLOW, counted", "ARENA_SIZE_OVERFLOW", SINK_A, COUNTED, 0, UNDOC, {
+ROW(arena_alloc_at_size_max, "kiln_arena_alloc_at", "UNDOC size SIZE_MAX: NULL, ARENA_SIZE_OVERFLOW, counted", KILN_LOGITEM_ARENA_SIZE_OVERFLOW, SINK_A, COUNTED, 0, UNDOC, {
     WANT_NULL(kiln_arena_alloc_at(f->arena_a, SIZE_MAX, 0, __FILE__, __LINE__));
 })
-ROW(arena_alloc_at_null_file, "kiln_arena_alloc_at", "UNDOC NULL file (KILN_DEBUG_SITES): legal, no site", NULL, SINK_NONE, NOT_COUNTED, FX_SITES, UNDOC, {
+ROW(arena_alloc_at_null_file, "kiln_arena_alloc_at", "UNDOC NULL file (KILN_DEBUG_SITES): legal, no site", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, FX_SITES, UNDOC, {
     WANT_NOT_NULL(kiln_arena_alloc_at(f->arena_a, 64, 0, NULL, 0));
 })
-ROW(arena_alloc_at_wrong_thread, "kiln_arena_alloc_at", "wrong thread (KILN_DEBUG_OWNERSHIP): proceeds, logged and counted", "ARENA_WRONG_THREAD", SINK_A, COUNTED, FX_OWNERSHIP, DOC, {
+ROW(arena_alloc_at_wrong_thread, "kiln_arena_alloc_at", "wrong thread (KILN_DEBUG_OWNERSHIP): proceeds, logged and counted", KILN_LOGITEM_ARENA_WRONG_THREAD, SINK_A, COUNTED, FX_OWNERSHIP, DOC, {
     on_thread(f, OP_ARENA_A_ALLOC_AT);
     cr_expect_not_null(f->rp, "the call proceeds");
 })
 
 /* kiln_arena_mark */
-ROW(arena_mark_null, "kiln_arena_mark", "NULL arena: {0}", "ARENA_NULL", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(arena_mark_null, "kiln_arena_mark", "NULL arena: {0}", KILN_LOGITEM_ARENA_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     WANT(mark_is_empty(kiln_arena_mark(NULL)));
 })
-ROW(arena_mark_destroyed, "kiln_arena_mark", "destroyed arena: {0}", "ARENA_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_mark_destroyed, "kiln_arena_mark", "destroyed arena: {0}", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     WANT(mark_is_empty(kiln_arena_mark(f->dead_arena)));
 })
-ROW(arena_mark_wrong_thread, "kiln_arena_mark", "wrong thread (KILN_DEBUG_OWNERSHIP): proceeds, logged and counted", "ARENA_WRONG_THREAD", SINK_A, COUNTED, FX_OWNERSHIP, DOC, {
+ROW(arena_mark_wrong_thread, "kiln_arena_mark", "wrong thread (KILN_DEBUG_OWNERSHIP): proceeds, logged and counted", KILN_LOGITEM_ARENA_WRONG_THREAD, SINK_A, COUNTED, FX_OWNERSHIP, DOC, {
     kiln_arena_alloc(f->arena_a, 64, 0);
     on_thread(f, OP_ARENA_A_MARK);
     cr_expect(!mark_is_empty(f->mark), "the call proceeds: a real mark");
 })
 
 /* kiln_arena_release */
-ROW(arena_release_null, "kiln_arena_release", "NULL arena: ignored", "ARENA_NULL", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(arena_release_null, "kiln_arena_release", "NULL arena: ignored", KILN_LOGITEM_ARENA_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     kiln_arena_release(NULL, (kiln_mark){ { 0, 0 } });
 })
-ROW(arena_release_destroyed, "kiln_arena_release", "destroyed arena: ignored", "ARENA_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_release_destroyed, "kiln_arena_release", "destroyed arena: ignored", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     kiln_arena_release(f->dead_arena, (kiln_mark){ { 0, 0 } });
 })
-ROW(arena_release_empty_mark, "kiln_arena_release", "mark {0} (legal: the empty arena)", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(arena_release_empty_mark, "kiln_arena_release", "mark {0} (legal: the empty arena)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     kiln_arena_alloc(f->arena_a, 64, 0);
     kiln_arena_release(f->arena_a, (kiln_mark){ { 0, 0 } });
     kiln_arena_stats s;
     WANT(kiln_arena_stats_get(f->arena_a, &s));
     WANT_EQ(s.bytes_in_use, 0u);
 })
-ROW(arena_release_other_arena_mark, "kiln_arena_release", "foreign mark: another arena's (same runtime): ignored", "ARENA_BAD_MARK", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_release_other_arena_mark, "kiln_arena_release", "foreign mark: another arena's (same runtime): ignored", KILN_LOGITEM_ARENA_BAD_MARK, SINK_A, COUNTED, 0, DOC, {
     kiln_arena *other = kiln_arena_create(f->a, "other");
     kiln_arena_alloc(other, 64, 0);
     kiln_mark m = kiln_arena_mark(other);
@@ -410,7 +425,7 @@ ROW(arena_release_other_arena_mark, "kiln_arena_release", "foreign mark: another
     (void)p;
     kiln_arena_destroy(other);
 })
-ROW(arena_release_other_runtime_mark, "kiln_arena_release", "another runtime: arena_b's mark into arena_a: ignored", "ARENA_BAD_MARK", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_release_other_runtime_mark, "kiln_arena_release", "another runtime: arena_b's mark into arena_a: ignored", KILN_LOGITEM_ARENA_BAD_MARK, SINK_A, COUNTED, 0, DOC, {
     kiln_arena_alloc(f->arena_b, 64, 0);
     kiln_mark m = kiln_arena_mark(f->arena_b);
     kiln_arena_alloc(f->arena_a, 128, 0);
@@ -421,14 +436,14 @@ ROW(arena_release_other_runtime_mark, "kiln_arena_release", "another runtime: ar
     kiln_arena_stats_get(f->arena_a, &after);
     cr_expect_eq(after.bytes_in_use, before.bytes_in_use, "ignored");
 })
-ROW(arena_release_before_reset, "kiln_arena_release", "stale mark: taken before the last reset: ignored", "ARENA_BAD_MARK", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_release_before_reset, "kiln_arena_release", "stale mark: taken before the last reset: ignored", KILN_LOGITEM_ARENA_BAD_MARK, SINK_A, COUNTED, 0, DOC, {
     kiln_arena_alloc(f->arena_a, 64, 0);
     kiln_mark m = kiln_arena_mark(f->arena_a);
     kiln_arena_reset(f->arena_a);
     kiln_arena_alloc(f->arena_a, 256, 0);
     kiln_arena_release(f->arena_a, m);
 })
-ROW(arena_release_released_past, "kiln_arena_release", "stale mark: released past (to an earlier mark): ignored", "ARENA_BAD_MARK", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_release_released_past, "kiln_arena_release", "stale mark: released past (to an earlier mark): ignored", KILN_LOGITEM_ARENA_BAD_MARK, SINK_A, COUNTED, 0, DOC, {
     kiln_mark outer = kiln_arena_mark(f->arena_a);
     kiln_arena_alloc(f->arena_a, 64, 0);
     kiln_mark inner = kiln_arena_mark(f->arena_a);
@@ -436,11 +451,11 @@ ROW(arena_release_released_past, "kiln_arena_release", "stale mark: released pas
     kiln_arena_alloc(f->arena_a, 256, 0);   /* grown back past inner's position */
     kiln_arena_release(f->arena_a, inner);
 })
-ROW(arena_release_forged_mark, "kiln_arena_release", "forged mark (random bits): ignored", "ARENA_BAD_MARK", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_release_forged_mark, "kiln_arena_release", "forged mark (random bits): ignored", KILN_LOGITEM_ARENA_BAD_MARK, SINK_A, COUNTED, 0, DOC, {
     kiln_arena_alloc(f->arena_a, 64, 0);
     kiln_arena_release(f->arena_a, (kiln_mark){ { 0x9e3779b97f4a7c15ull, 0xdeadbeefcafef00dull } });
 })
-ROW(arena_release_wrong_thread, "kiln_arena_release", "wrong thread (KILN_DEBUG_OWNERSHIP): proceeds, logged and counted", "ARENA_WRONG_THREAD", SINK_A, COUNTED, FX_OWNERSHIP, DOC, {
+ROW(arena_release_wrong_thread, "kiln_arena_release", "wrong thread (KILN_DEBUG_OWNERSHIP): proceeds, logged and counted", KILN_LOGITEM_ARENA_WRONG_THREAD, SINK_A, COUNTED, FX_OWNERSHIP, DOC, {
     f->mark = kiln_arena_mark(f->arena_a);
     kiln_arena_alloc(f->arena_a, 64, 0);
     on_thread(f, OP_ARENA_A_RELEASE);
@@ -450,146 +465,146 @@ ROW(arena_release_wrong_thread, "kiln_arena_release", "wrong thread (KILN_DEBUG_
 })
 
 /* kiln_arena_reset */
-ROW(arena_reset_null, "kiln_arena_reset", "NULL arena: ignored", "ARENA_NULL", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(arena_reset_null, "kiln_arena_reset", "NULL arena: ignored", KILN_LOGITEM_ARENA_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     kiln_arena_reset(NULL);
 })
-ROW(arena_reset_destroyed, "kiln_arena_reset", "destroyed arena: ignored", "ARENA_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_reset_destroyed, "kiln_arena_reset", "destroyed arena: ignored", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     kiln_arena_reset(f->dead_arena);
 })
-ROW(arena_reset_worker_frame, "kiln_arena_reset", "wrong thread: a worker's frame arena from the test thread: ignored", "ARENA_WORKER_FRAME_RESET", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_reset_worker_frame, "kiln_arena_reset", "wrong thread: a worker's frame arena from the test thread: ignored", KILN_LOGITEM_ARENA_WORKER_FRAME_RESET, SINK_A, COUNTED, 0, DOC, {
     kiln_ctx *w = worker_ctx(f);
     kiln_arena_reset(kiln_frame_arena(w));
 })
-ROW(arena_reset_worker_frame_in_job, "kiln_arena_reset", "inside a job: the worker's own frame arena: ignored", "ARENA_WORKER_FRAME_RESET", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_reset_worker_frame_in_job, "kiln_arena_reset", "inside a job: the worker's own frame arena: ignored", KILN_LOGITEM_ARENA_WORKER_FRAME_RESET, SINK_A, COUNTED, 0, DOC, {
     in_worker_job(f, OP_RESET_OWN_FRAME_ARENA);
 })
-ROW(arena_reset_driver_frame_open, "kiln_arena_reset", "the driver's frame arena while its frame is open: ignored", "ARENA_DRIVER_FRAME_RESET", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_reset_driver_frame_open, "kiln_arena_reset", "the driver's frame arena while its frame is open: ignored", KILN_LOGITEM_ARENA_DRIVER_FRAME_RESET, SINK_A, COUNTED, 0, DOC, {
     kiln_frame_begin(f->ctx_a);
     kiln_arena_reset(kiln_frame_arena(f->ctx_a));
     kiln_frame_end(f->ctx_a);
 })
-ROW(arena_reset_frame_wrong_thread, "kiln_arena_reset", "wrong thread (KILN_DEBUG_OWNERSHIP): another thread resets ctx_a's frame arena", "ARENA_WRONG_THREAD", SINK_A, COUNTED, FX_OWNERSHIP, DOC, {
+ROW(arena_reset_frame_wrong_thread, "kiln_arena_reset", "wrong thread (KILN_DEBUG_OWNERSHIP): another thread resets ctx_a's frame arena", KILN_LOGITEM_ARENA_WRONG_THREAD, SINK_A, COUNTED, FX_OWNERSHIP, DOC, {
     kiln_frame_alloc(f->ctx_a, 64, 0);
     on_thread(f, OP_RESET_CTX_A_FRAME);
 })
 
 /* kiln_frame_arena */
-ROW(frame_arena_null, "kiln_frame_arena", "UNDOC NULL ctx: NULL, CONTEXT_NULL", "CONTEXT_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(frame_arena_null, "kiln_frame_arena", "UNDOC NULL ctx: NULL, CONTEXT_NULL", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     WANT_NULL(kiln_frame_arena(NULL));
 })
-ROW(frame_arena_detached, "kiln_frame_arena", "detached ctx: NULL (kiln_detach: any later use refused)", "CONTEXT_DETACHED", SINK_A, COUNTED, 0, DOC, {
+ROW(frame_arena_detached, "kiln_frame_arena", "detached ctx: NULL (kiln_detach: any later use refused)", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_frame_arena(f->detached));
 })
 
 /* kiln_frame_alloc */
-ROW(frame_alloc_null, "kiln_frame_alloc", "NULL ctx: NULL", "CONTEXT_NULL", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(frame_alloc_null, "kiln_frame_alloc", "NULL ctx: NULL", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     WANT_NULL(kiln_frame_alloc(NULL, 64, 0));
 })
-ROW(frame_alloc_detached, "kiln_frame_alloc", "detached ctx: NULL", "CONTEXT_DETACHED", SINK_A, COUNTED, 0, DOC, {
+ROW(frame_alloc_detached, "kiln_frame_alloc", "detached ctx: NULL", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_frame_alloc(f->detached, 64, 0));
 })
-ROW(frame_alloc_forged, "kiln_frame_alloc", "UNDOC forged ctx (zeroed memory): NULL, CONTEXT_INVALID", "CONTEXT_INVALID", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(frame_alloc_forged, "kiln_frame_alloc", "UNDOC forged ctx (zeroed memory): NULL, CONTEXT_INVALID", KILN_LOGITEM_CONTEXT_INVALID, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     WANT_NULL(kiln_frame_alloc(FORGED_CTX, 64, 0));
 })
-ROW(frame_alloc_garbage, "kiln_frame_alloc", "UNDOC a pointer to bytes 0x77: NULL, CONTEXT_INVALID", "CONTEXT_INVALID", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(frame_alloc_garbage, "kiln_frame_alloc", "UNDOC a pointer to bytes 0x77: NULL, CONTEXT_INVALID", KILN_LOGITEM_CONTEXT_INVALID, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     static _Alignas(64) unsigned char garbage[sizeof(void *) * 64];
     memset(garbage, 0x77, sizeof garbage);
     WANT_NULL(kiln_frame_alloc((kiln_ctx *)(void *)garbage, 64, 0));
 })
-ROW(frame_alloc_arena_as_ctx, "kiln_frame_alloc", "UNDOC an arena passed as the ctx: NULL, CONTEXT_INVALID", "CONTEXT_INVALID", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(frame_alloc_arena_as_ctx, "kiln_frame_alloc", "UNDOC an arena passed as the ctx: NULL, CONTEXT_INVALID", KILN_LOGITEM_CONTEXT_INVALID, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     WANT_NULL(kiln_frame_alloc((kiln_ctx *)(void *)f->arena_a, 64, 0));
 })
-ROW(frame_alloc_align_3, "kiln_frame_alloc", "align 3: NULL", "ARENA_BAD_ALIGN", SINK_A, COUNTED, 0, DOC, {
+ROW(frame_alloc_align_3, "kiln_frame_alloc", "align 3: NULL", KILN_LOGITEM_ARENA_BAD_ALIGN, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_frame_alloc(f->ctx_a, 64, 3));
 })
-ROW(frame_alloc_align_24, "kiln_frame_alloc", "align 24: NULL", "ARENA_BAD_ALIGN", SINK_A, COUNTED, 0, DOC, {
+ROW(frame_alloc_align_24, "kiln_frame_alloc", "align 24: NULL", KILN_LOGITEM_ARENA_BAD_ALIGN, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_frame_alloc(f->ctx_a, 64, 24));
 })
-ROW(frame_alloc_align_over_block, "kiln_frame_alloc", "align 2x the block size: NULL", "ARENA_BAD_ALIGN", SINK_A, COUNTED, 0, DOC, {
+ROW(frame_alloc_align_over_block, "kiln_frame_alloc", "align 2x the block size: NULL", KILN_LOGITEM_ARENA_BAD_ALIGN, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_frame_alloc(f->ctx_a, 64, (size_t)128 << 10));
 })
-ROW(frame_alloc_size_max, "kiln_frame_alloc", "UNDOC size SIZE_MAX: NULL, ARENA_SIZE_OVERFLOW, counted", "ARENA_SIZE_OVERFLOW", SINK_A, COUNTED, 0, UNDOC, {
+ROW(frame_alloc_size_max, "kiln_frame_alloc", "UNDOC size SIZE_MAX: NULL, ARENA_SIZE_OVERFLOW, counted", KILN_LOGITEM_ARENA_SIZE_OVERFLOW, SINK_A, COUNTED, 0, UNDOC, {
     WANT_NULL(kiln_frame_alloc(f->ctx_a, SIZE_MAX, 0));
 })
-ROW(frame_alloc_size_half, "kiln_frame_alloc", "UNDOC size SIZE_MAX/2: NULL, ARENA_SIZE_OVERFLOW, counted", "ARENA_SIZE_OVERFLOW", SINK_A, COUNTED, 0, UNDOC, {
+ROW(frame_alloc_size_half, "kiln_frame_alloc", "UNDOC size SIZE_MAX/2: NULL, ARENA_SIZE_OVERFLOW, counted", KILN_LOGITEM_ARENA_SIZE_OVERFLOW, SINK_A, COUNTED, 0, UNDOC, {
     WANT_NULL(kiln_frame_alloc(f->ctx_a, SIZE_MAX / 2, 0));
 })
-ROW(frame_alloc_background_job, "kiln_frame_alloc", "inside a background job (KILN_DEBUG_CHECKS): NULL", "JOB_BACKGROUND_FRAME_ALLOC", SINK_A, COUNTED, FX_CHECKS, DOC, {
+ROW(frame_alloc_background_job, "kiln_frame_alloc", "inside a background job (KILN_DEBUG_CHECKS): NULL", KILN_LOGITEM_JOB_BACKGROUND_FRAME_ALLOC, SINK_A, COUNTED, FX_CHECKS, DOC, {
     f->rp = (void *)1;
     in_worker_job(f, OP_FRAME_ALLOC);
     WANT_NULL(f->rp);
 })
-ROW(frame_alloc_wrong_thread, "kiln_frame_alloc", "wrong thread (KILN_DEBUG_OWNERSHIP): ctx_a's frame memory from another thread: proceeds", "ARENA_WRONG_THREAD", SINK_A, COUNTED, FX_OWNERSHIP, DOC, {
+ROW(frame_alloc_wrong_thread, "kiln_frame_alloc", "wrong thread (KILN_DEBUG_OWNERSHIP): ctx_a's frame memory from another thread: proceeds", KILN_LOGITEM_ARENA_WRONG_THREAD, SINK_A, COUNTED, FX_OWNERSHIP, DOC, {
     on_thread(f, OP_FRAME_ALLOC_CTX_A);
     cr_expect_not_null(f->rp, "the call proceeds");
 })
 
 /* kiln_frame_alloc_at */
-ROW(frame_alloc_at_null, "kiln_frame_alloc_at", "NULL ctx: NULL", "CONTEXT_NULL", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(frame_alloc_at_null, "kiln_frame_alloc_at", "NULL ctx: NULL", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     WANT_NULL(kiln_frame_alloc_at(NULL, 64, 0, __FILE__, __LINE__));
 })
-ROW(frame_alloc_at_detached, "kiln_frame_alloc_at", "detached ctx: NULL", "CONTEXT_DETACHED", SINK_A, COUNTED, 0, DOC, {
+ROW(frame_alloc_at_detached, "kiln_frame_alloc_at", "detached ctx: NULL", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_frame_alloc_at(f->detached, 64, 0, __FILE__, __LINE__));
 })
-ROW(frame_alloc_at_detached_sites, "kiln_frame_alloc_at", "detached ctx (KILN_DEBUG_SITES): NULL", "CONTEXT_DETACHED", SINK_A, COUNTED, FX_SITES, DOC, {
+ROW(frame_alloc_at_detached_sites, "kiln_frame_alloc_at", "detached ctx (KILN_DEBUG_SITES): NULL", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, FX_SITES, DOC, {
     WANT_NULL(kiln_frame_alloc_at(f->detached, 64, 0, __FILE__, __LINE__));
 })
-ROW(frame_alloc_at_align_24, "kiln_frame_alloc_at", "align 24: NULL", "ARENA_BAD_ALIGN", SINK_A, COUNTED, 0, DOC, {
+ROW(frame_alloc_at_align_24, "kiln_frame_alloc_at", "align 24: NULL", KILN_LOGITEM_ARENA_BAD_ALIGN, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_frame_alloc_at(f->ctx_a, 64, 24, __FILE__, __LINE__));
 })
-ROW(frame_alloc_at_align_3_sites, "kiln_frame_alloc_at", "align 3 (KILN_DEBUG_SITES): NULL", "ARENA_BAD_ALIGN", SINK_A, COUNTED, FX_SITES, DOC, {
+ROW(frame_alloc_at_align_3_sites, "kiln_frame_alloc_at", "align 3 (KILN_DEBUG_SITES): NULL", KILN_LOGITEM_ARENA_BAD_ALIGN, SINK_A, COUNTED, FX_SITES, DOC, {
     WANT_NULL(kiln_frame_alloc_at(f->ctx_a, 64, 3, __FILE__, __LINE__));
 })
 
 /* ======================= pool.h ======================= */
 
 /* kiln_pool_create: "NULL on bad desc (logged)"; the items are the code's names. */
-ROW(pool_create_null_rt, "kiln_pool_create", "UNDOC NULL runtime: NULL, RUNTIME_NULL", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(pool_create_null_rt, "kiln_pool_create", "UNDOC NULL runtime: NULL, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     WANT_NULL(kiln_pool_create(NULL, &(kiln_pool_desc){ .size = 32 }));
 })
-ROW(pool_create_forged_rt, "kiln_pool_create", "UNDOC forged runtime: NULL, RUNTIME_INVALID", "RUNTIME_INVALID", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(pool_create_forged_rt, "kiln_pool_create", "UNDOC forged runtime: NULL, RUNTIME_INVALID", KILN_LOGITEM_RUNTIME_INVALID, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     WANT_NULL(kiln_pool_create(FORGED_RT, &(kiln_pool_desc){ .size = 32 }));
 })
-ROW(pool_create_null_desc, "kiln_pool_create", "NULL desc: NULL", "POOL_NULL_DESC", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_create_null_desc, "kiln_pool_create", "NULL desc: NULL", KILN_LOGITEM_POOL_NULL_DESC, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_create(f->a, NULL));
 })
-ROW(pool_create_size_0, "kiln_pool_create", "size 0: NULL", "POOL_BAD_SIZE", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_create_size_0, "kiln_pool_create", "size 0: NULL", KILN_LOGITEM_POOL_BAD_SIZE, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_create(f->a, &(kiln_pool_desc){ .size = 0 }));
 })
-ROW(pool_create_size_max, "kiln_pool_create", "size SIZE_MAX: NULL", "POOL_BAD_SIZE", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_create_size_max, "kiln_pool_create", "size SIZE_MAX: NULL", KILN_LOGITEM_POOL_BAD_SIZE, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_create(f->a, &(kiln_pool_desc){ .size = SIZE_MAX }));
 })
-ROW(pool_create_size_half, "kiln_pool_create", "size SIZE_MAX/2: NULL", "POOL_BAD_SIZE", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_create_size_half, "kiln_pool_create", "size SIZE_MAX/2: NULL", KILN_LOGITEM_POOL_BAD_SIZE, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_create(f->a, &(kiln_pool_desc){ .size = SIZE_MAX / 2 }));
 })
-ROW(pool_create_size_over_quarter, "kiln_pool_create", "size a quarter block + 1: NULL", "POOL_BAD_SIZE", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_create_size_over_quarter, "kiln_pool_create", "size a quarter block + 1: NULL", KILN_LOGITEM_POOL_BAD_SIZE, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_create(f->a, &(kiln_pool_desc){ .size = ((size_t)16 << 10) + 1 }));
 })
-ROW(pool_create_size_max_align, "kiln_pool_create", "size SIZE_MAX-7 align 8 (rounding overflows): NULL", "POOL_BAD_SIZE", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_create_size_max_align, "kiln_pool_create", "size SIZE_MAX-7 align 8 (rounding overflows): NULL", KILN_LOGITEM_POOL_BAD_SIZE, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_create(f->a, &(kiln_pool_desc){ .size = SIZE_MAX - 7, .align = 8 }));
 })
-ROW(pool_create_bad_flags, "kiln_pool_create", "flags 0x80 (no KILN_POOL_* flag): NULL", "POOL_BAD_FLAGS", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_create_bad_flags, "kiln_pool_create", "flags 0x80 (no KILN_POOL_* flag): NULL", KILN_LOGITEM_POOL_BAD_FLAGS, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_create(f->a, &(kiln_pool_desc){ .size = 32, .flags = 0x80 }));
 })
-ROW(pool_create_align_3, "kiln_pool_create", "align 3: NULL", "POOL_BAD_ALIGN", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_create_align_3, "kiln_pool_create", "align 3: NULL", KILN_LOGITEM_POOL_BAD_ALIGN, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_create(f->a, &(kiln_pool_desc){ .size = 32, .align = 3 }));
 })
-ROW(pool_create_align_24, "kiln_pool_create", "align 24: NULL", "POOL_BAD_ALIGN", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_create_align_24, "kiln_pool_create", "align 24: NULL", KILN_LOGITEM_POOL_BAD_ALIGN, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_create(f->a, &(kiln_pool_desc){ .size = 32, .align = 24 }));
 })
-ROW(pool_create_align_8192, "kiln_pool_create", "align 8192 (over 4096): NULL", "POOL_BAD_ALIGN", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_create_align_8192, "kiln_pool_create", "align 8192 (over 4096): NULL", KILN_LOGITEM_POOL_BAD_ALIGN, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_create(f->a, &(kiln_pool_desc){ .size = 32, .align = 8192 }));
 })
-ROW(pool_create_align_huge, "kiln_pool_create", "align SIZE_MAX/2+1: NULL", "POOL_BAD_ALIGN", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_create_align_huge, "kiln_pool_create", "align SIZE_MAX/2+1: NULL", KILN_LOGITEM_POOL_BAD_ALIGN, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_create(f->a, &(kiln_pool_desc){ .size = 32, .align = SIZE_MAX / 2 + 1 }));
 })
-ROW(pool_create_magazine_1, "kiln_pool_create", "count: magazine_size 1: NULL", "POOL_BAD_MAGAZINE_SIZE", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_create_magazine_1, "kiln_pool_create", "count: magazine_size 1: NULL", KILN_LOGITEM_POOL_BAD_MAGAZINE_SIZE, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_create(f->a, &(kiln_pool_desc){ .size = 32, .magazine_size = 1 }));
 })
-ROW(pool_create_magazine_huge, "kiln_pool_create", "count: magazine_size UINT32_MAX: NULL", "POOL_BAD_MAGAZINE_SIZE", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_create_magazine_huge, "kiln_pool_create", "count: magazine_size UINT32_MAX: NULL", KILN_LOGITEM_POOL_BAD_MAGAZINE_SIZE, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_create(f->a, &(kiln_pool_desc){ .size = 32, .magazine_size = UINT32_MAX }));
 })
-ROW(pool_create_null_name, "kiln_pool_create", "NULL name (legal: \"pool\")", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(pool_create_null_name, "kiln_pool_create", "NULL name (legal: \"pool\")", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     kiln_pool *p = kiln_pool_create(f->a, &(kiln_pool_desc){ .size = 32 });
     WANT_NOT_NULL(p);
     cr_expect_str_eq(pool_stats(p).name, "pool", "%s", "want equal: pool_stats(p).name, \"pool\"");
@@ -597,84 +612,84 @@ ROW(pool_create_null_name, "kiln_pool_create", "NULL name (legal: \"pool\")", NU
 })
 
 /* kiln_pool_destroy */
-ROW(pool_destroy_null, "kiln_pool_destroy", "UNDOC NULL pool: no-op (as every other destroy)", NULL, SINK_NONE, NOT_COUNTED, 0, UNDOC, {
+ROW(pool_destroy_null, "kiln_pool_destroy", "UNDOC NULL pool: no-op (as every other destroy)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, UNDOC, {
     kiln_pool_destroy(NULL);
 })
-ROW(pool_destroy_destroyed, "kiln_pool_destroy", "destroyed pool (destroyed twice)", "POOL_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_destroy_destroyed, "kiln_pool_destroy", "destroyed pool (destroyed twice)", KILN_LOGITEM_POOL_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     kiln_pool_destroy(f->dead_pool);
 })
 
 /* kiln_pool_alloc */
-ROW(pool_alloc_null_ctx, "kiln_pool_alloc", "NULL ctx: NULL, logged naming the pool", "CONTEXT_NULL", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_alloc_null_ctx, "kiln_pool_alloc", "NULL ctx: NULL, logged naming the pool", KILN_LOGITEM_CONTEXT_NULL, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_alloc(NULL, f->pool_a));
 })
-ROW(pool_alloc_null_pool, "kiln_pool_alloc", "NULL pool: NULL (the ctx names the runtime)", "POOL_NULL", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_alloc_null_pool, "kiln_pool_alloc", "NULL pool: NULL (the ctx names the runtime)", KILN_LOGITEM_POOL_NULL, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_alloc(f->ctx_a, NULL));
 })
-ROW(pool_alloc_null_both, "kiln_pool_alloc", "NULL ctx and pool: NULL", "CONTEXT_NULL", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(pool_alloc_null_both, "kiln_pool_alloc", "NULL ctx and pool: NULL", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_alloc(NULL, NULL));
 })
-ROW(pool_alloc_destroyed, "kiln_pool_alloc", "destroyed pool: NULL", "POOL_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_alloc_destroyed, "kiln_pool_alloc", "destroyed pool: NULL", KILN_LOGITEM_POOL_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_alloc(f->ctx_a, f->dead_pool));
 })
-ROW(pool_alloc_detached, "kiln_pool_alloc", "detached ctx: NULL", "CONTEXT_DETACHED", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_alloc_detached, "kiln_pool_alloc", "detached ctx: NULL", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_alloc(f->detached, f->pool_a));
 })
-ROW(pool_alloc_other_runtime, "kiln_pool_alloc", "another runtime: ctx_b with pool_a: NULL, logged naming the pool", "POOL_WRONG_RUNTIME", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_alloc_other_runtime, "kiln_pool_alloc", "another runtime: ctx_b with pool_a: NULL, logged naming the pool", KILN_LOGITEM_POOL_WRONG_RUNTIME, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_alloc(f->ctx_b, f->pool_a));
     WANT_EQ(pool_stats(f->pool_a).live, 0u);
 })
-ROW(pool_alloc_other_runtime_bound, "kiln_pool_alloc", "another runtime: ctx_b (its cache of that slot bound to pool_b) with pool_a: NULL", "POOL_WRONG_RUNTIME", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_alloc_other_runtime_bound, "kiln_pool_alloc", "another runtime: ctx_b (its cache of that slot bound to pool_b) with pool_a: NULL", KILN_LOGITEM_POOL_WRONG_RUNTIME, SINK_A, COUNTED, 0, DOC, {
     void *o = kiln_pool_alloc(f->ctx_b, f->pool_b);   /* binds ctx_b's cache at pool_b's index */
     WANT_NOT_NULL(o);
     WANT_NULL(kiln_pool_alloc(f->ctx_b, f->pool_a));
     WANT_EQ(pool_stats(f->pool_a).live, 0u);
     kiln_pool_free(f->ctx_b, f->pool_b, o);
 })
-ROW(pool_alloc_forged_ctx, "kiln_pool_alloc", "UNDOC forged ctx (zeroed memory): NULL, CONTEXT_INVALID naming the pool", "CONTEXT_INVALID", SINK_A, COUNTED, 0, UNDOC, {
+ROW(pool_alloc_forged_ctx, "kiln_pool_alloc", "UNDOC forged ctx (zeroed memory): NULL, CONTEXT_INVALID naming the pool", KILN_LOGITEM_CONTEXT_INVALID, SINK_A, COUNTED, 0, UNDOC, {
     WANT_NULL(kiln_pool_alloc(FORGED_CTX, f->pool_a));
 })
 
 /* kiln_pool_alloc_at */
-ROW(pool_alloc_at_null_ctx, "kiln_pool_alloc_at", "NULL ctx: NULL, logged naming the pool", "CONTEXT_NULL", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_alloc_at_null_ctx, "kiln_pool_alloc_at", "NULL ctx: NULL, logged naming the pool", KILN_LOGITEM_CONTEXT_NULL, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_alloc_at(NULL, f->pool_a, __FILE__, __LINE__));
 })
-ROW(pool_alloc_at_null_pool, "kiln_pool_alloc_at", "NULL pool: NULL (the ctx names the runtime)", "POOL_NULL", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_alloc_at_null_pool, "kiln_pool_alloc_at", "NULL pool: NULL (the ctx names the runtime)", KILN_LOGITEM_POOL_NULL, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_alloc_at(f->ctx_a, NULL, __FILE__, __LINE__));
 })
-ROW(pool_alloc_at_destroyed, "kiln_pool_alloc_at", "destroyed pool: NULL", "POOL_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_alloc_at_destroyed, "kiln_pool_alloc_at", "destroyed pool: NULL", KILN_LOGITEM_POOL_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_alloc_at(f->ctx_a, f->dead_pool, __FILE__, __LINE__));
 })
-ROW(pool_alloc_at_destroyed_sites, "kiln_pool_alloc_at", "destroyed pool (KILN_DEBUG_SITES): NULL", "POOL_DESTROYED", SINK_A, COUNTED, FX_SITES, DOC, {
+ROW(pool_alloc_at_destroyed_sites, "kiln_pool_alloc_at", "destroyed pool (KILN_DEBUG_SITES): NULL", KILN_LOGITEM_POOL_DESTROYED, SINK_A, COUNTED, FX_SITES, DOC, {
     WANT_NULL(kiln_pool_alloc_at(f->ctx_a, f->dead_pool, __FILE__, __LINE__));
 })
-ROW(pool_alloc_at_detached, "kiln_pool_alloc_at", "detached ctx: NULL", "CONTEXT_DETACHED", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_alloc_at_detached, "kiln_pool_alloc_at", "detached ctx: NULL", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_alloc_at(f->detached, f->pool_a, __FILE__, __LINE__));
 })
-ROW(pool_alloc_at_other_runtime, "kiln_pool_alloc_at", "another runtime: ctx_b with pool_a: NULL", "POOL_WRONG_RUNTIME", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_alloc_at_other_runtime, "kiln_pool_alloc_at", "another runtime: ctx_b with pool_a: NULL", KILN_LOGITEM_POOL_WRONG_RUNTIME, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_alloc_at(f->ctx_b, f->pool_a, __FILE__, __LINE__));
 })
-ROW(pool_alloc_at_null_file, "kiln_pool_alloc_at", "UNDOC NULL file (KILN_DEBUG_SITES): legal, no site", NULL, SINK_NONE, NOT_COUNTED, FX_SITES, UNDOC, {
+ROW(pool_alloc_at_null_file, "kiln_pool_alloc_at", "UNDOC NULL file (KILN_DEBUG_SITES): legal, no site", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, FX_SITES, UNDOC, {
     void *o = kiln_pool_alloc_at(f->ctx_a, f->pool_a, NULL, 0);
     WANT_NOT_NULL(o);
     kiln_pool_free(f->ctx_a, f->pool_a, o);
 })
 
 /* kiln_pool_free */
-ROW(pool_free_null_obj, "kiln_pool_free", "NULL obj (legal: no-op)", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(pool_free_null_obj, "kiln_pool_free", "NULL obj (legal: no-op)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     kiln_pool_free(f->ctx_a, f->pool_a, NULL);
 })
-ROW(pool_free_null_ctx, "kiln_pool_free", "UNDOC NULL ctx: ignored, obj stays live, logged naming the pool", "CONTEXT_NULL", SINK_A, COUNTED, 0, UNDOC, {
+ROW(pool_free_null_ctx, "kiln_pool_free", "UNDOC NULL ctx: ignored, obj stays live, logged naming the pool", KILN_LOGITEM_CONTEXT_NULL, SINK_A, COUNTED, 0, UNDOC, {
     void *o = kiln_pool_alloc(f->ctx_a, f->pool_a);
     kiln_pool_free(NULL, f->pool_a, o);
     cr_expect_eq(pool_stats(f->pool_a).live, 1u, "obj stays live");
 })
-ROW(pool_free_null_pool, "kiln_pool_free", "UNDOC NULL pool: ignored (the ctx names the runtime)", "POOL_NULL", SINK_A, COUNTED, 0, UNDOC, {
+ROW(pool_free_null_pool, "kiln_pool_free", "UNDOC NULL pool: ignored (the ctx names the runtime)", KILN_LOGITEM_POOL_NULL, SINK_A, COUNTED, 0, UNDOC, {
     void *o = kiln_pool_alloc(f->ctx_a, f->pool_a);
     kiln_pool_free(f->ctx_a, NULL, o);
     cr_expect_eq(pool_stats(f->pool_a).live, 1u, "obj stays live");
 })
-ROW(pool_free_destroyed, "kiln_pool_free", "destroyed pool: ignored", "POOL_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_free_destroyed, "kiln_pool_free", "destroyed pool: ignored", KILN_LOGITEM_POOL_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     kiln_pool *p = kiln_pool_create(f->a, &(kiln_pool_desc){ .name = "gone", .size = 32 });
     void *o = kiln_pool_alloc(f->ctx_a, p);
     WANT_NOT_NULL(o);
@@ -682,27 +697,27 @@ ROW(pool_free_destroyed, "kiln_pool_free", "destroyed pool: ignored", "POOL_DEST
     recording_log_clear(f->rec_a);
     kiln_pool_free(f->ctx_a, p, o);
 })
-ROW(pool_free_destroyed_no_obj, "kiln_pool_free", "destroyed pool, a pointer it never had: ignored", "POOL_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_free_destroyed_no_obj, "kiln_pool_free", "destroyed pool, a pointer it never had: ignored", KILN_LOGITEM_POOL_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     int local;
     kiln_pool_free(f->ctx_a, f->dead_pool, &local);
 })
-ROW(pool_free_detached, "kiln_pool_free", "detached ctx: ignored, obj stays live", "CONTEXT_DETACHED", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_free_detached, "kiln_pool_free", "detached ctx: ignored, obj stays live", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
     void *o = kiln_pool_alloc(f->ctx_a, f->pool_a);
     kiln_pool_free(f->detached, f->pool_a, o);
     cr_expect_eq(pool_stats(f->pool_a).live, 1u, "obj stays live");
 })
-ROW(pool_free_other_runtime_ctx, "kiln_pool_free", "another runtime: ctx_b frees pool_a's obj: ignored, obj stays live", "POOL_WRONG_RUNTIME", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_free_other_runtime_ctx, "kiln_pool_free", "another runtime: ctx_b frees pool_a's obj: ignored, obj stays live", KILN_LOGITEM_POOL_WRONG_RUNTIME, SINK_A, COUNTED, 0, DOC, {
     void *o = kiln_pool_alloc(f->ctx_a, f->pool_a);
     kiln_pool_free(f->ctx_b, f->pool_a, o);
     cr_expect_eq(pool_stats(f->pool_a).live, 1u, "obj stays live");
 })
-ROW(pool_free_other_runtime_obj, "kiln_pool_free", "another runtime: pool_b's obj into pool_a: ignored", "POOL_FOREIGN_POINTER", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_free_other_runtime_obj, "kiln_pool_free", "another runtime: pool_b's obj into pool_a: ignored", KILN_LOGITEM_POOL_FOREIGN_POINTER, SINK_A, COUNTED, 0, DOC, {
     void *o = kiln_pool_alloc(f->ctx_b, f->pool_b);
     kiln_pool_free(f->ctx_a, f->pool_a, o);
     cr_expect_eq(pool_stats(f->pool_b).live, 1u, "pool_b's obj stays live");
     WANT_EQ(pool_stats(f->pool_a).bad_frees, 1u);
 })
-ROW(pool_free_other_pool_obj, "kiln_pool_free", "foreign pointer: another pool's obj (same runtime): ignored", "POOL_FOREIGN_POINTER", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_free_other_pool_obj, "kiln_pool_free", "foreign pointer: another pool's obj (same runtime): ignored", KILN_LOGITEM_POOL_FOREIGN_POINTER, SINK_A, COUNTED, 0, DOC, {
     kiln_pool *other = kiln_pool_create(f->a, &(kiln_pool_desc){ .name = "other", .size = 32 });
     void *o = kiln_pool_alloc(f->ctx_a, other);
     kiln_pool_free(f->ctx_a, f->pool_a, o);
@@ -710,31 +725,31 @@ ROW(pool_free_other_pool_obj, "kiln_pool_free", "foreign pointer: another pool's
     kiln_pool_free(f->ctx_a, other, o);
     kiln_pool_destroy(other);
 })
-ROW(pool_free_stack_pointer, "kiln_pool_free", "foreign pointer: the stack: ignored", "POOL_FOREIGN_POINTER", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_free_stack_pointer, "kiln_pool_free", "foreign pointer: the stack: ignored", KILN_LOGITEM_POOL_FOREIGN_POINTER, SINK_A, COUNTED, 0, DOC, {
     int local = 0;
     kiln_pool_alloc(f->ctx_a, f->pool_a);   /* pool_a has a block */
     kiln_pool_free(f->ctx_a, f->pool_a, &local);
     WANT_EQ(pool_stats(f->pool_a).bad_frees, 1u);
 })
-ROW(pool_free_malloc_pointer, "kiln_pool_free", "foreign pointer: malloc'd memory: ignored", "POOL_FOREIGN_POINTER", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_free_malloc_pointer, "kiln_pool_free", "foreign pointer: malloc'd memory: ignored", KILN_LOGITEM_POOL_FOREIGN_POINTER, SINK_A, COUNTED, 0, DOC, {
     void *m = malloc(64);
     kiln_pool_free(f->ctx_a, f->pool_a, m);
     free(m);
 })
-ROW(pool_free_forged_pointer, "kiln_pool_free", "forged pointer (random bits, unmapped): ignored", "POOL_FOREIGN_POINTER", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_free_forged_pointer, "kiln_pool_free", "forged pointer (random bits, unmapped): ignored", KILN_LOGITEM_POOL_FOREIGN_POINTER, SINK_A, COUNTED, 0, DOC, {
     kiln_pool_free(f->ctx_a, f->pool_a, (void *)(uintptr_t)0x7ead12345670ull);
 })
-ROW(pool_free_arena_pointer, "kiln_pool_free", "foreign pointer: an arena allocation (a kiln block of another owner): ignored", "POOL_FOREIGN_POINTER", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_free_arena_pointer, "kiln_pool_free", "foreign pointer: an arena allocation (a kiln block of another owner): ignored", KILN_LOGITEM_POOL_FOREIGN_POINTER, SINK_A, COUNTED, 0, DOC, {
     void *p = kiln_arena_alloc(f->arena_a, 64, 0);
     kiln_pool_free(f->ctx_a, f->pool_a, p);
 })
-ROW(pool_free_block_header, "kiln_pool_free", "foreign pointer: the block's header (block start): ignored", "POOL_FOREIGN_POINTER", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_free_block_header, "kiln_pool_free", "foreign pointer: the block's header (block start): ignored", KILN_LOGITEM_POOL_FOREIGN_POINTER, SINK_A, COUNTED, 0, DOC, {
     void *o = kiln_pool_alloc(f->ctx_a, f->pool_a);
     void *block = (void *)((uintptr_t)o & ~(((uintptr_t)64 << 10) - 1));
     kiln_pool_free(f->ctx_a, f->pool_a, block);
     WANT_EQ(pool_stats(f->pool_a).live, 1u);
 })
-ROW(pool_free_interior_checked, "kiln_pool_free", "interior pointer (KILN_POOL_CHECKED): ignored", "POOL_INTERIOR_POINTER", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_free_interior_checked, "kiln_pool_free", "interior pointer (KILN_POOL_CHECKED): ignored", KILN_LOGITEM_POOL_INTERIOR_POINTER, SINK_A, COUNTED, 0, DOC, {
     kiln_pool *p = kiln_pool_create(f->a, &(kiln_pool_desc){ .name = "checked", .size = 32, .flags = KILN_POOL_CHECKED });
     char *o = kiln_pool_alloc(f->ctx_a, p);
     kiln_pool_free(f->ctx_a, p, o + 8);
@@ -742,12 +757,12 @@ ROW(pool_free_interior_checked, "kiln_pool_free", "interior pointer (KILN_POOL_C
     kiln_pool_free(f->ctx_a, p, o);
     kiln_pool_destroy(p);
 })
-ROW(pool_free_interior_debug_checks, "kiln_pool_free", "interior pointer (KILN_DEBUG_CHECKS): ignored", "POOL_INTERIOR_POINTER", SINK_A, COUNTED, FX_CHECKS, DOC, {
+ROW(pool_free_interior_debug_checks, "kiln_pool_free", "interior pointer (KILN_DEBUG_CHECKS): ignored", KILN_LOGITEM_POOL_INTERIOR_POINTER, SINK_A, COUNTED, FX_CHECKS, DOC, {
     char *o = kiln_pool_alloc(f->ctx_a, f->pool_a);
     kiln_pool_free(f->ctx_a, f->pool_a, o + 1);
     WANT_EQ(pool_stats(f->pool_a).live, 1u);
 })
-ROW(pool_free_double_checked, "kiln_pool_free", "double free (KILN_POOL_CHECKED): ignored", "POOL_DOUBLE_FREE", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_free_double_checked, "kiln_pool_free", "double free (KILN_POOL_CHECKED): ignored", KILN_LOGITEM_POOL_DOUBLE_FREE, SINK_A, COUNTED, 0, DOC, {
     kiln_pool *p = kiln_pool_create(f->a, &(kiln_pool_desc){ .name = "checked", .size = 32, .flags = KILN_POOL_CHECKED });
     void *o = kiln_pool_alloc(f->ctx_a, p);
     kiln_pool_free(f->ctx_a, p, o);
@@ -755,7 +770,7 @@ ROW(pool_free_double_checked, "kiln_pool_free", "double free (KILN_POOL_CHECKED)
     WANT_EQ(pool_stats(p).double_frees, 1u);
     kiln_pool_destroy(p);
 })
-ROW(pool_free_double_debug_checks, "kiln_pool_free", "double free (KILN_DEBUG_CHECKS): ignored", "POOL_DOUBLE_FREE", SINK_A, COUNTED, FX_CHECKS, DOC, {
+ROW(pool_free_double_debug_checks, "kiln_pool_free", "double free (KILN_DEBUG_CHECKS): ignored", KILN_LOGITEM_POOL_DOUBLE_FREE, SINK_A, COUNTED, FX_CHECKS, DOC, {
     void *o = kiln_pool_alloc(f->ctx_a, f->pool_a);
     kiln_pool_free(f->ctx_a, f->pool_a, o);
     kiln_pool_free(f->ctx_a, f->pool_a, o);
@@ -765,136 +780,136 @@ ROW(pool_free_double_debug_checks, "kiln_pool_free", "double free (KILN_DEBUG_CH
 /* ======================= handles.h ======================= */
 
 /* kiln_handles_create */
-ROW(handles_create_null_rt, "kiln_handles_create", "UNDOC NULL runtime: NULL, RUNTIME_NULL", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(handles_create_null_rt, "kiln_handles_create", "UNDOC NULL runtime: NULL, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     WANT_NULL(kiln_handles_create(NULL, &(kiln_handles_desc){ .item_size = 16 }));
 })
-ROW(handles_create_forged_rt, "kiln_handles_create", "UNDOC forged runtime: NULL, RUNTIME_INVALID", "RUNTIME_INVALID", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(handles_create_forged_rt, "kiln_handles_create", "UNDOC forged runtime: NULL, RUNTIME_INVALID", KILN_LOGITEM_RUNTIME_INVALID, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     WANT_NULL(kiln_handles_create(FORGED_RT, &(kiln_handles_desc){ .item_size = 16 }));
 })
-ROW(handles_create_null_desc, "kiln_handles_create", "NULL desc: NULL", "HANDLES_NULL_DESC", SINK_A, COUNTED, 0, DOC, {
+ROW(handles_create_null_desc, "kiln_handles_create", "NULL desc: NULL", KILN_LOGITEM_HANDLES_NULL_DESC, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_handles_create(f->a, NULL));
 })
-ROW(handles_create_item_size_0, "kiln_handles_create", "item_size 0: NULL", "HANDLES_BAD_ITEM_SIZE", SINK_A, COUNTED, 0, DOC, {
+ROW(handles_create_item_size_0, "kiln_handles_create", "item_size 0: NULL", KILN_LOGITEM_HANDLES_BAD_ITEM_SIZE, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_handles_create(f->a, &(kiln_handles_desc){ .item_size = 0 }));
 })
-ROW(handles_create_item_size_max, "kiln_handles_create", "item_size SIZE_MAX: NULL", "HANDLES_BAD_ITEM_SIZE", SINK_A, COUNTED, 0, DOC, {
+ROW(handles_create_item_size_max, "kiln_handles_create", "item_size SIZE_MAX: NULL", KILN_LOGITEM_HANDLES_BAD_ITEM_SIZE, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_handles_create(f->a, &(kiln_handles_desc){ .item_size = SIZE_MAX }));
 })
-ROW(handles_create_item_size_half, "kiln_handles_create", "item_size SIZE_MAX/2: NULL", "HANDLES_BAD_ITEM_SIZE", SINK_A, COUNTED, 0, DOC, {
+ROW(handles_create_item_size_half, "kiln_handles_create", "item_size SIZE_MAX/2: NULL", KILN_LOGITEM_HANDLES_BAD_ITEM_SIZE, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_handles_create(f->a, &(kiln_handles_desc){ .item_size = SIZE_MAX / 2 }));
 })
-ROW(handles_create_item_size_over, "kiln_handles_create", "item_size 1 MiB + 1: NULL", "HANDLES_BAD_ITEM_SIZE", SINK_A, COUNTED, 0, DOC, {
+ROW(handles_create_item_size_over, "kiln_handles_create", "item_size 1 MiB + 1: NULL", KILN_LOGITEM_HANDLES_BAD_ITEM_SIZE, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_handles_create(f->a, &(kiln_handles_desc){ .item_size = ((size_t)1 << 20) + 1 }));
 })
-ROW(handles_create_align_3, "kiln_handles_create", "item_align 3: NULL", "HANDLES_BAD_ALIGN", SINK_A, COUNTED, 0, DOC, {
+ROW(handles_create_align_3, "kiln_handles_create", "item_align 3: NULL", KILN_LOGITEM_HANDLES_BAD_ALIGN, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_handles_create(f->a, &(kiln_handles_desc){ .item_size = 16, .item_align = 3 }));
 })
-ROW(handles_create_align_24, "kiln_handles_create", "item_align 24: NULL", "HANDLES_BAD_ALIGN", SINK_A, COUNTED, 0, DOC, {
+ROW(handles_create_align_24, "kiln_handles_create", "item_align 24: NULL", KILN_LOGITEM_HANDLES_BAD_ALIGN, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_handles_create(f->a, &(kiln_handles_desc){ .item_size = 16, .item_align = 24 }));
 })
-ROW(handles_create_align_8192, "kiln_handles_create", "item_align 8192 (over 4096): NULL", "HANDLES_BAD_ALIGN", SINK_A, COUNTED, 0, DOC, {
+ROW(handles_create_align_8192, "kiln_handles_create", "item_align 8192 (over 4096): NULL", KILN_LOGITEM_HANDLES_BAD_ALIGN, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_handles_create(f->a, &(kiln_handles_desc){ .item_size = 16, .item_align = 8192 }));
 })
-ROW(handles_create_capacity_over, "kiln_handles_create", "count: capacity 2^24: NULL", "HANDLES_BAD_CAPACITY", SINK_A, COUNTED, 0, DOC, {
+ROW(handles_create_capacity_over, "kiln_handles_create", "count: capacity 2^24: NULL", KILN_LOGITEM_HANDLES_BAD_CAPACITY, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_handles_create(f->a, &(kiln_handles_desc){ .item_size = 16, .capacity = 1u << 24 }));
 })
-ROW(handles_create_capacity_max, "kiln_handles_create", "count: capacity UINT32_MAX: NULL", "HANDLES_BAD_CAPACITY", SINK_A, COUNTED, 0, DOC, {
+ROW(handles_create_capacity_max, "kiln_handles_create", "count: capacity UINT32_MAX: NULL", KILN_LOGITEM_HANDLES_BAD_CAPACITY, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_handles_create(f->a, &(kiln_handles_desc){ .item_size = 16, .capacity = UINT32_MAX }));
 })
-ROW(handles_create_over_limit, "kiln_handles_create", "size*count over memory_limit (1 MiB items x 2^24-1 = 16 TiB, limit 64 MiB): NULL, logged (memory runs out: not counted)", "MEMORY_LIMIT_REACHED", SINK_A, NOT_COUNTED, FX_LIMIT, UNDOC, {
+ROW(handles_create_over_limit, "kiln_handles_create", "size*count over memory_limit (1 MiB items x 2^24-1 = 16 TiB, limit 64 MiB): NULL, logged (memory runs out: not counted)", KILN_LOGITEM_MEMORY_LIMIT_REACHED, SINK_A, NOT_COUNTED, FX_LIMIT, UNDOC, {
     WANT_NULL(kiln_handles_create(f->a, &(kiln_handles_desc){ .item_size = (size_t)1 << 20, .capacity = (1u << 24) - 1 }));
 })
 
 /* kiln_handles_destroy */
-ROW(handles_destroy_null, "kiln_handles_destroy", "NULL table (legal: no-op)", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(handles_destroy_null, "kiln_handles_destroy", "NULL table (legal: no-op)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     kiln_handles_destroy(NULL);
 })
-ROW(handles_destroy_destroyed, "kiln_handles_destroy", "destroyed table (destroyed twice)", "HANDLES_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(handles_destroy_destroyed, "kiln_handles_destroy", "destroyed table (destroyed twice)", KILN_LOGITEM_HANDLES_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     kiln_handles_destroy(f->dead_table);
 })
 
 /* kiln_handle_alloc */
-ROW(handle_alloc_null_ctx, "kiln_handle_alloc", "NULL ctx: {0}, *item NULL, logged naming the table", "CONTEXT_NULL", SINK_A, COUNTED, 0, DOC, {
+ROW(handle_alloc_null_ctx, "kiln_handle_alloc", "NULL ctx: {0}, *item NULL, logged naming the table", KILN_LOGITEM_CONTEXT_NULL, SINK_A, COUNTED, 0, DOC, {
     void *item = (void *)1;
     WANT(kiln_handle_is_null(kiln_handle_alloc(NULL, f->table_a, &item)));
     WANT_NULL(item);
 })
-ROW(handle_alloc_null_table, "kiln_handle_alloc", "NULL table: {0}, *item NULL (the ctx names the runtime)", "HANDLES_NULL", SINK_A, COUNTED, 0, DOC, {
+ROW(handle_alloc_null_table, "kiln_handle_alloc", "NULL table: {0}, *item NULL (the ctx names the runtime)", KILN_LOGITEM_HANDLES_NULL, SINK_A, COUNTED, 0, DOC, {
     void *item = (void *)1;
     WANT(kiln_handle_is_null(kiln_handle_alloc(f->ctx_a, NULL, &item)));
     WANT_NULL(item);
 })
-ROW(handle_alloc_null_both, "kiln_handle_alloc", "NULL ctx and table: {0}", "CONTEXT_NULL", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(handle_alloc_null_both, "kiln_handle_alloc", "NULL ctx and table: {0}", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     void *item = (void *)1;
     WANT(kiln_handle_is_null(kiln_handle_alloc(NULL, NULL, &item)));
     WANT_NULL(item);
 })
-ROW(handle_alloc_null_item, "kiln_handle_alloc", "NULL item out-pointer (legal)", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(handle_alloc_null_item, "kiln_handle_alloc", "NULL item out-pointer (legal)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     kiln_handle h = kiln_handle_alloc(f->ctx_a, f->table_a, NULL);
     WANT(!kiln_handle_is_null(h));
     WANT_NOT_NULL(kiln_handle_get(f->table_a, h));
 })
-ROW(handle_alloc_destroyed, "kiln_handle_alloc", "destroyed table: {0}, *item NULL", "HANDLES_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(handle_alloc_destroyed, "kiln_handle_alloc", "destroyed table: {0}, *item NULL", KILN_LOGITEM_HANDLES_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     void *item = (void *)1;
     WANT(kiln_handle_is_null(kiln_handle_alloc(f->ctx_a, f->dead_table, &item)));
     WANT_NULL(item);
 })
-ROW(handle_alloc_detached, "kiln_handle_alloc", "detached ctx: {0}, *item NULL", "CONTEXT_DETACHED", SINK_A, COUNTED, 0, DOC, {
+ROW(handle_alloc_detached, "kiln_handle_alloc", "detached ctx: {0}, *item NULL", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
     void *item = (void *)1;
     WANT(kiln_handle_is_null(kiln_handle_alloc(f->detached, f->table_a, &item)));
     WANT_NULL(item);
 })
-ROW(handle_alloc_other_runtime, "kiln_handle_alloc", "another runtime: ctx_b with table_a: {0}, logged naming the table", "HANDLES_WRONG_RUNTIME", SINK_A, COUNTED, 0, DOC, {
+ROW(handle_alloc_other_runtime, "kiln_handle_alloc", "another runtime: ctx_b with table_a: {0}, logged naming the table", KILN_LOGITEM_HANDLES_WRONG_RUNTIME, SINK_A, COUNTED, 0, DOC, {
     void *item = (void *)1;
     WANT(kiln_handle_is_null(kiln_handle_alloc(f->ctx_b, f->table_a, &item)));
     WANT_NULL(item);
     WANT_EQ(table_stats(f->table_a).live, 0u);
 })
-ROW(handle_alloc_forged_ctx, "kiln_handle_alloc", "UNDOC forged ctx (zeroed memory): {0}, CONTEXT_INVALID naming the table", "CONTEXT_INVALID", SINK_A, COUNTED, 0, UNDOC, {
+ROW(handle_alloc_forged_ctx, "kiln_handle_alloc", "UNDOC forged ctx (zeroed memory): {0}, CONTEXT_INVALID naming the table", KILN_LOGITEM_CONTEXT_INVALID, SINK_A, COUNTED, 0, UNDOC, {
     void *item = (void *)1;
     WANT(kiln_handle_is_null(kiln_handle_alloc(FORGED_CTX, f->table_a, &item)));
     WANT_NULL(item);
 })
 
 /* kiln_handle_alloc_at */
-ROW(handle_alloc_at_null_ctx, "kiln_handle_alloc_at", "NULL ctx: {0}, logged naming the table", "CONTEXT_NULL", SINK_A, COUNTED, 0, DOC, {
+ROW(handle_alloc_at_null_ctx, "kiln_handle_alloc_at", "NULL ctx: {0}, logged naming the table", KILN_LOGITEM_CONTEXT_NULL, SINK_A, COUNTED, 0, DOC, {
     void *item = (void *)1;
     WANT(kiln_handle_is_null(kiln_handle_alloc_at(NULL, f->table_a, &item, __FILE__, __LINE__)));
     WANT_NULL(item);
 })
-ROW(handle_alloc_at_null_table, "kiln_handle_alloc_at", "NULL table: {0} (the ctx names the runtime)", "HANDLES_NULL", SINK_A, COUNTED, 0, DOC, {
+ROW(handle_alloc_at_null_table, "kiln_handle_alloc_at", "NULL table: {0} (the ctx names the runtime)", KILN_LOGITEM_HANDLES_NULL, SINK_A, COUNTED, 0, DOC, {
     void *item = (void *)1;
     WANT(kiln_handle_is_null(kiln_handle_alloc_at(f->ctx_a, NULL, &item, __FILE__, __LINE__)));
     WANT_NULL(item);
 })
-ROW(handle_alloc_at_destroyed, "kiln_handle_alloc_at", "destroyed table: {0}", "HANDLES_DESTROYED", SINK_A, COUNTED, FX_SITES, DOC, {
+ROW(handle_alloc_at_destroyed, "kiln_handle_alloc_at", "destroyed table: {0}", KILN_LOGITEM_HANDLES_DESTROYED, SINK_A, COUNTED, FX_SITES, DOC, {
     void *item = (void *)1;
     WANT(kiln_handle_is_null(kiln_handle_alloc_at(f->ctx_a, f->dead_table, &item, __FILE__, __LINE__)));
     WANT_NULL(item);
 })
-ROW(handle_alloc_at_detached, "kiln_handle_alloc_at", "detached ctx: {0}", "CONTEXT_DETACHED", SINK_A, COUNTED, FX_SITES, DOC, {
+ROW(handle_alloc_at_detached, "kiln_handle_alloc_at", "detached ctx: {0}", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, FX_SITES, DOC, {
     void *item = (void *)1;
     WANT(kiln_handle_is_null(kiln_handle_alloc_at(f->detached, f->table_a, &item, __FILE__, __LINE__)));
     WANT_NULL(item);
 })
-ROW(handle_alloc_at_other_runtime, "kiln_handle_alloc_at", "another runtime: ctx_b with table_a: {0}", "HANDLES_WRONG_RUNTIME", SINK_A, COUNTED, FX_SITES, DOC, {
+ROW(handle_alloc_at_other_runtime, "kiln_handle_alloc_at", "another runtime: ctx_b with table_a: {0}", KILN_LOGITEM_HANDLES_WRONG_RUNTIME, SINK_A, COUNTED, FX_SITES, DOC, {
     void *item = (void *)1;
     WANT(kiln_handle_is_null(kiln_handle_alloc_at(f->ctx_b, f->table_a, &item, __FILE__, __LINE__)));
     WANT_NULL(item);
 })
-ROW(handle_alloc_at_null_file, "kiln_handle_alloc_at", "NULL file (KILN_DEBUG_SITES; the typed wrappers pass it): legal", NULL, SINK_NONE, NOT_COUNTED, FX_SITES, DOC, {
+ROW(handle_alloc_at_null_file, "kiln_handle_alloc_at", "NULL file (KILN_DEBUG_SITES; the typed wrappers pass it): legal", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, FX_SITES, DOC, {
     WANT(!kiln_handle_is_null(kiln_handle_alloc_at(f->ctx_a, f->table_a, NULL, NULL, 0)));
 })
 
 /* kiln_handle_get: stale / foreign / zero / forged lookups are normal use: NULL,
  * counted in the table's stats, not logged. */
-ROW(handle_get_null_table, "kiln_handle_get", "UNDOC NULL table: NULL, HANDLES_NULL (not a stale lookup: a bug)", "HANDLES_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(handle_get_null_table, "kiln_handle_get", "UNDOC NULL table: NULL, HANDLES_NULL (not a stale lookup: a bug)", KILN_LOGITEM_HANDLES_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     WANT_NULL(kiln_handle_get(NULL, (kiln_handle){ 0 }));
 })
-ROW(handle_get_destroyed, "kiln_handle_get", "destroyed table: NULL (later calls logged and refused)", "HANDLES_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(handle_get_destroyed, "kiln_handle_get", "destroyed table: NULL (later calls logged and refused)", KILN_LOGITEM_HANDLES_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_handle_get(f->dead_table, (kiln_handle){ 0x123 }));
 })
-ROW(handle_get_destroyed_live_handle, "kiln_handle_get", "destroyed table, a handle that was live in it: NULL", "HANDLES_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(handle_get_destroyed_live_handle, "kiln_handle_get", "destroyed table, a handle that was live in it: NULL", KILN_LOGITEM_HANDLES_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     kiln_handles *t = kiln_handles_create(f->a, &(kiln_handles_desc){ .name = "gone", .item_size = 16 });
     kiln_handle h = live_handle(f->ctx_a, t);
     kiln_handle_free(f->ctx_a, t, h);
@@ -903,35 +918,35 @@ ROW(handle_get_destroyed_live_handle, "kiln_handle_get", "destroyed table, a han
     kiln_handles_destroy(t);
     WANT_NULL(kiln_handle_get(t, h));
 })
-ROW(handle_get_zero, "kiln_handle_get", "zero handle: NULL, counted as stale, not logged", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(handle_get_zero, "kiln_handle_get", "zero handle: NULL, counted as stale, not logged", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     WANT_NULL(kiln_handle_get(f->table_a, (kiln_handle){ 0 }));
     WANT_EQ(table_stats(f->table_a).stale_lookups, 1u);
 })
-ROW(handle_get_stale, "kiln_handle_get", "stale (freed) handle: NULL, counted, not logged", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(handle_get_stale, "kiln_handle_get", "stale (freed) handle: NULL, counted, not logged", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     kiln_handle h = live_handle(f->ctx_a, f->table_a);
     kiln_handle_free(f->ctx_a, f->table_a, h);
     WANT_NULL(kiln_handle_get(f->table_a, h));
     WANT_EQ(table_stats(f->table_a).stale_lookups, 1u);
 })
-ROW(handle_get_forged, "kiln_handle_get", "forged handle (random bits): NULL, counted, not logged", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(handle_get_forged, "kiln_handle_get", "forged handle (random bits): NULL, counted, not logged", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     live_handle(f->ctx_a, f->table_a);
     WANT_NULL(kiln_handle_get(f->table_a, (kiln_handle){ 0x9e3779b97f4a7c15ull }));
     kiln_handles_stats s = table_stats(f->table_a);
     WANT_EQ(s.stale_lookups + s.foreign_handles, 1u);
 })
-ROW(handle_get_forged_generation, "kiln_handle_get", "forged generation (a live handle's gen + 2): NULL, counted as stale", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(handle_get_forged_generation, "kiln_handle_get", "forged generation (a live handle's gen + 2): NULL, counted as stale", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     kiln_handle h = live_handle(f->ctx_a, f->table_a);
     h.bits += (uint64_t)2 << 32;
     WANT_NULL(kiln_handle_get(f->table_a, h));
     WANT_EQ(table_stats(f->table_a).stale_lookups, 1u);
 })
-ROW(handle_get_foreign_table, "kiln_handle_get", "foreign handle: table_a2's (same runtime): NULL, counted foreign", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(handle_get_foreign_table, "kiln_handle_get", "foreign handle: table_a2's (same runtime): NULL, counted foreign", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     kiln_handle h = live_handle(f->ctx_a, f->table_a2);
     live_handle(f->ctx_a, f->table_a);
     WANT_NULL(kiln_handle_get(f->table_a, h));
     WANT_EQ(table_stats(f->table_a).foreign_handles, 1u);
 })
-ROW(handle_get_other_runtime, "kiln_handle_get", "another runtime: table_b's handle in table_a: NULL, counted foreign", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(handle_get_other_runtime, "kiln_handle_get", "another runtime: table_b's handle in table_a: NULL, counted foreign", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     kiln_handle h = live_handle(f->ctx_b, f->table_b);
     live_handle(f->ctx_a, f->table_a);
     WANT_NULL(kiln_handle_get(f->table_a, h));
@@ -939,36 +954,36 @@ ROW(handle_get_other_runtime, "kiln_handle_get", "another runtime: table_b's han
 })
 
 /* kiln_handle_free */
-ROW(handle_free_null_ctx, "kiln_handle_free", "NULL ctx: false, item stays live, logged naming the table", "CONTEXT_NULL", SINK_A, COUNTED, 0, DOC, {
+ROW(handle_free_null_ctx, "kiln_handle_free", "NULL ctx: false, item stays live, logged naming the table", KILN_LOGITEM_CONTEXT_NULL, SINK_A, COUNTED, 0, DOC, {
     kiln_handle h = live_handle(f->ctx_a, f->table_a);
     WANT(!kiln_handle_free(NULL, f->table_a, h));
     WANT_NOT_NULL(kiln_handle_get(f->table_a, h));
 })
-ROW(handle_free_null_table, "kiln_handle_free", "NULL table: false (the ctx names the runtime)", "HANDLES_NULL", SINK_A, COUNTED, 0, DOC, {
+ROW(handle_free_null_table, "kiln_handle_free", "NULL table: false (the ctx names the runtime)", KILN_LOGITEM_HANDLES_NULL, SINK_A, COUNTED, 0, DOC, {
     kiln_handle h = live_handle(f->ctx_a, f->table_a);
     WANT(!kiln_handle_free(f->ctx_a, NULL, h));
     WANT_NOT_NULL(kiln_handle_get(f->table_a, h));
 })
-ROW(handle_free_destroyed, "kiln_handle_free", "destroyed table: false", "HANDLES_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(handle_free_destroyed, "kiln_handle_free", "destroyed table: false", KILN_LOGITEM_HANDLES_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     WANT(!kiln_handle_free(f->ctx_a, f->dead_table, (kiln_handle){ 0x100000001ull }));
 })
-ROW(handle_free_detached, "kiln_handle_free", "detached ctx: false, item stays live", "CONTEXT_DETACHED", SINK_A, COUNTED, 0, DOC, {
+ROW(handle_free_detached, "kiln_handle_free", "detached ctx: false, item stays live", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
     kiln_handle h = live_handle(f->ctx_a, f->table_a);
     WANT(!kiln_handle_free(f->detached, f->table_a, h));
     WANT_NOT_NULL(kiln_handle_get(f->table_a, h));
 })
-ROW(handle_free_other_runtime_ctx, "kiln_handle_free", "another runtime: ctx_b frees table_a's handle: false, item stays live", "HANDLES_WRONG_RUNTIME", SINK_A, COUNTED, 0, DOC, {
+ROW(handle_free_other_runtime_ctx, "kiln_handle_free", "another runtime: ctx_b frees table_a's handle: false, item stays live", KILN_LOGITEM_HANDLES_WRONG_RUNTIME, SINK_A, COUNTED, 0, DOC, {
     kiln_handle h = live_handle(f->ctx_a, f->table_a);
     WANT(!kiln_handle_free(f->ctx_b, f->table_a, h));
     WANT_NOT_NULL(kiln_handle_get(f->table_a, h));
 })
-ROW(handle_free_stale, "kiln_handle_free", "stale (freed) handle: false", "HANDLE_DOUBLE_FREE", SINK_A, COUNTED, 0, DOC, {
+ROW(handle_free_stale, "kiln_handle_free", "stale (freed) handle: false", KILN_LOGITEM_HANDLE_DOUBLE_FREE, SINK_A, COUNTED, 0, DOC, {
     kiln_handle h = live_handle(f->ctx_a, f->table_a);
     WANT(kiln_handle_free(f->ctx_a, f->table_a, h));
     WANT(!kiln_handle_free(f->ctx_a, f->table_a, h));
     WANT_EQ(table_stats(f->table_a).double_frees, 1u);
 })
-ROW(handle_free_stale_after_frame, "kiln_handle_free", "stale handle, its slot reused after a frame end: false, the new item stays", "HANDLE_DOUBLE_FREE", SINK_A, COUNTED, 0, DOC, {
+ROW(handle_free_stale_after_frame, "kiln_handle_free", "stale handle, its slot reused after a frame end: false, the new item stays", KILN_LOGITEM_HANDLE_DOUBLE_FREE, SINK_A, COUNTED, 0, DOC, {
     kiln_handles *t = kiln_handles_create(f->a, &(kiln_handles_desc){ .name = "one", .item_size = 16, .capacity = 1 });
     kiln_frame_begin(f->ctx_a);
     kiln_handle h = live_handle(f->ctx_a, t);
@@ -982,27 +997,27 @@ ROW(handle_free_stale_after_frame, "kiln_handle_free", "stale handle, its slot r
     kiln_handle_free(f->ctx_a, t, h2);
     kiln_handles_destroy(t);
 })
-ROW(handle_free_zero, "kiln_handle_free", "zero handle: false", "HANDLE_NULL", SINK_A, COUNTED, 0, DOC, {
+ROW(handle_free_zero, "kiln_handle_free", "zero handle: false", KILN_LOGITEM_HANDLE_NULL, SINK_A, COUNTED, 0, DOC, {
     WANT(!kiln_handle_free(f->ctx_a, f->table_a, (kiln_handle){ 0 }));
 })
-ROW(handle_free_forged, "kiln_handle_free", "forged handle (random bits): false", "HANDLE_FOREIGN", SINK_A, COUNTED, 0, DOC, {
+ROW(handle_free_forged, "kiln_handle_free", "forged handle (random bits): false", KILN_LOGITEM_HANDLE_FOREIGN, SINK_A, COUNTED, 0, DOC, {
     live_handle(f->ctx_a, f->table_a);
     WANT(!kiln_handle_free(f->ctx_a, f->table_a, (kiln_handle){ 0x9e3779b97f4a7c15ull }));
 })
-ROW(handle_free_forged_generation, "kiln_handle_free", "forged generation (a live handle's gen + 2): false, the item stays", "HANDLE_FOREIGN", SINK_A, COUNTED, 0, DOC, {
+ROW(handle_free_forged_generation, "kiln_handle_free", "forged generation (a live handle's gen + 2): false, the item stays", KILN_LOGITEM_HANDLE_FOREIGN, SINK_A, COUNTED, 0, DOC, {
     kiln_handle h = live_handle(f->ctx_a, f->table_a);
     kiln_handle forged = { h.bits + ((uint64_t)2 << 32) };
     WANT(!kiln_handle_free(f->ctx_a, f->table_a, forged));
     WANT_NOT_NULL(kiln_handle_get(f->table_a, h));
 })
-ROW(handle_free_foreign_table, "kiln_handle_free", "foreign handle: table_a2's into table_a: false, both items stay", "HANDLE_FOREIGN", SINK_A, COUNTED, 0, DOC, {
+ROW(handle_free_foreign_table, "kiln_handle_free", "foreign handle: table_a2's into table_a: false, both items stay", KILN_LOGITEM_HANDLE_FOREIGN, SINK_A, COUNTED, 0, DOC, {
     kiln_handle mine = live_handle(f->ctx_a, f->table_a);
     kiln_handle h = live_handle(f->ctx_a, f->table_a2);
     WANT(!kiln_handle_free(f->ctx_a, f->table_a, h));
     WANT_NOT_NULL(kiln_handle_get(f->table_a2, h));
     WANT_NOT_NULL(kiln_handle_get(f->table_a, mine));
 })
-ROW(handle_free_other_runtime_handle, "kiln_handle_free", "another runtime: table_b's handle into table_a: false", "HANDLE_FOREIGN", SINK_A, COUNTED, 0, DOC, {
+ROW(handle_free_other_runtime_handle, "kiln_handle_free", "another runtime: table_b's handle into table_a: false", KILN_LOGITEM_HANDLE_FOREIGN, SINK_A, COUNTED, 0, DOC, {
     kiln_handle mine = live_handle(f->ctx_a, f->table_a);
     kiln_handle h = live_handle(f->ctx_b, f->table_b);
     WANT(!kiln_handle_free(f->ctx_a, f->table_a, h));
@@ -1011,94 +1026,94 @@ ROW(handle_free_other_runtime_handle, "kiln_handle_free", "another runtime: tabl
 })
 
 /* kiln_handles_quiescent */
-ROW(handles_quiescent_null, "kiln_handles_quiescent", "UNDOC NULL ctx: ignored, CONTEXT_NULL", "CONTEXT_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(handles_quiescent_null, "kiln_handles_quiescent", "UNDOC NULL ctx: ignored, CONTEXT_NULL", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     kiln_handles_quiescent(NULL);
 })
-ROW(handles_quiescent_detached, "kiln_handles_quiescent", "detached ctx: ignored (kiln_detach: any later use refused)", "CONTEXT_DETACHED", SINK_A, COUNTED, 0, DOC, {
+ROW(handles_quiescent_detached, "kiln_handles_quiescent", "detached ctx: ignored (kiln_detach: any later use refused)", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
     kiln_handles_quiescent(f->detached);
 })
 
 /* kiln_stats_handles */
-ROW(stats_handles_null_rt, "kiln_stats_handles", "UNDOC NULL runtime: 0, RUNTIME_NULL", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(stats_handles_null_rt, "kiln_stats_handles", "UNDOC NULL runtime: 0, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     kiln_handles_stats s[2];
     WANT_EQ(kiln_stats_handles(NULL, s, 2), 0u);
 })
-ROW(stats_handles_null_out, "kiln_stats_handles", "UNDOC NULL out with cap 2 (out may be NULL only with cap 0): 0, STATS_NULL_OUT", "STATS_NULL_OUT", SINK_A, COUNTED, 0, UNDOC, {
+ROW(stats_handles_null_out, "kiln_stats_handles", "UNDOC NULL out with cap 2 (out may be NULL only with cap 0): 0, STATS_NULL_OUT", KILN_LOGITEM_STATS_NULL_OUT, SINK_A, COUNTED, 0, UNDOC, {
     WANT_EQ(kiln_stats_handles(f->a, NULL, 2), 0u);
 })
-ROW(stats_handles_null_out_cap_0, "kiln_stats_handles", "NULL out with cap 0 (legal: the count)", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(stats_handles_null_out_cap_0, "kiln_stats_handles", "NULL out with cap 0 (legal: the count)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     WANT_EQ(kiln_stats_handles(f->a, NULL, 0), 2u);
 })
 
 /* kiln_handles_stats_get */
-ROW(handles_stats_get_null_table, "kiln_handles_stats_get", "NULL table: false, *out zeroed", "HANDLES_NULL", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(handles_stats_get_null_table, "kiln_handles_stats_get", "NULL table: false, *out zeroed", KILN_LOGITEM_HANDLES_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     kiln_handles_stats s;
     memset(&s, 0xab, sizeof s);
     WANT(!kiln_handles_stats_get(NULL, &s));
     WANT(all_zero(&s, sizeof s));
 })
-ROW(handles_stats_get_null_out, "kiln_handles_stats_get", "NULL out: false", "STATS_NULL_OUT", SINK_A, COUNTED, 0, DOC, {
+ROW(handles_stats_get_null_out, "kiln_handles_stats_get", "NULL out: false", KILN_LOGITEM_STATS_NULL_OUT, SINK_A, COUNTED, 0, DOC, {
     WANT(!kiln_handles_stats_get(f->table_a, NULL));
 })
-ROW(handles_stats_get_destroyed, "kiln_handles_stats_get", "destroyed table (legal: its figures until kiln_destroy)", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(handles_stats_get_destroyed, "kiln_handles_stats_get", "destroyed table (legal: its figures until kiln_destroy)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     kiln_handles_stats s;
     WANT(kiln_handles_stats_get(f->dead_table, &s));
     cr_expect_str_eq(s.name, "dead", "%s", "want equal: s.name, \"dead\"");
 })
 
 /* The typed wrappers of KILN_HANDLE_TYPE(mob, struct mob) */
-ROW(typed_create_null_rt, "KILN_HANDLE_TYPE name_table_create", "UNDOC NULL runtime: {NULL}, RUNTIME_NULL", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(typed_create_null_rt, "KILN_HANDLE_TYPE name_table_create", "UNDOC NULL runtime: {NULL}, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     cr_expect_null(mob_table_create(NULL, "mobs", 16).raw, "%s", "want NULL: mob_table_create(NULL, \"mobs\", 16).raw");
 })
-ROW(typed_create_bad_capacity, "KILN_HANDLE_TYPE name_table_create", "count: capacity UINT32_MAX: {NULL}", "HANDLES_BAD_CAPACITY", SINK_A, COUNTED, 0, DOC, {
+ROW(typed_create_bad_capacity, "KILN_HANDLE_TYPE name_table_create", "count: capacity UINT32_MAX: {NULL}", KILN_LOGITEM_HANDLES_BAD_CAPACITY, SINK_A, COUNTED, 0, DOC, {
     cr_expect_null(mob_table_create(f->a, "mobs", UINT32_MAX).raw, "%s", "want NULL: mob_table_create(f->a, \"mobs\", UINT32_MAX).raw");
 })
-ROW(typed_destroy_destroyed, "KILN_HANDLE_TYPE name_table_destroy", "destroyed table", "HANDLES_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(typed_destroy_destroyed, "KILN_HANDLE_TYPE name_table_destroy", "destroyed table", KILN_LOGITEM_HANDLES_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     mob_table t = mob_table_create(f->a, "mobs", 16);
     mob_table_destroy(t);
     mob_table_destroy(t);
 })
-ROW(typed_alloc_null_table, "KILN_HANDLE_TYPE name_alloc", "NULL table: {0}, *item NULL (the ctx names the runtime)", "HANDLES_NULL", SINK_A, COUNTED, 0, DOC, {
+ROW(typed_alloc_null_table, "KILN_HANDLE_TYPE name_alloc", "NULL table: {0}, *item NULL (the ctx names the runtime)", KILN_LOGITEM_HANDLES_NULL, SINK_A, COUNTED, 0, DOC, {
     struct mob *m = (struct mob *)1;
     mob_table t = { NULL };
     WANT(mob_handle_is_null(mob_alloc(f->ctx_a, t, &m)));
     WANT_NULL(m);
 })
-ROW(typed_alloc_detached, "KILN_HANDLE_TYPE name_alloc", "detached ctx: {0}", "CONTEXT_DETACHED", SINK_A, COUNTED, 0, DOC, {
+ROW(typed_alloc_detached, "KILN_HANDLE_TYPE name_alloc", "detached ctx: {0}", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
     mob_table t = mob_table_create(f->a, "mobs", 16);
     struct mob *m = (struct mob *)1;
     WANT(mob_handle_is_null(mob_alloc(f->detached, t, &m)));
     WANT_NULL(m);
 })
-ROW(typed_alloc_null_item, "KILN_HANDLE_TYPE name_alloc", "NULL item out-pointer (legal)", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(typed_alloc_null_item, "KILN_HANDLE_TYPE name_alloc", "NULL item out-pointer (legal)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     mob_table t = mob_table_create(f->a, "mobs", 16);
     mob_handle h = mob_alloc(f->ctx_a, t, NULL);
     WANT(!mob_handle_is_null(h));
     WANT_NOT_NULL(mob_get(t, h));
 })
-ROW(typed_get_stale, "KILN_HANDLE_TYPE name_get", "stale handle: NULL, not logged", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(typed_get_stale, "KILN_HANDLE_TYPE name_get", "stale handle: NULL, not logged", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     mob_table t = mob_table_create(f->a, "mobs", 16);
     mob_handle h = mob_alloc(f->ctx_a, t, NULL);
     mob_free(f->ctx_a, t, h);
     WANT_NULL(mob_get(t, h));
 })
-ROW(typed_get_destroyed, "KILN_HANDLE_TYPE name_get", "destroyed table: NULL", "HANDLES_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(typed_get_destroyed, "KILN_HANDLE_TYPE name_get", "destroyed table: NULL", KILN_LOGITEM_HANDLES_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     mob_table t = mob_table_create(f->a, "mobs", 16);
     mob_handle h = { { 0x100000001ull } };
     mob_table_destroy(t);
     WANT_NULL(mob_get(t, h));
 })
-ROW(typed_free_stale, "KILN_HANDLE_TYPE name_free", "stale handle: false", "HANDLE_DOUBLE_FREE", SINK_A, COUNTED, 0, DOC, {
+ROW(typed_free_stale, "KILN_HANDLE_TYPE name_free", "stale handle: false", KILN_LOGITEM_HANDLE_DOUBLE_FREE, SINK_A, COUNTED, 0, DOC, {
     mob_table t = mob_table_create(f->a, "mobs", 16);
     mob_handle h = mob_alloc(f->ctx_a, t, NULL);
     WANT(mob_free(f->ctx_a, t, h));
     WANT(!mob_free(f->ctx_a, t, h));
 })
-ROW(typed_free_zero, "KILN_HANDLE_TYPE name_free", "zero handle: false", "HANDLE_NULL", SINK_A, COUNTED, 0, DOC, {
+ROW(typed_free_zero, "KILN_HANDLE_TYPE name_free", "zero handle: false", KILN_LOGITEM_HANDLE_NULL, SINK_A, COUNTED, 0, DOC, {
     mob_table t = mob_table_create(f->a, "mobs", 16);
     WANT(!mob_free(f->ctx_a, t, (mob_handle){ { 0 } }));
 })
-ROW(typed_alloc_at_other_runtime, "KILN_HANDLE_TYPE name_alloc_at", "another runtime: ctx_b: {0}", "HANDLES_WRONG_RUNTIME", SINK_A, COUNTED, 0, DOC, {
+ROW(typed_alloc_at_other_runtime, "KILN_HANDLE_TYPE name_alloc_at", "another runtime: ctx_b: {0}", KILN_LOGITEM_HANDLES_WRONG_RUNTIME, SINK_A, COUNTED, 0, DOC, {
     mob_table t = mob_table_create(f->a, "mobs", 16);
     struct mob *m = (struct mob *)1;
     WANT(mob_handle_is_null(mob_alloc_at(f->ctx_b, t, &m, __FILE__, __LINE__)));
@@ -1108,7 +1123,7 @@ ROW(typed_alloc_at_other_runtime, "KILN_HANDLE_TYPE name_alloc_at", "another run
 /* ======================= jobs.h ======================= */
 
 /* kiln_run */
-ROW(run_null_ctx, "kiln_run", "NULL ctx: nothing runs", "CONTEXT_NULL", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(run_null_ctx, "kiln_run", "NULL ctx: nothing runs", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     int runs = 0;
     kiln_job job = { job_nop, &runs };
     kiln_counter c = { { 0, 0 } };
@@ -1116,7 +1131,7 @@ ROW(run_null_ctx, "kiln_run", "NULL ctx: nothing runs", "CONTEXT_NULL", SINK_STD
     cr_expect(all_zero(&c, sizeof c), "the counter is untouched");
     WANT_EQ(runs, 0);
 })
-ROW(run_detached, "kiln_run", "detached ctx: nothing runs, counter untouched", "CONTEXT_DETACHED", SINK_A, COUNTED, 0, DOC, {
+ROW(run_detached, "kiln_run", "detached ctx: nothing runs, counter untouched", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
     int runs = 0;
     kiln_job job = { job_nop, &runs };
     kiln_counter c = { { 0, 0 } };
@@ -1126,30 +1141,30 @@ ROW(run_detached, "kiln_run", "detached ctx: nothing runs, counter untouched", "
     kiln_frame_end(f->ctx_a);
     WANT_EQ(runs, 0);
 })
-ROW(run_forged_ctx, "kiln_run", "UNDOC forged ctx (zeroed memory): nothing runs, CONTEXT_INVALID", "CONTEXT_INVALID", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(run_forged_ctx, "kiln_run", "UNDOC forged ctx (zeroed memory): nothing runs, CONTEXT_INVALID", KILN_LOGITEM_CONTEXT_INVALID, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     kiln_job job = { job_nop, NULL };
     kiln_run(FORGED_CTX, &job, 1, NULL);
 })
-ROW(run_null_jobs, "kiln_run", "NULL jobs, count 3: nothing runs, counter untouched", "JOB_NULL_JOBS", SINK_A, COUNTED, 0, DOC, {
+ROW(run_null_jobs, "kiln_run", "NULL jobs, count 3: nothing runs, counter untouched", KILN_LOGITEM_JOB_NULL_JOBS, SINK_A, COUNTED, 0, DOC, {
     kiln_counter c = { { 0, 0 } };
     kiln_run(f->ctx_a, NULL, 3, &c);
     WANT(all_zero(&c, sizeof c));
 })
-ROW(run_null_jobs_huge_count, "kiln_run", "NULL jobs, count SIZE_MAX", "JOB_NULL_JOBS", SINK_A, COUNTED, 0, DOC, {
+ROW(run_null_jobs_huge_count, "kiln_run", "NULL jobs, count SIZE_MAX", KILN_LOGITEM_JOB_NULL_JOBS, SINK_A, COUNTED, 0, DOC, {
     kiln_counter c = { { 0, 0 } };
     kiln_run(f->ctx_a, NULL, SIZE_MAX, &c);
     WANT(all_zero(&c, sizeof c));
 })
-ROW(run_count_zero, "kiln_run", "count 0: counter untouched", "JOB_COUNT_ZERO", SINK_A, COUNTED, 0, DOC, {
+ROW(run_count_zero, "kiln_run", "count 0: counter untouched", KILN_LOGITEM_JOB_COUNT_ZERO, SINK_A, COUNTED, 0, DOC, {
     kiln_job job = { job_nop, NULL };
     kiln_counter c = { { 0, 0 } };
     kiln_run(f->ctx_a, &job, 0, &c);
     WANT(all_zero(&c, sizeof c));
 })
-ROW(run_count_zero_null_jobs, "kiln_run", "count 0 and jobs NULL", "JOB_COUNT_ZERO", SINK_A, COUNTED, 0, DOC, {
+ROW(run_count_zero_null_jobs, "kiln_run", "count 0 and jobs NULL", KILN_LOGITEM_JOB_COUNT_ZERO, SINK_A, COUNTED, 0, DOC, {
     kiln_run(f->ctx_a, NULL, 0, NULL);
 })
-ROW(run_null_fn, "kiln_run", "a job with a NULL fn (the 2nd of 3): none runs, counter untouched", "JOB_NULL_FN", SINK_A, COUNTED, 0, DOC, {
+ROW(run_null_fn, "kiln_run", "a job with a NULL fn (the 2nd of 3): none runs, counter untouched", KILN_LOGITEM_JOB_NULL_FN, SINK_A, COUNTED, 0, DOC, {
     int runs = 0;
     kiln_job jobs[3] = { { job_nop, &runs }, { NULL, NULL }, { job_nop, &runs } };
     kiln_counter c = { { 0, 0 } };
@@ -1160,17 +1175,17 @@ ROW(run_null_fn, "kiln_run", "a job with a NULL fn (the 2nd of 3): none runs, co
 })
 
 /* kiln_run_ex */
-ROW(run_ex_null_ctx, "kiln_run_ex", "NULL ctx: nothing runs", "CONTEXT_NULL", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(run_ex_null_ctx, "kiln_run_ex", "NULL ctx: nothing runs", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     kiln_job job = { job_nop, NULL };
     kiln_run_ex(NULL, &job, 1, NULL, &(kiln_run_desc){ 0 });
 })
-ROW(run_ex_detached, "kiln_run_ex", "detached ctx: nothing runs", "CONTEXT_DETACHED", SINK_A, COUNTED, 0, DOC, {
+ROW(run_ex_detached, "kiln_run_ex", "detached ctx: nothing runs", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
     kiln_job job = { job_nop, NULL };
     kiln_counter c = { { 0, 0 } };
     kiln_run_ex(f->detached, &job, 1, &c, &(kiln_run_desc){ 0 });
     WANT(all_zero(&c, sizeof c));
 })
-ROW(run_ex_null_desc, "kiln_run_ex", "UNDOC NULL desc: legal, the defaults", NULL, SINK_NONE, NOT_COUNTED, 0, UNDOC, {
+ROW(run_ex_null_desc, "kiln_run_ex", "UNDOC NULL desc: legal, the defaults", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, UNDOC, {
     int runs = 0;
     kiln_job job = { job_nop, &runs };
     kiln_counter c = { { 0, 0 } };
@@ -1178,28 +1193,28 @@ ROW(run_ex_null_desc, "kiln_run_ex", "UNDOC NULL desc: legal, the defaults", NUL
     kiln_wait(f->ctx_a, &c);
     WANT_EQ(runs, 1);
 })
-ROW(run_ex_null_jobs, "kiln_run_ex", "NULL jobs, count 2", "JOB_NULL_JOBS", SINK_A, COUNTED, 0, DOC, {
+ROW(run_ex_null_jobs, "kiln_run_ex", "NULL jobs, count 2", KILN_LOGITEM_JOB_NULL_JOBS, SINK_A, COUNTED, 0, DOC, {
     kiln_counter c = { { 0, 0 } };
     kiln_run_ex(f->ctx_a, NULL, 2, &c, &(kiln_run_desc){ .background = true });
     WANT(all_zero(&c, sizeof c));
 })
-ROW(run_ex_count_zero, "kiln_run_ex", "count 0", "JOB_COUNT_ZERO", SINK_A, COUNTED, 0, DOC, {
+ROW(run_ex_count_zero, "kiln_run_ex", "count 0", KILN_LOGITEM_JOB_COUNT_ZERO, SINK_A, COUNTED, 0, DOC, {
     kiln_job job = { job_nop, NULL };
     kiln_run_ex(f->ctx_a, &job, 0, NULL, &(kiln_run_desc){ .priority = KILN_PRIORITY_HIGH });
 })
-ROW(run_ex_bad_priority, "kiln_run_ex", "priority 7 (no kiln_priority): nothing runs", "JOB_BAD_PRIORITY", SINK_A, COUNTED, 0, DOC, {
+ROW(run_ex_bad_priority, "kiln_run_ex", "priority 7 (no kiln_priority): nothing runs", KILN_LOGITEM_JOB_BAD_PRIORITY, SINK_A, COUNTED, 0, DOC, {
     kiln_job job = { job_nop, NULL };
     kiln_counter c = { { 0, 0 } };
     kiln_run_ex(f->ctx_a, &job, 1, &c, &(kiln_run_desc){ .priority = (kiln_priority)7 });
     WANT(all_zero(&c, sizeof c));
 })
-ROW(run_ex_null_fn, "kiln_run_ex", "a job with a NULL fn: none runs", "JOB_NULL_FN", SINK_A, COUNTED, 0, DOC, {
+ROW(run_ex_null_fn, "kiln_run_ex", "a job with a NULL fn: none runs", KILN_LOGITEM_JOB_NULL_FN, SINK_A, COUNTED, 0, DOC, {
     kiln_job job = { NULL, NULL };
     kiln_counter c = { { 0, 0 } };
     kiln_run_ex(f->ctx_a, &job, 1, &c, &(kiln_run_desc){ .background = true });
     WANT(all_zero(&c, sizeof c));
 })
-ROW(run_ex_pin_detached, "kiln_run_ex", "bad pin: pinned_to a detached ctx: nothing runs", "JOB_BAD_PIN", SINK_A, COUNTED, 0, DOC, {
+ROW(run_ex_pin_detached, "kiln_run_ex", "bad pin: pinned_to a detached ctx: nothing runs", KILN_LOGITEM_JOB_BAD_PIN, SINK_A, COUNTED, 0, DOC, {
     int runs = 0;
     kiln_job job = { job_nop, &runs };
     kiln_counter c = { { 0, 0 } };
@@ -1207,7 +1222,7 @@ ROW(run_ex_pin_detached, "kiln_run_ex", "bad pin: pinned_to a detached ctx: noth
     WANT(all_zero(&c, sizeof c));
     WANT_EQ(runs, 0);
 })
-ROW(run_ex_pin_other_runtime, "kiln_run_ex", "another runtime: pinned_to ctx_b: nothing runs", "JOB_BAD_PIN", SINK_A, COUNTED, 0, DOC, {
+ROW(run_ex_pin_other_runtime, "kiln_run_ex", "another runtime: pinned_to ctx_b: nothing runs", KILN_LOGITEM_JOB_BAD_PIN, SINK_A, COUNTED, 0, DOC, {
     int runs = 0;
     kiln_job job = { job_nop, &runs };
     kiln_counter c = { { 0, 0 } };
@@ -1216,11 +1231,11 @@ ROW(run_ex_pin_other_runtime, "kiln_run_ex", "another runtime: pinned_to ctx_b: 
     kiln_wait(f->ctx_b, &c);
     WANT_EQ(runs, 0);
 })
-ROW(run_ex_pin_forged, "kiln_run_ex", "bad pin: pinned_to a forged ctx (zeroed memory)", "JOB_BAD_PIN", SINK_A, COUNTED, 0, DOC, {
+ROW(run_ex_pin_forged, "kiln_run_ex", "bad pin: pinned_to a forged ctx (zeroed memory)", KILN_LOGITEM_JOB_BAD_PIN, SINK_A, COUNTED, 0, DOC, {
     kiln_job job = { job_nop, NULL };
     kiln_run_ex(f->ctx_a, &job, 1, NULL, &(kiln_run_desc){ .pinned_to = FORGED_CTX });
 })
-ROW(run_ex_background_pin_no_counter, "kiln_run_ex", "bad pin: a background job pinned to a non-worker ctx without a counter", "JOB_BAD_PIN", SINK_A, COUNTED, 0, DOC, {
+ROW(run_ex_background_pin_no_counter, "kiln_run_ex", "bad pin: a background job pinned to a non-worker ctx without a counter", KILN_LOGITEM_JOB_BAD_PIN, SINK_A, COUNTED, 0, DOC, {
     int runs = 0;
     kiln_job job = { job_nop, &runs };
     kiln_run_ex(f->ctx_a, &job, 1, NULL, &(kiln_run_desc){ .pinned_to = f->ctx_a, .background = true });
@@ -1228,38 +1243,38 @@ ROW(run_ex_background_pin_no_counter, "kiln_run_ex", "bad pin: a background job 
 })
 
 /* kiln_wait */
-ROW(wait_null_counter, "kiln_wait", "NULL counter: returns at once", "JOB_WAIT_NULL_COUNTER", SINK_A, COUNTED, 0, DOC, {
+ROW(wait_null_counter, "kiln_wait", "NULL counter: returns at once", KILN_LOGITEM_JOB_WAIT_NULL_COUNTER, SINK_A, COUNTED, 0, DOC, {
     kiln_wait(f->ctx_a, NULL);
 })
-ROW(wait_null_ctx, "kiln_wait", "UNDOC NULL ctx: returns at once, CONTEXT_NULL", "CONTEXT_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(wait_null_ctx, "kiln_wait", "UNDOC NULL ctx: returns at once, CONTEXT_NULL", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     kiln_counter c = { { 0, 0 } };
     kiln_wait(NULL, &c);
 })
-ROW(wait_detached, "kiln_wait", "detached ctx: returns at once (kiln_detach: any later use refused)", "CONTEXT_DETACHED", SINK_A, COUNTED, 0, DOC, {
+ROW(wait_detached, "kiln_wait", "detached ctx: returns at once (kiln_detach: any later use refused)", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
     kiln_counter c = { { 0, 0 } };
     kiln_wait(f->detached, &c);
 })
 
 /* kiln_parallel_for */
-ROW(parallel_for_null_fn, "kiln_parallel_for", "UNDOC NULL fn: nothing runs, JOB_NULL_FN", "JOB_NULL_FN", SINK_A, COUNTED, 0, UNDOC, {
+ROW(parallel_for_null_fn, "kiln_parallel_for", "UNDOC NULL fn: nothing runs, JOB_NULL_FN", KILN_LOGITEM_JOB_NULL_FN, SINK_A, COUNTED, 0, UNDOC, {
     kiln_parallel_for(f->ctx_a, 100, 0, NULL, NULL);
 })
-ROW(parallel_for_null_ctx, "kiln_parallel_for", "UNDOC NULL ctx: nothing runs, CONTEXT_NULL", "CONTEXT_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(parallel_for_null_ctx, "kiln_parallel_for", "UNDOC NULL ctx: nothing runs, CONTEXT_NULL", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     size_t covered = 0;
     kiln_parallel_for(NULL, 100, 0, range_nop, &covered);
     WANT_EQ(covered, 0u);
 })
-ROW(parallel_for_detached, "kiln_parallel_for", "detached ctx: nothing runs (kiln_detach: any later use refused)", "CONTEXT_DETACHED", SINK_A, COUNTED, 0, DOC, {
+ROW(parallel_for_detached, "kiln_parallel_for", "detached ctx: nothing runs (kiln_detach: any later use refused)", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
     size_t covered = 0;
     kiln_parallel_for(f->detached, 100, 0, range_nop, &covered);
     WANT_EQ(covered, 0u);
 })
-ROW(parallel_for_count_0, "kiln_parallel_for", "UNDOC count 0: legal, an empty range", NULL, SINK_NONE, NOT_COUNTED, 0, UNDOC, {
+ROW(parallel_for_count_0, "kiln_parallel_for", "UNDOC count 0: legal, an empty range", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, UNDOC, {
     size_t covered = 0;
     kiln_parallel_for(f->ctx_a, 0, 0, range_nop, &covered);
     WANT_EQ(covered, 0u);
 })
-ROW(parallel_for_huge_grain, "kiln_parallel_for", "grain SIZE_MAX (legal: one range)", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(parallel_for_huge_grain, "kiln_parallel_for", "grain SIZE_MAX (legal: one range)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     size_t covered = 0;
     kiln_parallel_for(f->ctx_b, 1000, SIZE_MAX, range_nop, &covered);
     WANT_EQ(covered, 1000u);
@@ -1267,156 +1282,156 @@ ROW(parallel_for_huge_grain, "kiln_parallel_for", "grain SIZE_MAX (legal: one ra
 
 /* ======================= stats.h ======================= */
 
-ROW(stats_get_null_rt, "kiln_stats_get", "NULL runtime: false, *out zeroed", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(stats_get_null_rt, "kiln_stats_get", "NULL runtime: false, *out zeroed", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     kiln_stats s;
     memset(&s, 0xab, sizeof s);
     WANT(!kiln_stats_get(NULL, &s));
     WANT(all_zero(&s, sizeof s));
 })
-ROW(stats_get_forged_rt, "kiln_stats_get", "forged runtime: false, *out zeroed", "RUNTIME_INVALID", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(stats_get_forged_rt, "kiln_stats_get", "forged runtime: false, *out zeroed", KILN_LOGITEM_RUNTIME_INVALID, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     kiln_stats s;
     memset(&s, 0xab, sizeof s);
     WANT(!kiln_stats_get(FORGED_RT, &s));
     WANT(all_zero(&s, sizeof s));
 })
-ROW(stats_get_null_out, "kiln_stats_get", "NULL out: false", "STATS_NULL_OUT", SINK_A, COUNTED, 0, DOC, {
+ROW(stats_get_null_out, "kiln_stats_get", "NULL out: false", KILN_LOGITEM_STATS_NULL_OUT, SINK_A, COUNTED, 0, DOC, {
     WANT(!kiln_stats_get(f->a, NULL));
 })
-ROW(stats_get_null_both, "kiln_stats_get", "UNDOC NULL runtime and out: false, one item (the runtime first)", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(stats_get_null_both, "kiln_stats_get", "UNDOC NULL runtime and out: false, one item (the runtime first)", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     WANT(!kiln_stats_get(NULL, NULL));
 })
 
-ROW(stats_arenas_null_rt, "kiln_stats_arenas", "UNDOC NULL runtime: 0, RUNTIME_NULL", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(stats_arenas_null_rt, "kiln_stats_arenas", "UNDOC NULL runtime: 0, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     kiln_arena_stats s[2];
     WANT_EQ(kiln_stats_arenas(NULL, s, 2), 0u);
 })
-ROW(stats_arenas_null_out, "kiln_stats_arenas", "UNDOC NULL out with cap 2 (out may be NULL only with cap 0): 0, STATS_NULL_OUT", "STATS_NULL_OUT", SINK_A, COUNTED, 0, UNDOC, {
+ROW(stats_arenas_null_out, "kiln_stats_arenas", "UNDOC NULL out with cap 2 (out may be NULL only with cap 0): 0, STATS_NULL_OUT", KILN_LOGITEM_STATS_NULL_OUT, SINK_A, COUNTED, 0, UNDOC, {
     WANT_EQ(kiln_stats_arenas(f->a, NULL, 2), 0u);
 })
-ROW(stats_arenas_null_out_cap_0, "kiln_stats_arenas", "NULL out with cap 0 (legal: the count)", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(stats_arenas_null_out_cap_0, "kiln_stats_arenas", "NULL out with cap 0 (legal: the count)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     cr_expect_eq(kiln_stats_arenas(f->a, NULL, 0), 3u, "arena_a and two frame arenas");
 })
 
-ROW(stats_contexts_null_rt, "kiln_stats_contexts", "UNDOC NULL runtime: 0, RUNTIME_NULL", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(stats_contexts_null_rt, "kiln_stats_contexts", "UNDOC NULL runtime: 0, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     kiln_ctx_stats s[2];
     WANT_EQ(kiln_stats_contexts(NULL, s, 2), 0u);
 })
-ROW(stats_contexts_null_out, "kiln_stats_contexts", "UNDOC NULL out with cap 2: 0, STATS_NULL_OUT", "STATS_NULL_OUT", SINK_A, COUNTED, 0, UNDOC, {
+ROW(stats_contexts_null_out, "kiln_stats_contexts", "UNDOC NULL out with cap 2: 0, STATS_NULL_OUT", KILN_LOGITEM_STATS_NULL_OUT, SINK_A, COUNTED, 0, UNDOC, {
     WANT_EQ(kiln_stats_contexts(f->a, NULL, 2), 0u);
 })
-ROW(stats_contexts_null_out_cap_0, "kiln_stats_contexts", "UNDOC NULL out with cap 0: legal, the count", NULL, SINK_NONE, NOT_COUNTED, 0, UNDOC, {
+ROW(stats_contexts_null_out_cap_0, "kiln_stats_contexts", "UNDOC NULL out with cap 0: legal, the count", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, UNDOC, {
     cr_expect_eq(kiln_stats_contexts(f->a, NULL, 0), 2u, "ctx_a and the worker");
 })
 
-ROW(stats_pools_null_rt, "kiln_stats_pools", "UNDOC NULL runtime: 0, RUNTIME_NULL", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(stats_pools_null_rt, "kiln_stats_pools", "UNDOC NULL runtime: 0, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     kiln_pool_stats s[2];
     WANT_EQ(kiln_stats_pools(NULL, s, 2), 0u);
 })
-ROW(stats_pools_null_out, "kiln_stats_pools", "UNDOC NULL out with cap 2: 0, STATS_NULL_OUT", "STATS_NULL_OUT", SINK_A, COUNTED, 0, UNDOC, {
+ROW(stats_pools_null_out, "kiln_stats_pools", "UNDOC NULL out with cap 2: 0, STATS_NULL_OUT", KILN_LOGITEM_STATS_NULL_OUT, SINK_A, COUNTED, 0, UNDOC, {
     WANT_EQ(kiln_stats_pools(f->a, NULL, 2), 0u);
 })
-ROW(stats_pools_null_out_cap_0, "kiln_stats_pools", "UNDOC NULL out with cap 0: legal, the count", NULL, SINK_NONE, NOT_COUNTED, 0, UNDOC, {
+ROW(stats_pools_null_out_cap_0, "kiln_stats_pools", "UNDOC NULL out with cap 0: legal, the count", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, UNDOC, {
     WANT_EQ(kiln_stats_pools(f->a, NULL, 0), 1u);
 })
 
-ROW(pool_stats_get_null_pool, "kiln_pool_stats_get", "NULL pool: false, *out zeroed", "POOL_NULL", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(pool_stats_get_null_pool, "kiln_pool_stats_get", "NULL pool: false, *out zeroed", KILN_LOGITEM_POOL_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     kiln_pool_stats s;
     memset(&s, 0xab, sizeof s);
     WANT(!kiln_pool_stats_get(NULL, &s));
     WANT(all_zero(&s, sizeof s));
 })
-ROW(pool_stats_get_null_out, "kiln_pool_stats_get", "NULL out: false", "STATS_NULL_OUT", SINK_A, COUNTED, 0, DOC, {
+ROW(pool_stats_get_null_out, "kiln_pool_stats_get", "NULL out: false", KILN_LOGITEM_STATS_NULL_OUT, SINK_A, COUNTED, 0, DOC, {
     WANT(!kiln_pool_stats_get(f->pool_a, NULL));
 })
-ROW(pool_stats_get_destroyed, "kiln_pool_stats_get", "destroyed pool (legal: its figures, alive false)", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(pool_stats_get_destroyed, "kiln_pool_stats_get", "destroyed pool (legal: its figures, alive false)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     kiln_pool_stats s;
     WANT(kiln_pool_stats_get(f->dead_pool, &s));
     WANT(!s.alive);
     cr_expect_str_eq(s.name, "dead", "%s", "want equal: s.name, \"dead\"");
 })
 
-ROW(arena_stats_get_null_arena, "kiln_arena_stats_get", "NULL arena: false, *out zeroed", "ARENA_NULL", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(arena_stats_get_null_arena, "kiln_arena_stats_get", "NULL arena: false, *out zeroed", KILN_LOGITEM_ARENA_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     kiln_arena_stats s;
     memset(&s, 0xab, sizeof s);
     WANT(!kiln_arena_stats_get(NULL, &s));
     WANT(all_zero(&s, sizeof s));
 })
-ROW(arena_stats_get_null_out, "kiln_arena_stats_get", "NULL out: false", "STATS_NULL_OUT", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_stats_get_null_out, "kiln_arena_stats_get", "NULL out: false", KILN_LOGITEM_STATS_NULL_OUT, SINK_A, COUNTED, 0, DOC, {
     WANT(!kiln_arena_stats_get(f->arena_a, NULL));
 })
-ROW(arena_stats_get_destroyed, "kiln_arena_stats_get", "destroyed arena: false, zeroed stats", "ARENA_DESTROYED", SINK_A, COUNTED, 0, DOC, {
+ROW(arena_stats_get_destroyed, "kiln_arena_stats_get", "destroyed arena: false, zeroed stats", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     kiln_arena_stats s;
     memset(&s, 0xab, sizeof s);
     WANT(!kiln_arena_stats_get(f->dead_arena, &s));
     WANT(all_zero(&s, sizeof s));
 })
 
-ROW(stats_print_null_rt, "kiln_stats_print", "NULL runtime: nothing printed", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(stats_print_null_rt, "kiln_stats_print", "NULL runtime: nothing printed", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     FILE *out = tmpfile();
     kiln_stats_print(NULL, out);
     cr_expect_eq(ftell(out), 0L, "nothing printed");
     fclose(out);
 })
-ROW(stats_print_null_out, "kiln_stats_print", "NULL out: nothing", "STATS_NULL_OUT", SINK_A, COUNTED, 0, DOC, {
+ROW(stats_print_null_out, "kiln_stats_print", "NULL out: nothing", KILN_LOGITEM_STATS_NULL_OUT, SINK_A, COUNTED, 0, DOC, {
     kiln_stats_print(f->a, NULL);
 })
 
-ROW(stats_write_json_null_rt, "kiln_stats_write_json", "NULL runtime: false", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(stats_write_json_null_rt, "kiln_stats_write_json", "NULL runtime: false", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     FILE *out = tmpfile();
     WANT(!kiln_stats_write_json(NULL, out));
     cr_expect_eq(ftell(out), 0L, "nothing written");
     fclose(out);
 })
-ROW(stats_write_json_null_out, "kiln_stats_write_json", "NULL out: false", "STATS_NULL_OUT", SINK_A, COUNTED, 0, DOC, {
+ROW(stats_write_json_null_out, "kiln_stats_write_json", "NULL out: false", KILN_LOGITEM_STATS_NULL_OUT, SINK_A, COUNTED, 0, DOC, {
     WANT(!kiln_stats_write_json(f->a, NULL));
 })
 
 /* ======================= trace.h ======================= */
 
-ROW(history_read_null_rt, "kiln_history_read", "UNDOC NULL runtime: 0, RUNTIME_NULL", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(history_read_null_rt, "kiln_history_read", "UNDOC NULL runtime: 0, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     kiln_frame_record r[2];
     WANT_EQ(kiln_history_read(NULL, r, 2), 0u);
 })
-ROW(history_read_null_out, "kiln_history_read", "UNDOC NULL out with cap 2 (out may be NULL only with cap 0): 0, STATS_NULL_OUT", "STATS_NULL_OUT", SINK_A, COUNTED, 0, UNDOC, {
+ROW(history_read_null_out, "kiln_history_read", "UNDOC NULL out with cap 2 (out may be NULL only with cap 0): 0, STATS_NULL_OUT", KILN_LOGITEM_STATS_NULL_OUT, SINK_A, COUNTED, 0, UNDOC, {
     kiln_frame_begin(f->ctx_a);
     kiln_frame_end(f->ctx_a);
     WANT_EQ(kiln_history_read(f->a, NULL, 2), 0u);
 })
-ROW(history_read_null_out_cap_0, "kiln_history_read", "NULL out with cap 0 (legal: 0)", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(history_read_null_out_cap_0, "kiln_history_read", "NULL out with cap 0 (legal: 0)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     kiln_frame_begin(f->ctx_a);
     kiln_frame_end(f->ctx_a);
     WANT_EQ(kiln_history_read(f->a, NULL, 0), 0u);
 })
-ROW(history_read_huge_cap, "kiln_history_read", "cap SIZE_MAX with room for every frame the history keeps (legal)", NULL, SINK_NONE, NOT_COUNTED, 0, DOC, {
+ROW(history_read_huge_cap, "kiln_history_read", "cap SIZE_MAX with room for every frame the history keeps (legal)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     static kiln_frame_record r[KILN_HISTORY_FRAMES];
     kiln_frame_begin(f->ctx_a);
     kiln_frame_end(f->ctx_a);
     WANT_EQ(kiln_history_read(f->a, r, SIZE_MAX), 1u);
 })
 
-ROW(trace_enable_null_rt, "kiln_trace_enable", "UNDOC NULL runtime: ignored, RUNTIME_NULL", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(trace_enable_null_rt, "kiln_trace_enable", "UNDOC NULL runtime: ignored, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     kiln_trace_enable(NULL, true);
 })
 
-ROW(trace_stats_get_null_rt, "kiln_trace_stats_get", "NULL runtime: false, *out zeroed", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(trace_stats_get_null_rt, "kiln_trace_stats_get", "NULL runtime: false, *out zeroed", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     kiln_trace_stats s;
     memset(&s, 0xab, sizeof s);
     WANT(!kiln_trace_stats_get(NULL, &s));
     WANT(all_zero(&s, sizeof s));
 })
-ROW(trace_stats_get_null_out, "kiln_trace_stats_get", "NULL out: false", "STATS_NULL_OUT", SINK_A, COUNTED, 0, DOC, {
+ROW(trace_stats_get_null_out, "kiln_trace_stats_get", "NULL out: false", KILN_LOGITEM_STATS_NULL_OUT, SINK_A, COUNTED, 0, DOC, {
     WANT(!kiln_trace_stats_get(f->a, NULL));
 })
 
-ROW(trace_write_file_null_rt, "kiln_trace_write_file", "UNDOC NULL runtime: false, RUNTIME_NULL", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(trace_write_file_null_rt, "kiln_trace_write_file", "UNDOC NULL runtime: false, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     FILE *out = tmpfile();
     WANT(!kiln_trace_write_file(NULL, out));
     fclose(out);
 })
-ROW(trace_write_file_null_out, "kiln_trace_write_file", "UNDOC NULL out: false, TRACE_NULL_FILE (a bad argument: counted)", "TRACE_NULL_FILE", SINK_A, COUNTED, 0, UNDOC, {
+ROW(trace_write_file_null_out, "kiln_trace_write_file", "UNDOC NULL out: false, TRACE_NULL_FILE (a bad argument: counted)", KILN_LOGITEM_TRACE_NULL_FILE, SINK_A, COUNTED, 0, UNDOC, {
     WANT(!kiln_trace_write_file(f->a, NULL));
 })
-ROW(trace_write_file_read_only, "kiln_trace_write_file", "a stream that cannot be written (opened for reading): false, TRACE_WRITE_FAILED (I/O: not counted)", "TRACE_WRITE_FAILED", SINK_A, NOT_COUNTED, 0, DOC, {
+ROW(trace_write_file_read_only, "kiln_trace_write_file", "a stream that cannot be written (opened for reading): false, TRACE_WRITE_FAILED (I/O: not counted)", KILN_LOGITEM_TRACE_WRITE_FAILED, SINK_A, NOT_COUNTED, 0, DOC, {
     FILE *in = fopen(KILN_SOURCE_DIR "/meson.build", "r");
     cr_assert_not_null(in);
     kiln_trace_enable(f->a, true);
@@ -1426,12 +1441,12 @@ ROW(trace_write_file_read_only, "kiln_trace_write_file", "a stream that cannot b
     fclose(in);
 })
 
-ROW(trace_write_null_rt, "kiln_trace_write", "UNDOC NULL runtime: false, RUNTIME_NULL", "RUNTIME_NULL", SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+ROW(trace_write_null_rt, "kiln_trace_write", "UNDOC NULL runtime: false, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     cr_expect(!kiln_trace_write(NULL, "/tmp/kiln-misuse-never.json"), "%s", "want: !kiln_trace_write(NULL, \"/tmp/kiln-misuse-never.json\")");
 })
-ROW(trace_write_null_path, "kiln_trace_write", "UNDOC NULL path: false, TRACE_NULL_PATH (a bad argument: counted)", "TRACE_NULL_PATH", SINK_A, COUNTED, 0, UNDOC, {
+ROW(trace_write_null_path, "kiln_trace_write", "UNDOC NULL path: false, TRACE_NULL_PATH (a bad argument: counted)", KILN_LOGITEM_TRACE_NULL_PATH, SINK_A, COUNTED, 0, UNDOC, {
     WANT(!kiln_trace_write(f->a, NULL));
 })
-ROW(trace_write_bad_path, "kiln_trace_write", "a path that cannot be made: false, TRACE_WRITE_FAILED (I/O: not counted)", "TRACE_WRITE_FAILED", SINK_A, NOT_COUNTED, 0, DOC, {
+ROW(trace_write_bad_path, "kiln_trace_write", "a path that cannot be made: false, TRACE_WRITE_FAILED (I/O: not counted)", KILN_LOGITEM_TRACE_WRITE_FAILED, SINK_A, NOT_COUNTED, 0, DOC, {
     cr_expect(!kiln_trace_write(f->a, "/nonexistent-kiln-dir/trace.json"), "%s", "want: !kiln_trace_write(f->a, \"/nonexistent-kiln-dir/trace.json\")");
 })

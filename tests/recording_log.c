@@ -39,15 +39,27 @@ void recording_log_clear(recording_log *rec) {
     pthread_mutex_lock(&rec->lock);
     rec->count = 0;
     rec->dropped = 0;
+    rec->unpaired = 0;
     pthread_mutex_unlock(&rec->lock);
 }
+
+/* The message this thread's recording_log_fn kept last, for the log_item call that
+ * follows it (kiln makes both calls on one thread, one right after the other). */
+static _Thread_local struct {
+    recording_log *rec;
+    size_t         index;   /* SIZE_MAX: dropped, beyond RECORDING_LOG_MAX */
+} just_logged;
 
 void recording_log_fn(void *user, kiln_log_level level, const char *message) {
     recording_log *rec = user;
     pthread_mutex_lock(&rec->lock);
+    just_logged.rec = rec;
+    just_logged.index = SIZE_MAX;
     if (rec->count < RECORDING_LOG_MAX) {
+        just_logged.index = rec->count;
         recorded_message *m = &rec->messages[rec->count++];
         m->level = level;
+        m->item = KILN_LOGITEM_NONE;
         snprintf(m->text, sizeof m->text, "%s", message ? message : "(null)");
     } else {
         rec->dropped++;
@@ -55,10 +67,27 @@ void recording_log_fn(void *user, kiln_log_level level, const char *message) {
     pthread_mutex_unlock(&rec->lock);
 }
 
+void recording_log_item_fn(void *user, kiln_log_level level, kiln_log_item item,
+                           const char *message) {
+    recording_log *rec = user;
+    pthread_mutex_lock(&rec->lock);
+    bool dropped = just_logged.rec == rec && just_logged.index == SIZE_MAX;
+    recorded_message *m = just_logged.rec == rec && just_logged.index < rec->count
+                              ? &rec->messages[just_logged.index] : NULL;
+    if (m && m->item == KILN_LOGITEM_NONE && m->level == level && message &&
+        strncmp(m->text, message, sizeof m->text - 1) == 0)
+        m->item = item;
+    else if (!dropped)
+        rec->unpaired++;
+    just_logged.rec = NULL;
+    pthread_mutex_unlock(&rec->lock);
+}
+
 kiln_desc recording_desc(recording_log *rec) {
     kiln_desc desc;
     memset(&desc, 0, sizeof desc);
     desc.log = recording_log_fn;
+    desc.log_item = recording_log_item_fn;
     desc.log_user = rec;
     /* No workers: these tests count every block, context and arena the runtime holds,
      * and a worker's frame arena would be one more of each. */
@@ -82,19 +111,13 @@ size_t recorded_count(recording_log *rec) {
     return n;
 }
 
-/* Whether text's item (before the first ": ") is exactly item. */
-static bool has_item(const char *text, const char *item) {
-    size_t len = strlen(item);
-    return strncmp(text, item, len) == 0 && text[len] == ':' && text[len + 1] == ' ';
-}
-
-static size_t count_matching(recording_log *rec, const char *item, int level,
+static size_t count_matching(recording_log *rec, kiln_log_item item, int level,
                              const char *fragment) {
     size_t n = 0;
     pthread_mutex_lock(&rec->lock);
     for (size_t i = 0; i < rec->count; i++) {
         const recorded_message *m = &rec->messages[i];
-        if (!has_item(m->text, item)) continue;
+        if (m->item != item) continue;
         if (level >= 0 && (int)m->level != level) continue;
         if (fragment && !strstr(m->text, fragment)) continue;
         n++;
@@ -103,24 +126,24 @@ static size_t count_matching(recording_log *rec, const char *item, int level,
     return n;
 }
 
-size_t count_items(recording_log *rec, const char *item) {
+size_t count_items(recording_log *rec, kiln_log_item item) {
     return count_matching(rec, item, -1, NULL);
 }
 
-size_t count_items_at(recording_log *rec, const char *item, kiln_log_level level) {
+size_t count_items_at(recording_log *rec, kiln_log_item item, kiln_log_level level) {
     return count_matching(rec, item, (int)level, NULL);
 }
 
-size_t count_items_with(recording_log *rec, const char *item, const char *fragment) {
+size_t count_items_with(recording_log *rec, kiln_log_item item, const char *fragment) {
     return count_matching(rec, item, -1, fragment);
 }
 
-const char *last_item_text(recording_log *rec, const char *item) {
+const char *last_item_text(recording_log *rec, kiln_log_item item) {
     static char copy[RECORDING_LOG_TEXT];
     copy[0] = '\0';
     pthread_mutex_lock(&rec->lock);
     for (size_t i = rec->count; i-- > 0;) {
-        if (has_item(rec->messages[i].text, item)) {
+        if (rec->messages[i].item == item) {
             memcpy(copy, rec->messages[i].text, sizeof copy);
             break;
         }

@@ -1,10 +1,12 @@
-/* tests/recording_log.h — what the unit tests share: a kiln_log_fn that records every
- * message (level and text) so a test can assert the exact log item and the object's
- * name, a capture of stderr for the messages that cannot reach a runtime's logger
- * (misuse with a NULL object goes to the default sink), and a few memory helpers.
+/* tests/recording_log.h — what the unit tests share: a logger that records every
+ * message (level, item id and text) so a test can assert the exact log item and the
+ * object's name, a capture of stderr for the messages that cannot reach a runtime's
+ * logger (misuse with a NULL object goes to the default sink), and a few memory helpers.
  *
- * Every kiln message is "ITEM: details"; count_items matches the item exactly (the
- * text up to the first ": "), never a prefix of a longer item. */
+ * The recorder is two callbacks: desc.log (recording_log_fn) keeps the level and the
+ * text, desc.log_item (recording_log_item_fn), which kiln calls right after it on the
+ * same thread with the same text, adds the item's id. count_items and the others match
+ * the id, never the text. */
 #ifndef KILN_TESTS_RECORDING_LOG_H
 #define KILN_TESTS_RECORDING_LOG_H
 
@@ -20,14 +22,16 @@
 
 typedef struct recorded_message {
     kiln_log_level level;
+    kiln_log_item  item;   /* KILN_LOGITEM_NONE until recording_log_item_fn names it */
     char           text[RECORDING_LOG_TEXT];
 } recorded_message;
 
-/* Written by any thread through recording_log_fn (under lock). */
+/* Written by any thread through recording_log_fn and recording_log_item_fn (under lock). */
 typedef struct recording_log {
     pthread_mutex_t  lock;
     size_t           count;     /* messages kept in messages[] */
     size_t           dropped;   /* messages beyond RECORDING_LOG_MAX */
+    size_t           unpaired;  /* log_item calls that matched no message just logged */
     recorded_message messages[RECORDING_LOG_MAX];
 } recording_log;
 
@@ -38,7 +42,12 @@ void           recording_log_clear(recording_log *rec);
 /* The kiln_log_fn; user is the recording_log. Thread-safe. */
 void recording_log_fn(void *user, kiln_log_level level, const char *message);
 
-/* A desc whose log goes to rec; every other field zero (the defaults). */
+/* The kiln_log_item_fn: gives the message this thread's recording_log_fn has just kept
+ * its item (when level and text agree; otherwise counts it in unpaired). Thread-safe. */
+void recording_log_item_fn(void *user, kiln_log_level level, kiln_log_item item,
+                           const char *message);
+
+/* A desc whose log and log_item go to rec; every other field zero (the defaults). */
 kiln_desc recording_desc(recording_log *rec);
 
 /* The usual end of a test's fixture: detaches *ctx and destroys *rt (each when not
@@ -48,18 +57,18 @@ void recording_fixture_end(kiln_ctx **ctx, kiln_runtime **rt, recording_log **re
 /* Messages kept so far (all items). */
 size_t recorded_count(recording_log *rec);
 
-/* Messages whose item is exactly item. */
-size_t count_items(recording_log *rec, const char *item);
+/* Messages of this item. */
+size_t count_items(recording_log *rec, kiln_log_item item);
 
-/* Messages whose item is exactly item and whose level is level. */
-size_t count_items_at(recording_log *rec, const char *item, kiln_log_level level);
+/* Messages of this item at this level. */
+size_t count_items_at(recording_log *rec, kiln_log_item item, kiln_log_level level);
 
-/* Messages whose item is exactly item and whose text contains fragment. */
-size_t count_items_with(recording_log *rec, const char *item, const char *fragment);
+/* Messages of this item whose text contains fragment. */
+size_t count_items_with(recording_log *rec, kiln_log_item item, const char *fragment);
 
 /* The text of the last message with this item (a copy in a per-call static buffer:
  * use it before the next call), or "" when there is none. */
-const char *last_item_text(recording_log *rec, const char *item);
+const char *last_item_text(recording_log *rec, kiln_log_item item);
 
 /* Every kept message, one per line, for assertion messages (static buffer). */
 const char *recorded_summary(recording_log *rec);

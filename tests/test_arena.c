@@ -179,7 +179,7 @@ Test(arena, release_restores_mark) {
     cr_assert_eq(rs_redo.blocks.gets, rs_before_redo.blocks.gets);
     cr_assert_eq(rs_redo.blocks.os_maps, rs_before_redo.blocks.os_maps, "the kept mapping is reused");
     cr_assert_eq(arena_stats(a).blocks_taken, grown.blocks_taken);
-    cr_assert_eq(count_items(rec, "ARENA_BAD_MARK"), 0);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_BAD_MARK), 0);
     cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec));
     kiln_arena_destroy(a);
 }
@@ -240,13 +240,13 @@ static void assert_release_ignored(kiln_arena *a, kiln_mark bad, const char *pro
     kiln_mark before = kiln_arena_mark(a);
     kiln_arena_stats s0 = arena_stats(a);
     uint64_t errors0 = runtime_stats(rt).api_errors;
-    size_t logged0 = count_items(rec, "ARENA_BAD_MARK");
+    size_t logged0 = count_items(rec, KILN_LOGITEM_ARENA_BAD_MARK);
 
     kiln_arena_release(a, bad);
 
-    cr_assert_eq(count_items(rec, "ARENA_BAD_MARK"), logged0 + 1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_at(rec, "ARENA_BAD_MARK", KILN_LOG_ERROR), logged0 + 1);
-    const char *text = last_item_text(rec, "ARENA_BAD_MARK");
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_BAD_MARK), logged0 + 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_ARENA_BAD_MARK, KILN_LOG_ERROR), logged0 + 1);
+    const char *text = last_item_text(rec, KILN_LOGITEM_ARENA_BAD_MARK);
     cr_assert_not_null(strstr(text, "arena 'level'"), "message does not name the arena: %s", text);
     cr_assert_not_null(strstr(text, problem), "message '%s' does not say '%s'", text, problem);
     cr_assert_eq(runtime_stats(rt).api_errors, errors0 + 1);
@@ -269,7 +269,7 @@ Test(arena, release_mark_from_another_arena_is_ignored) {
     void *next = kiln_arena_alloc(a, 16, 16);
     cr_assert_eq((uintptr_t)next, (uintptr_t)p + 3008, "allocation went on where it was");
     cr_assert(check_pattern(p, 3000, 3));
-    cr_assert_eq(count_items_with(rec, "ARENA_BAD_MARK", "'other'"), 0, "names the wrong arena");
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_BAD_MARK, "'other'"), 0, "names the wrong arena");
     /* Made-up marks: nothing is dereferenced, all refused. */
     assert_release_ignored(a, (kiln_mark){ { 12345, 0 } }, "does not belong");
     assert_release_ignored(a, (kiln_mark){ { UINT64_MAX, UINT64_MAX } }, "the mark");
@@ -361,7 +361,7 @@ Test(arena, release_mark_released_past_after_regrowth_is_ignored) {
               (void *)live);
     memset(p, 0xAB, 50);
     cr_assert(check_pattern(live, 200, 21), "the live allocation changed");
-    cr_assert_eq(count_items(rec, "ARENA_BAD_MARK"), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_BAD_MARK), 1);
     kiln_arena_destroy(a);
 }
 
@@ -533,14 +533,14 @@ Test(arena, bad_alignment_is_refused) {
         cr_assert_null(kiln_arena_alloc(a, 16, bad[i]), "alignment %zu accepted", bad[i]);
         cr_assert_null(kiln_arena_alloc(a, 4 * BS, bad[i]), "alignment %zu accepted (large)", bad[i]);
     }
-    cr_assert_eq(count_items(rec, "ARENA_BAD_ALIGN"), 2 * n, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_at(rec, "ARENA_BAD_ALIGN", KILN_LOG_ERROR), 2 * n);
-    cr_assert_eq(count_items_with(rec, "ARENA_BAD_ALIGN", "arena 'level'"), 2 * n);
-    cr_assert_eq(count_items_with(rec, "ARENA_BAD_ALIGN",
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_BAD_ALIGN), 2 * n, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_ARENA_BAD_ALIGN, KILN_LOG_ERROR), 2 * n);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_BAD_ALIGN, "arena 'level'"), 2 * n);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_BAD_ALIGN,
                                   "ARENA_BAD_ALIGN: arena 'level': alignment 24 is not a power of two "
                                   "from 1 to 65536"), 2);
-    cr_assert_eq(count_items_with(rec, "ARENA_BAD_ALIGN", "alignment 131072 "), 2);
-    cr_assert_eq(count_items_with(rec, "ARENA_BAD_ALIGN", "alignment 3 "), 2);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_BAD_ALIGN, "alignment 131072 "), 2);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_BAD_ALIGN, "alignment 3 "), 2);
     cr_assert_eq(runtime_stats(rt).api_errors, 2 * n);
     kiln_arena_stats s1 = arena_stats(a);
     cr_assert_eq(s1.bytes_in_use, s0.bytes_in_use);
@@ -676,8 +676,8 @@ Test(arena, huge_size_is_refused) {
     size_t used0 = arena_stats(a).bytes_in_use;
     cr_assert_null(kiln_arena_alloc(a, SIZE_MAX, 16));
     cr_assert_null(kiln_arena_alloc(a, SIZE_MAX / 2, 16));
-    cr_assert_eq(count_items(rec, "ARENA_SIZE_OVERFLOW"), 2, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "ARENA_SIZE_OVERFLOW", "arena 'level'"), 2);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_SIZE_OVERFLOW), 2, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_SIZE_OVERFLOW, "arena 'level'"), 2);
     kiln_arena_stats s = arena_stats(a);
     cr_assert_eq(s.failures, 2);
     cr_assert_eq(s.bytes_in_use, used0);
@@ -799,7 +799,7 @@ Test(arena, null_arena_calls_are_safe) {
     /* With a live arena the refusal reaches the runtime: its log and its counter. */
     kiln_arena *a = kiln_arena_create(rt, "level");
     cr_assert(!kiln_arena_stats_get(a, NULL));
-    cr_assert_eq(count_items(rec, "STATS_NULL_OUT"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_STATS_NULL_OUT), 1, "log:%s", recorded_summary(rec));
     cr_assert_eq(runtime_stats(rt).api_errors, 1);
     kiln_arena_destroy(a);
 }
@@ -824,7 +824,7 @@ Test(arena, small_blocks) {
     void *page = kiln_arena_alloc(a, 10, 4096);
     cr_assert(page && is_aligned(page, 4096));
     cr_assert_null(kiln_arena_alloc(a, 10, 8192));
-    cr_assert_eq(count_items_with(r, "ARENA_BAD_ALIGN", "from 1 to 4096"), 1, "log:%s", recorded_summary(r));
+    cr_assert_eq(count_items_with(r, KILN_LOGITEM_ARENA_BAD_ALIGN, "from 1 to 4096"), 1, "log:%s", recorded_summary(r));
     kiln_stats s = runtime_stats(small);
     cr_assert_eq(s.blocks.block_size, 4096);
     cr_assert_eq(s.blocks.blocks_in_use, arena_stats(a).blocks_held);
@@ -946,8 +946,8 @@ Test(arena, destroy_twice_is_refused) {
     kiln_arena_destroy(a);
     uint64_t errors = runtime_stats(rt).api_errors;
     kiln_arena_destroy(a);
-    cr_assert_eq(count_items(rec, "ARENA_DESTROYED"), 1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "ARENA_DESTROYED", "arena 'level': kiln_arena_destroy"), 1,
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_DESTROYED), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_DESTROYED, "arena 'level': kiln_arena_destroy"), 1,
                  "log:%s", recorded_summary(rec));
     cr_assert_eq(runtime_stats(rt).api_errors, errors + 1, "a misuse is counted");
     /* Its first block went back once: two new arenas get a block each. */
@@ -965,7 +965,7 @@ Test(arena, destroy_twice_is_refused) {
     cr_assert_eq(runtime_stats(rt).blocks.blocks_in_use, s.blocks.blocks_in_use + 2);
     kiln_arena_destroy(b);
     kiln_arena_destroy(c);
-    cr_assert_eq(count_items(rec, "ARENA_DESTROYED"), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_DESTROYED), 1);
 }
 
 /* Every call through a destroyed arena is refused and logged, whether its first block
@@ -1008,8 +1008,8 @@ static void check_destroyed_arena_refuses(kiln_runtime *r, size_t block_large) {
         cr_assert_eq(s.allocs, 0);
         cr_assert_str_eq(s.name, "", "zeroed, as every refused stats call");
         kiln_arena_destroy(a);
-        cr_assert_eq(count_items(rec, "ARENA_DESTROYED"), 10, "log:%s", recorded_summary(rec));
-        cr_assert_eq(count_items_with(rec, "ARENA_DESTROYED", "arena 'level'"), 10);
+        cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_DESTROYED), 10, "log:%s", recorded_summary(rec));
+        cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_DESTROYED, "arena 'level'"), 10);
         cr_assert_eq(recorded_count(rec), 10, "nothing else:%s", recorded_summary(rec));
         if (reused) {
             kiln_arena_stats after = arena_stats(b);

@@ -45,12 +45,17 @@ static kiln_block_pool_stats pool_stats(kiln_block_pool *p) {
     return s;
 }
 
+/* The sink a runtime would give its block pool, into rec: both callbacks. */
+static kiln_log_sink recording_sink(void) {
+    return (kiln_log_sink){ .fn = recording_log_fn, .user = rec, .item_fn = recording_log_item_fn };
+}
+
 static void pool_init(size_t block_size, size_t reserve_bytes, size_t memory_limit) {
     kiln_block_pool_config config = {
         .block_size = block_size,
         .reserve_bytes = reserve_bytes,
         .memory_limit = memory_limit,
-        .log = { recording_log_fn, rec, NULL },
+        .log = recording_sink(),
     };
     cr_assert(kiln_block_pool_init(&pool, &config), "init failed:%s", recorded_summary(rec));
 }
@@ -166,15 +171,15 @@ Test(block_pool, a_large_reservation_touches_only_the_blocks_handed_out) {
 }
 
 Test(block_pool, init_refuses_bad_config) {
-    kiln_block_pool_config config = { .block_size = 0, .log = { recording_log_fn, rec, NULL } };
+    kiln_block_pool_config config = { .block_size = 0, .log = recording_sink() };
     cr_assert(!kiln_block_pool_init(&pool, &config));
     config.block_size = 12288;
     cr_assert(!kiln_block_pool_init(&pool, &config));
-    cr_assert_eq(count_items(rec, "BLOCK_SIZE_INVALID"), 2, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_BLOCK_SIZE_INVALID), 2, "log:%s", recorded_summary(rec));
     config.block_size = BS;
     config.memory_limit = BS / 2;
     cr_assert(!kiln_block_pool_init(&pool, &config));
-    cr_assert_eq(count_items(rec, "MEMORY_LIMIT_INVALID"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_MEMORY_LIMIT_INVALID), 1, "log:%s", recorded_summary(rec));
 }
 
 Test(block_pool, fini_reports_blocks_still_in_use) {
@@ -183,8 +188,8 @@ Test(block_pool, fini_reports_blocks_still_in_use) {
     void *b = kiln_block_get(&pool);
     kiln_block_put(&pool, a);
     kiln_block_pool_fini(&pool);
-    cr_assert_eq(count_items(rec, "BLOCK_POOL_BLOCKS_LIVE"), 1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "BLOCK_POOL_BLOCKS_LIVE", "1 blocks still in use"), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_BLOCK_POOL_BLOCKS_LIVE), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_BLOCK_POOL_BLOCKS_LIVE, "1 blocks still in use"), 1);
     cr_assert(!range_is_mapped(b, BS), "fini unmaps every reservation");
 }
 
@@ -250,15 +255,15 @@ Test(block_pool, memory_limit_reached_logs_once) {
         cr_assert_lt(ok, 1000, "memory_limit never reached");
     }
     cr_assert_geq(ok, 4 * 60, "four blocks' worth succeeded (%d)", ok);
-    cr_assert_eq(count_items(rec, "MEMORY_LIMIT_REACHED"), 1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_at(rec, "MEMORY_LIMIT_REACHED", KILN_LOG_ERROR), 1);
-    cr_assert_str_eq(last_item_text(rec, "MEMORY_LIMIT_REACHED"),
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_MEMORY_LIMIT_REACHED), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_MEMORY_LIMIT_REACHED, KILN_LOG_ERROR), 1);
+    cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_MEMORY_LIMIT_REACHED),
                      "MEMORY_LIMIT_REACHED: block pool: memory_limit of 262144 bytes reached "
                      "(262144 reserved, 65536 more asked)");
     for (int i = 0; i < 5; i++) cr_assert_null(kiln_arena_alloc(a, 1000, 8));
     cr_assert_null(kiln_arena_alloc(a, 3 * BS, 8), "a large mapping is refused too");
     cr_assert_null(kiln_arena_create(rt, "more"), "and a new arena");
-    cr_assert_eq(count_items(rec, "MEMORY_LIMIT_REACHED"), 1, "still one line:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_MEMORY_LIMIT_REACHED), 1, "still one line:%s", recorded_summary(rec));
 
     kiln_arena_stats as = arena_stats(a);
     cr_assert_eq(as.failures, 7);
@@ -289,7 +294,7 @@ Test(block_pool, memory_limit_reached_logs_once) {
     }
     cr_assert_eq(ok2, ok);
     for (int i = 0; i < 3; i++) cr_assert_null(kiln_arena_alloc(b, 1000, 8));
-    cr_assert_eq(count_items(rec, "MEMORY_LIMIT_REACHED"), 2, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_MEMORY_LIMIT_REACHED), 2, "log:%s", recorded_summary(rec));
     cr_assert_eq(arena_stats(b).failures, 4);
     cr_assert_eq(runtime_stats(rt).blocks.failures, 12);
     kiln_arena_destroy(b);
@@ -303,8 +308,8 @@ Test(block_pool, memory_limit_counts_large_mappings) {
     void *big = kiln_arena_alloc(a, 5 * BS, 16);   /* 5 blocks + a page */
     cr_assert_not_null(big);
     cr_assert_null(kiln_arena_alloc(a, 2 * BS, 16), "5 + 2 blocks and two pages do not fit in 8 - 1");
-    cr_assert_eq(count_items(rec, "MEMORY_LIMIT_REACHED"), 1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "MEMORY_LIMIT_REACHED", "memory_limit of 524288 bytes reached"), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_MEMORY_LIMIT_REACHED), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_MEMORY_LIMIT_REACHED, "memory_limit of 524288 bytes reached"), 1);
     void *fits = kiln_arena_alloc(a, BS, 16);
     cr_assert_not_null(fits, "one more block and a page still fit:%s", recorded_summary(rec));
     kiln_stats s = runtime_stats(rt);
@@ -324,7 +329,7 @@ Test(block_pool, memory_limit_refuses_contexts_and_arenas) {
     cr_assert_eq(runtime_stats(rt).blocks.blocks_reserved, 2, "the reservation is capped by the limit");
     cr_assert_null(kiln_arena_create(rt, "more"));
     cr_assert_null(kiln_attach(rt));
-    cr_assert_eq(count_items(rec, "MEMORY_LIMIT_REACHED"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_MEMORY_LIMIT_REACHED), 1, "log:%s", recorded_summary(rec));
     kiln_stats s = runtime_stats(rt);
     cr_assert_eq(s.contexts, 1);
     cr_assert_eq(s.arenas, 2);
@@ -357,9 +362,9 @@ Test(block_pool, injected_map_failure_on_growth) {
     if (heap_accounting_exact())
         cr_assert_eq(heap1, heap0, "the failed growth left %zd heap bytes", (ssize_t)(heap1 - heap0));
     cr_assert_eq(kiln_os_injected_failures(), injected0 + 1);
-    cr_assert_eq(count_items(rec, "OS_MAP_FAILED"), 1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_at(rec, "OS_MAP_FAILED", KILN_LOG_ERROR), 1);
-    cr_assert_str_eq(last_item_text(rec, "OS_MAP_FAILED"),
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_OS_MAP_FAILED), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_OS_MAP_FAILED, KILN_LOG_ERROR), 1);
+    cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_OS_MAP_FAILED),
                      "OS_MAP_FAILED: block pool: the OS refused a mapping of 65536 bytes (65536 reserved)");
     kiln_stats s1 = runtime_stats(rt);
     cr_assert_eq(s1.blocks.failures, s0.blocks.failures + 1);
@@ -376,18 +381,18 @@ Test(block_pool, injected_map_failure_on_growth) {
     kiln_stats s2 = runtime_stats(rt);
     cr_assert_eq(s2.blocks.os_maps, s0.blocks.os_maps + 1);
     cr_assert_eq(s2.blocks.blocks_reserved, s0.blocks.blocks_reserved + 1);
-    cr_assert_eq(count_items(rec, "OS_MAP_FAILED"), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_OS_MAP_FAILED), 1);
 
     /* Two failures in a row: one line; after a success, a new failure logs again. */
     kiln_os_fail_nth_map(1);
     cr_assert_null(kiln_arena_alloc(a, 40000, 8));
     kiln_os_fail_nth_map(1);
     cr_assert_null(kiln_arena_alloc(a, 40000, 8));
-    cr_assert_eq(count_items(rec, "OS_MAP_FAILED"), 2, "a new episode after the success:%s",
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_OS_MAP_FAILED), 2, "a new episode after the success:%s",
                  recorded_summary(rec));
     kiln_os_fail_nth_map(1);
     cr_assert_null(kiln_arena_alloc(a, 40000, 8));
-    cr_assert_eq(count_items(rec, "OS_MAP_FAILED"), 2, "the same episode:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_OS_MAP_FAILED), 2, "the same episode:%s", recorded_summary(rec));
     cr_assert_eq(arena_stats(a).failures, 4);
     cr_assert_not_null(kiln_arena_alloc(a, 40000, 8));
     kiln_arena_destroy(a);
@@ -401,7 +406,7 @@ Test(block_pool, injected_map_failure_on_large_mapping) {
     kiln_stats s0 = runtime_stats(rt);
     kiln_os_fail_nth_map(1);
     cr_assert_null(kiln_arena_alloc(a, 10 * BS, 16));
-    cr_assert_eq(count_items(rec, "OS_MAP_FAILED"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_OS_MAP_FAILED), 1, "log:%s", recorded_summary(rec));
     kiln_stats s1 = runtime_stats(rt);
     cr_assert_eq(s1.blocks.large_mappings, s0.blocks.large_mappings);
     cr_assert_eq(s1.blocks.reserved_bytes, s0.blocks.reserved_bytes);
@@ -427,7 +432,7 @@ Test(block_pool, injected_map_failure_before_first_attach) {
     cr_assert_null(refused, "the first block cannot be had");
     if (heap_accounting_exact())
         cr_assert_eq(heap1, heap0, "the refused attach left %zd heap bytes", (ssize_t)(heap1 - heap0));
-    cr_assert_eq(count_items(rec, "OS_MAP_FAILED"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_OS_MAP_FAILED), 1, "log:%s", recorded_summary(rec));
     kiln_stats s = runtime_stats(rt);
     cr_assert_eq(s.contexts, 0);
     cr_assert_eq(s.arenas, 0);
@@ -449,7 +454,7 @@ Test(block_pool, injected_map_failure_on_arena_create) {
     kiln_runtime *rt = limited_runtime(0, 0);
     kiln_os_fail_nth_map(1);
     cr_assert_null(kiln_arena_create(rt, "level"));
-    cr_assert_eq(count_items(rec, "OS_MAP_FAILED"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_OS_MAP_FAILED), 1, "log:%s", recorded_summary(rec));
     cr_assert_eq(runtime_stats(rt).arenas, 0);
     kiln_arena *a = kiln_arena_create(rt, "level");
     cr_assert_not_null(a);
@@ -478,7 +483,7 @@ Test(block_pool, injected_failure_in_a_run_of_growths) {
     cr_assert_neq(failed, -1, "the third map failed");
     for (int i = 0; i < N; i++)
         if (ptrs[i]) cr_assert(check_pattern(ptrs[i], 1000, (uint32_t)i), "allocation %d", i);
-    cr_assert_eq(count_items(rec, "OS_MAP_FAILED"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_OS_MAP_FAILED), 1, "log:%s", recorded_summary(rec));
     kiln_stats s = runtime_stats(rt);
     cr_assert_eq(s.blocks.blocks_in_use + s.blocks.blocks_free, s.blocks.blocks_reserved);
     cr_assert_eq(s.blocks.reserved_bytes, s.blocks.blocks_reserved * BS);
@@ -612,9 +617,9 @@ Test(block_pool, memory_limit_under_contention) {
     cr_assert_leq(s.blocks.peak_reserved_bytes, 6 * BS);
     cr_assert_eq(s.blocks.blocks_in_use, 0);
     cr_assert_eq(s.contexts, 0);
-    cr_assert_geq(count_items(rec, "MEMORY_LIMIT_REACHED"), 1);
-    cr_assert_leq(count_items(rec, "MEMORY_LIMIT_REACHED"), s.blocks.failures);
-    cr_assert_eq(recorded_count(rec), count_items(rec, "MEMORY_LIMIT_REACHED"), "log:%s",
+    cr_assert_geq(count_items(rec, KILN_LOGITEM_MEMORY_LIMIT_REACHED), 1);
+    cr_assert_leq(count_items(rec, KILN_LOGITEM_MEMORY_LIMIT_REACHED), s.blocks.failures);
+    cr_assert_eq(recorded_count(rec), count_items(rec, KILN_LOGITEM_MEMORY_LIMIT_REACHED), "log:%s",
                  recorded_summary(rec));
     kiln_destroy(rt);
 }

@@ -194,9 +194,9 @@ Test(debug, pool_guard_damage_after_the_object_is_found_on_free) {
     char *p = kiln_pool_alloc(ctx, pool);
     p[24] = 'x';   /* one byte past the end */
     kiln_pool_free(ctx, pool, p);
-    cr_assert_eq(count_items_at(rec, "POOL_GUARD_DAMAGED", KILN_LOG_ERROR), 1, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_POOL_GUARD_DAMAGED, KILN_LOG_ERROR), 1, "log:%s",
                  recorded_summary(rec));
-    const char *text = last_item_text(rec, "POOL_GUARD_DAMAGED");
+    const char *text = last_item_text(rec, KILN_LOGITEM_POOL_GUARD_DAMAGED);
     cr_assert(strstr(text, "pool 'bullets'"), "%s", text);
     cr_assert(strstr(text, address_text(p)), "%s", text);
     cr_assert(strstr(text, offset_text(24)), "%s", text);
@@ -220,7 +220,7 @@ Test(debug, pool_guard_damage_before_the_object_is_found_on_free) {
     p[-1] = 'x';
     p[-3] = 'y';
     kiln_pool_free(ctx, pool, p);
-    const char *text = last_item_text(rec, "POOL_GUARD_DAMAGED");
+    const char *text = last_item_text(rec, KILN_LOGITEM_POOL_GUARD_DAMAGED);
     cr_assert(strstr(text, offset_text(-3)), "the lowest bad byte: %s", recorded_summary(rec));
     cr_assert_eq(pool_stats(pool).guard_errors, 1);
     cr_assert_eq(hook_calls, 1, "the error hook saw the ERROR");
@@ -236,8 +236,8 @@ Test(debug, pool_guard_report_names_the_site) {
     kiln_pool_free(ctx, pool, p);
     char site[128];
     snprintf(site, sizeof site, "allocated at %s:%d;", __FILE__, line);
-    cr_assert_eq(count_items_with(rec, "POOL_GUARD_DAMAGED", site), 1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "POOL_GUARD_DAMAGED", offset_text(40)), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_GUARD_DAMAGED, site), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_GUARD_DAMAGED, offset_text(40)), 1);
     kiln_pool_destroy(pool);
 }
 
@@ -247,7 +247,7 @@ Test(debug, pool_double_free_is_caught_by_the_guard_layer) {
     void *p = kiln_pool_alloc(ctx, pool);
     kiln_pool_free(ctx, pool, p);
     kiln_pool_free(ctx, pool, p);
-    cr_assert_eq(count_items_at(rec, "POOL_DOUBLE_FREE", KILN_LOG_ERROR), 1, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_POOL_DOUBLE_FREE, KILN_LOG_ERROR), 1, "log:%s",
                  recorded_summary(rec));
     kiln_pool_stats s = pool_stats(pool);
     cr_assert_eq(s.double_frees, 1);
@@ -271,13 +271,13 @@ Test(debug, arena_guard_damage_is_found_on_reset) {
     b[-16] = 2;   /* the first byte of its front guard */
     (void)c;
     kiln_arena_reset(level);
-    cr_assert_eq(count_items_at(rec, "ARENA_GUARD_DAMAGED", KILN_LOG_ERROR), 2, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_ARENA_GUARD_DAMAGED, KILN_LOG_ERROR), 2, "log:%s",
                  recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "ARENA_GUARD_DAMAGED", offset_text(10)), 1);
-    cr_assert_eq(count_items_with(rec, "ARENA_GUARD_DAMAGED", offset_text(-16)), 1);
-    cr_assert_eq(count_items_with(rec, "ARENA_GUARD_DAMAGED", address_text(a)), 1);
-    cr_assert_eq(count_items_with(rec, "ARENA_GUARD_DAMAGED", "arena 'level'"), 2);
-    cr_assert_eq(count_items_with(rec, "ARENA_GUARD_DAMAGED", "found at reset"), 2);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_GUARD_DAMAGED, offset_text(10)), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_GUARD_DAMAGED, offset_text(-16)), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_GUARD_DAMAGED, address_text(a)), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_GUARD_DAMAGED, "arena 'level'"), 2);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_GUARD_DAMAGED, "found at reset"), 2);
     cr_assert_eq(arena_stats(level).guard_errors, 2);
     kiln_arena_reset(level);
     cr_assert_eq(arena_stats(level).guard_errors, 2, "a reset ends the records: reported once");
@@ -296,17 +296,17 @@ Test(debug, arena_guard_damage_is_found_on_release_of_what_it_ends_only) {
     after[48] = 1;
     large[BS + 1] = 1;
     kiln_arena_release(level, mark);
-    cr_assert_eq(count_items_with(rec, "ARENA_GUARD_DAMAGED", "found at release"), 2, "log:%s",
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_GUARD_DAMAGED, "found at release"), 2, "log:%s",
                  recorded_summary(rec));
     char site[128];
     snprintf(site, sizeof site, "allocated at %s:%d;", __FILE__, line);
-    cr_assert_eq(count_items_with(rec, "ARENA_GUARD_DAMAGED", site), 1, "log:%s",
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_GUARD_DAMAGED, site), 1, "log:%s",
                  recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "ARENA_GUARD_DAMAGED", offset_text(BS + 1)), 1);
-    cr_assert_eq(count_items(rec, "ARENA_GUARD_DAMAGED"), 2, "what came before the mark waits");
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_GUARD_DAMAGED, offset_text(BS + 1)), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_GUARD_DAMAGED), 2, "what came before the mark waits");
     kiln_arena_reset(level);
-    cr_assert_eq(count_items_with(rec, "ARENA_GUARD_DAMAGED", "found at reset"), 1);
-    cr_assert_eq(count_items_with(rec, "ARENA_GUARD_DAMAGED", address_text(before)), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_GUARD_DAMAGED, "found at reset"), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_GUARD_DAMAGED, address_text(before)), 1);
     cr_assert_eq(arena_stats(level).guard_errors, 3);
     kiln_arena_destroy(level);
 }
@@ -317,9 +317,9 @@ Test(debug, frame_arena_guard_damage_is_found_at_frame_end) {
     char *p = kiln_frame_alloc(ctx, 64, 16);
     p[64 + 5] = 1;
     kiln_frame_end(ctx);
-    cr_assert_eq(count_items_with(rec, "ARENA_GUARD_DAMAGED", offset_text(69)), 1, "log:%s",
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_GUARD_DAMAGED, offset_text(69)), 1, "log:%s",
                  recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "ARENA_GUARD_DAMAGED", "arena 'frame ctx"), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_GUARD_DAMAGED, "arena 'frame ctx"), 1);
     cr_assert_eq(arena_stats(kiln_frame_arena(ctx)).guard_errors, 1);
 }
 
@@ -329,7 +329,7 @@ Test(debug, arena_guard_damage_is_found_at_destroy) {
     char *p = kiln_arena_alloc(level, 8, 8);
     p[-1] = 0;
     kiln_arena_destroy(level);
-    cr_assert_eq(count_items_with(rec, "ARENA_GUARD_DAMAGED", "found at destroy"), 1, "log:%s",
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_GUARD_DAMAGED, "found at destroy"), 1, "log:%s",
                  recorded_summary(rec));
 }
 
@@ -341,20 +341,20 @@ Test(debug, audit_finds_damage_in_a_live_pool_object_once) {
     char *p = kiln_pool_alloc(ctx, pool);
     p[25] = 1;
     one_frame();
-    cr_assert_eq(count_items_with(rec, "POOL_GUARD_DAMAGED", "found by the frame-end audit"), 1,
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_GUARD_DAMAGED, "found by the frame-end audit"), 1,
                  "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "POOL_GUARD_DAMAGED", offset_text(25)), 1);
-    cr_assert_eq(count_items_with(rec, "POOL_GUARD_DAMAGED", address_text(p)), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_GUARD_DAMAGED, offset_text(25)), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_GUARD_DAMAGED, address_text(p)), 1);
     one_frame();
     one_frame();
     kiln_pool_free(ctx, pool, p);
-    cr_assert_eq(count_items(rec, "POOL_GUARD_DAMAGED"), 1, "reported once, not per frame nor again on free");
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_GUARD_DAMAGED), 1, "reported once, not per frame nor again on free");
     cr_assert_eq(pool_stats(pool).guard_errors, 1);
     char *again = kiln_pool_alloc(ctx, pool);
     cr_assert_eq(again, p);
     one_frame();
     kiln_pool_free(ctx, pool, again);
-    cr_assert_eq(count_items(rec, "POOL_GUARD_DAMAGED"), 1, "the free mended the guard");
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_GUARD_DAMAGED), 1, "the free mended the guard");
     kiln_pool_destroy(pool);
 }
 
@@ -366,10 +366,10 @@ Test(debug, audit_samples_a_bounded_number_per_frame_and_goes_round) {
     for (int i = 0; i < N; i++) p[i] = kiln_pool_alloc(ctx, pool);
     for (int i = 0; i < N; i++) p[i][16] = 1;   /* every one damaged */
     one_frame();
-    cr_assert_eq(count_items(rec, "POOL_GUARD_DAMAGED"), 4, "audit_sample objects per frame:%s",
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_GUARD_DAMAGED), 4, "audit_sample objects per frame:%s",
                  recorded_summary(rec));
     for (int f = 0; f < N / 4; f++) one_frame();
-    cr_assert_eq(count_items(rec, "POOL_GUARD_DAMAGED"), N, "the audit went round the pool");
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_GUARD_DAMAGED), N, "the audit went round the pool");
     for (int i = 0; i < N; i++) kiln_pool_free(ctx, pool, p[i]);
     cr_assert_eq(pool_stats(pool).guard_errors, N, "each reported once");
     kiln_pool_destroy(pool);
@@ -382,12 +382,12 @@ Test(debug, audit_finds_damage_in_an_arena_this_thread_owns) {
     for (int i = 0; i < 10; i++) kiln_arena_alloc(level, 32, 0);
     p[32] = 1;
     one_frame();
-    cr_assert_eq(count_items_with(rec, "ARENA_GUARD_DAMAGED", "found by the frame-end audit"), 1,
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_GUARD_DAMAGED, "found by the frame-end audit"), 1,
                  "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "ARENA_GUARD_DAMAGED", offset_text(32)), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_GUARD_DAMAGED, offset_text(32)), 1);
     one_frame();
     kiln_arena_reset(level);
-    cr_assert_eq(count_items(rec, "ARENA_GUARD_DAMAGED"), 1, "repaired after its report");
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_GUARD_DAMAGED), 1, "repaired after its report");
     cr_assert_eq(arena_stats(level).guard_errors, 1);
     kiln_arena_destroy(level);
 }
@@ -489,7 +489,7 @@ Test(debug, guard_pages_are_off_for_single_page_blocks) {
     desc.block_size = 4096;
     rt = kiln_create(&desc);
     cr_assert_not_null(rt);
-    cr_assert_eq(count_items_at(rec, "DEBUG_GUARD_PAGES_OFF", KILN_LOG_WARN), 1, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_DEBUG_GUARD_PAGES_OFF, KILN_LOG_WARN), 1, "log:%s",
                  recorded_summary(rec));
     cr_assert_eq(kiln_runtime_desc(rt).debug, KILN_DEBUG_FILL, "the runtime says which bits run");
     ctx = kiln_attach(rt);
@@ -567,23 +567,23 @@ Test(debug, pool_leaks_are_listed_by_site_biggest_first) {
     kiln_pool_free(ctx, pool, p[6]);       /* freed: not listed */
     (void)p;
     kiln_pool_destroy(pool);
-    cr_assert_eq(count_items_with(rec, "POOL_OBJECTS_LIVE", "6 live objects"), 1, "log:%s",
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_OBJECTS_LIVE, "6 live objects"), 1, "log:%s",
                  recorded_summary(rec));
-    cr_assert_eq(count_items_at(rec, "POOL_LEAK_SITE", KILN_LOG_WARN), 3, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_POOL_LEAK_SITE, KILN_LOG_WARN), 3, "log:%s",
                  recorded_summary(rec));
     char site[128];
     snprintf(site, sizeof site, "pool 'bullets': 3 objects still live, allocated at %s:%d", __FILE__,
              three);
-    cr_assert_eq(count_items_with(rec, "POOL_LEAK_SITE", site), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_LEAK_SITE, site), 1, "log:%s", recorded_summary(rec));
     snprintf(site, sizeof site, "2 objects still live, allocated at %s:%d", __FILE__, two);
-    cr_assert_eq(count_items_with(rec, "POOL_LEAK_SITE", site), 1);
-    cr_assert_eq(count_items_with(rec, "POOL_LEAK_SITE", "1 objects still live, allocated without a site"), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_LEAK_SITE, site), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_LEAK_SITE, "1 objects still live, allocated without a site"), 1);
     /* Biggest first: the order of the messages. */
     const char *first = NULL;
     for (size_t i = 0; i < rec->count && !first; i++)
-        if (strncmp(rec->messages[i].text, "POOL_LEAK_SITE:", 15) == 0) first = rec->messages[i].text;
+        if (rec->messages[i].item == KILN_LOGITEM_POOL_LEAK_SITE) first = rec->messages[i].text;
     cr_assert(first && strstr(first, "3 objects"), "%s", recorded_summary(rec));
-    cr_assert_eq(count_items(rec, "POOL_LEAK_SUMMARY"), 0, "few sites: no summary");
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_LEAK_SUMMARY), 0, "few sites: no summary");
 }
 
 Test(debug, pool_leak_report_lists_16_sites_then_a_summary) {
@@ -593,12 +593,12 @@ Test(debug, pool_leak_report_lists_16_sites_then_a_summary) {
     for (int i = 0; i < 20; i++)
         for (int k = 0; k <= i; k++) cr_assert_not_null(kiln_pool_alloc_at(ctx, pool, "game.c", 100 + i));
     kiln_pool_destroy(pool);
-    cr_assert_eq(count_items(rec, "POOL_LEAK_SITE"), 16, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "POOL_LEAK_SITE", "20 objects still live, allocated at game.c:119"), 1);
-    cr_assert_eq(count_items_with(rec, "POOL_LEAK_SITE", "5 objects still live, allocated at game.c:104"), 1);
-    cr_assert_eq(count_items_with(rec, "POOL_LEAK_SITE", "game.c:103"), 0, "the smallest are summed up");
-    cr_assert_eq(count_items_at(rec, "POOL_LEAK_SUMMARY", KILN_LOG_WARN), 1);
-    cr_assert_eq(count_items_with(rec, "POOL_LEAK_SUMMARY",
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_LEAK_SITE), 16, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_LEAK_SITE, "20 objects still live, allocated at game.c:119"), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_LEAK_SITE, "5 objects still live, allocated at game.c:104"), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_LEAK_SITE, "game.c:103"), 0, "the smallest are summed up");
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_POOL_LEAK_SUMMARY, KILN_LOG_WARN), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_LEAK_SUMMARY,
                                   "10 more objects still live from 4 sites not listed (20 sites, "
                                   "210 objects in all)"), 1, "%s", recorded_summary(rec));
 }
@@ -616,13 +616,13 @@ Test(debug, arena_leaks_are_listed_by_site_at_kiln_destroy) {
     ctx = NULL;
     kiln_destroy(rt);
     rt = NULL;
-    cr_assert_eq(count_items(rec, "ARENA_STILL_ALIVE"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_STILL_ALIVE), 1, "log:%s", recorded_summary(rec));
     char site[128];
     snprintf(site, sizeof site, "arena 'level': 4 allocations still live, allocated at %s:%d",
              __FILE__, line);
-    cr_assert_eq(count_items_with(rec, "ARENA_LEAK_SITE", site), 1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "ARENA_LEAK_SITE", "1 allocations still live, allocated at loader.c:7"), 1);
-    cr_assert_eq(count_items(rec, "ARENA_LEAK_SITE"), 2);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_LEAK_SITE, site), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_LEAK_SITE, "1 allocations still live, allocated at loader.c:7"), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_LEAK_SITE), 2);
 }
 
 Test(debug, sites_cost_nothing_without_the_bit) {
@@ -637,8 +637,8 @@ Test(debug, sites_cost_nothing_without_the_bit) {
     cr_assert_not_null(kiln_frame_alloc_at(ctx, 10, 0, "game.c", 3));
     kiln_frame_end(ctx);
     kiln_pool_destroy(pool);
-    cr_assert_eq(count_items(rec, "POOL_OBJECTS_LIVE"), 1);
-    cr_assert_eq(count_items(rec, "POOL_LEAK_SITE"), 0, "no sites without KILN_DEBUG_SITES");
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_OBJECTS_LIVE), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_LEAK_SITE), 0, "no sites without KILN_DEBUG_SITES");
     stderr_capture cap;   /* with no object to name a log by, they go to stderr */
     stderr_capture_begin(&cap);
     cr_assert_null(kiln_arena_alloc_at(NULL, 1, 0, "game.c", 4));
@@ -648,7 +648,7 @@ Test(debug, sites_cost_nothing_without_the_bit) {
     cr_assert_eq(count_substrings(text, "ARENA_NULL: kiln_arena_alloc_at"), 1, "%s", text);
     cr_assert_eq(count_substrings(text, "CONTEXT_NULL: kiln_frame_alloc_at"), 1, "%s", text);
     cr_assert_eq(count_substrings(text, "POOL_NULL"), 0, "%s", text);
-    cr_assert_eq(count_items(rec, "POOL_NULL"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_NULL), 1, "log:%s", recorded_summary(rec));
     free(text);
     kiln_arena_destroy(level);
 }
@@ -683,22 +683,22 @@ Test(debug, ownership_use_from_another_thread_is_logged_and_counted) {
     kiln_arena_release(level, mark);
     cr_assert_eq(recorded_count(rec), 0, "the owner's calls pass:%s", recorded_summary(rec));
     on_other_thread(&(thread_work){ level, 3, false });
-    cr_assert_eq(count_items_at(rec, "ARENA_WRONG_THREAD", KILN_LOG_ERROR), 1,
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_ARENA_WRONG_THREAD, KILN_LOG_ERROR), 1,
                  "one report per offending thread:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "ARENA_WRONG_THREAD", "arena 'level': an allocation"), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_WRONG_THREAD, "arena 'level': an allocation"), 1);
     kiln_arena_stats s = arena_stats(level);
     cr_assert_eq(s.wrong_thread, 3, "every call counted");
     cr_assert_eq(s.allocs, 4, "the calls proceeded");
     cr_assert_eq(hook_calls, 1);
     /* A reset hands the arena over: now this thread is the stranger. */
     on_other_thread(&(thread_work){ level, 0, true });
-    cr_assert_eq(count_items(rec, "ARENA_WRONG_THREAD"), 1, "a reset is a hand-over");
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_WRONG_THREAD), 1, "a reset is a hand-over");
     kiln_arena_mark(level);
-    cr_assert_eq(count_items_with(rec, "ARENA_WRONG_THREAD", "kiln_arena_mark"), 1, "log:%s",
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_WRONG_THREAD, "kiln_arena_mark"), 1, "log:%s",
                  recorded_summary(rec));
     kiln_arena_reset(level);   /* and back */
     kiln_arena_alloc(level, 16, 0);
-    cr_assert_eq(count_items(rec, "ARENA_WRONG_THREAD"), 2);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_WRONG_THREAD), 2);
     cr_assert_eq(arena_stats(level).wrong_thread, 4);
     kiln_arena_destroy(level);
 }
@@ -706,13 +706,13 @@ Test(debug, ownership_use_from_another_thread_is_logged_and_counted) {
 Test(debug, ownership_frame_arena_reset_by_another_thread_is_logged) {
     start(KILN_DEBUG_OWNERSHIP);
     on_other_thread(&(thread_work){ kiln_frame_arena(ctx), 0, true });
-    cr_assert_eq(count_items_with(rec, "ARENA_WRONG_THREAD", "kiln_arena_reset"), 1, "log:%s",
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_WRONG_THREAD, "kiln_arena_reset"), 1, "log:%s",
                  recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "ARENA_WRONG_THREAD", "its context's thread"), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_WRONG_THREAD, "its context's thread"), 1);
     kiln_frame_begin(ctx);
     kiln_frame_alloc(ctx, 16, 0);   /* still this thread's */
     kiln_frame_end(ctx);
-    cr_assert_eq(count_items(rec, "ARENA_WRONG_THREAD"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_WRONG_THREAD), 1, "log:%s", recorded_summary(rec));
 }
 
 /* Jobs run on workers, where a Criterion assertion cannot stop the test: a failure
@@ -748,12 +748,12 @@ Test(debug, error_hook_is_called_once_per_error_after_the_log) {
     kiln_arena *level = make_arena("level");
     cr_assert_null(kiln_arena_alloc(level, 8, 3));
     cr_assert_eq(hook_calls, 1);
-    cr_assert_eq(count_items(rec, "ARENA_BAD_ALIGN"), 1, "logged before the hook ran");
-    cr_assert_str_eq(hook_last, last_item_text(rec, "ARENA_BAD_ALIGN"), "the same message");
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_BAD_ALIGN), 1, "logged before the hook ran");
+    cr_assert_str_eq(hook_last, last_item_text(rec, KILN_LOGITEM_ARENA_BAD_ALIGN), "the same message");
     kiln_pool *pool = make_pool("bullets", 24);
     kiln_pool_alloc(ctx, pool);
     kiln_pool_destroy(pool);   /* POOL_OBJECTS_LIVE is a warning */
-    cr_assert_eq(count_items(rec, "POOL_OBJECTS_LIVE"), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_OBJECTS_LIVE), 1);
     cr_assert_eq(hook_calls, 1, "warnings do not call it");
     int local;
     kiln_pool *other = make_pool("other", 24);

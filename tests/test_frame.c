@@ -228,11 +228,11 @@ Test(frame, bad_alignment_names_the_frame_arena) {
     cr_assert_null(kiln_frame_alloc(ctx, 16, 24));
     cr_assert_null(kiln_frame_alloc(ctx, 16, 2 * BS));
     kiln_frame_end(ctx);
-    cr_assert_eq(count_items(rec, "ARENA_BAD_ALIGN"), 3, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "ARENA_BAD_ALIGN",
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_BAD_ALIGN), 3, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_BAD_ALIGN,
                                   "ARENA_BAD_ALIGN: arena 'frame ctx 1': alignment 24 is not a power "
                                   "of two from 1 to 65536"), 1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "ARENA_BAD_ALIGN", "alignment 131072"), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_BAD_ALIGN, "alignment 131072"), 1);
     cr_assert_eq(runtime_stats(rt).api_errors, 3);
 }
 
@@ -240,12 +240,12 @@ Test(frame, second_context_is_not_driver) {
     kiln_ctx *other = kiln_attach(rt);
     cr_assert_eq(kiln_frame_begin(ctx), 1);
     cr_assert_eq(kiln_frame_begin(other), 1, "a refused begin returns the current frame");
-    cr_assert_eq(count_items(rec, "FRAME_NOT_DRIVER"), 1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "FRAME_NOT_DRIVER", "context 2"), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_NOT_DRIVER), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_FRAME_NOT_DRIVER, "context 2"), 1);
     cr_assert_eq(kiln_frame_number(rt), 1);
     kiln_frame_end(other);   /* only the driver closes frames */
-    cr_assert_eq(count_items(rec, "FRAME_NOT_DRIVER"), 2, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items(rec, "FRAME_END_WITHOUT_BEGIN"), 0);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_NOT_DRIVER), 2, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_END_WITHOUT_BEGIN), 0);
     kiln_frame_end(ctx);
     cr_assert_eq(kiln_frame_begin(ctx), 2);
     kiln_frame_end(ctx);
@@ -256,8 +256,8 @@ Test(frame, second_context_is_not_driver) {
 Test(frame, begin_twice_is_refused) {
     cr_assert_eq(kiln_frame_begin(ctx), 1);
     cr_assert_eq(kiln_frame_begin(ctx), 1);
-    cr_assert_eq(count_items(rec, "FRAME_ALREADY_OPEN"), 1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "FRAME_ALREADY_OPEN", "frame 1 "), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_ALREADY_OPEN), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_FRAME_ALREADY_OPEN, "frame 1 "), 1);
     cr_assert_eq(kiln_frame_number(rt), 1);
     kiln_frame_end(ctx);
     cr_assert_eq(kiln_frame_begin(ctx), 2);
@@ -268,14 +268,14 @@ Test(frame, begin_twice_is_refused) {
 Test(frame, end_without_begin_is_refused) {
     void *p = kiln_frame_alloc(ctx, 100, 8);
     kiln_frame_end(ctx);
-    cr_assert_eq(count_items(rec, "FRAME_END_WITHOUT_BEGIN"), 1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "FRAME_END_WITHOUT_BEGIN", "context 1"), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_END_WITHOUT_BEGIN), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_FRAME_END_WITHOUT_BEGIN, "context 1"), 1);
     cr_assert_eq(arena_stats(kiln_frame_arena(ctx)).resets, 0, "a refused end resets nothing");
     cr_assert_eq(arena_stats(kiln_frame_arena(ctx)).bytes_in_use, 100);
     kiln_frame_begin(ctx);
     kiln_frame_end(ctx);
     kiln_frame_end(ctx);
-    cr_assert_eq(count_items(rec, "FRAME_END_WITHOUT_BEGIN"), 2);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_END_WITHOUT_BEGIN), 2);
     cr_assert_eq(arena_stats(kiln_frame_arena(ctx)).resets, 1);
     cr_assert_eq(runtime_stats(rt).api_errors, 2);
     (void)p;
@@ -285,9 +285,9 @@ Test(frame, end_without_begin_is_refused) {
 Test(frame, refused_end_does_not_claim_the_clock) {
     kiln_ctx *other = kiln_attach(rt);
     kiln_frame_end(other);
-    cr_assert_eq(count_items(rec, "FRAME_END_WITHOUT_BEGIN"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_END_WITHOUT_BEGIN), 1, "log:%s", recorded_summary(rec));
     cr_assert_eq(kiln_frame_begin(ctx), 1);
-    cr_assert_eq(count_items(rec, "FRAME_NOT_DRIVER"), 0, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_NOT_DRIVER), 0, "log:%s", recorded_summary(rec));
     kiln_frame_end(ctx);
     kiln_detach(other);
 }
@@ -337,7 +337,7 @@ Test(frame, driver_detach_in_mid_frame_closes_the_frame) {
     kiln_detach(ctx);
     ctx = kiln_attach(rt);
     cr_assert_eq(kiln_frame_begin(other), 2, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items(rec, "FRAME_ALREADY_OPEN"), 0, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_ALREADY_OPEN), 0, "log:%s", recorded_summary(rec));
     kiln_frame_end(other);
     cr_assert_eq(arena_stats(kiln_frame_arena(other)).resets, 1);
     kiln_detach(other);
@@ -349,8 +349,8 @@ Test(frame, frame_arena_cannot_be_destroyed) {
     unsigned char *p = kiln_frame_alloc(ctx, 100, 16);
     memset(p, 9, 100);
     kiln_arena_destroy(fa);
-    cr_assert_eq(count_items(rec, "ARENA_IS_FRAME_ARENA"), 1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "ARENA_IS_FRAME_ARENA", "arena 'frame ctx 1'"), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_IS_FRAME_ARENA), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_IS_FRAME_ARENA, "arena 'frame ctx 1'"), 1);
     cr_assert_eq(runtime_stats(rt).arenas, 1);
     cr_assert_eq(runtime_stats(rt).api_errors, 1);
     cr_assert_eq(p[99], 9);
@@ -394,7 +394,7 @@ Test(frame_budget, frame_under_budget_never_warns) {
     for (int i = 0; i < 10; i++) cr_assert_not_null(kiln_frame_alloc(c, 1000, 8));
     cr_assert_eq(arena_stats(kiln_frame_arena(c)).bytes_in_use, 10000, "exactly the budget");
     kiln_frame_end(c);
-    cr_assert_eq(count_items(rec, "FRAME_BUDGET_EXCEEDED"), 0, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED), 0, "log:%s", recorded_summary(rec));
     cr_assert_eq(arena_stats(kiln_frame_arena(c)).budget_warnings, 0);
     kiln_detach(c);
     kiln_destroy(r);
@@ -407,15 +407,15 @@ Test(frame_budget, frame_over_budget_warns_once) {
     cr_assert_eq(kiln_frame_begin(c), 1);
     for (int i = 0; i < 20; i++) {
         cr_assert_not_null(kiln_frame_alloc(c, 1000, 8));
-        cr_assert_eq(count_items(rec, "FRAME_BUDGET_EXCEEDED"), i < 10 ? 0u : 1u,
+        cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED), i < 10 ? 0u : 1u,
                      "after %d allocations:%s", i + 1, recorded_summary(rec));
     }
     for (int i = 0; i < 200; i++) cr_assert_not_null(kiln_frame_alloc(c, 1000, 8));  /* more blocks */
     cr_assert_not_null(kiln_frame_alloc(c, 3 * BS, 8));                              /* and large */
     kiln_frame_end(c);
-    cr_assert_eq(count_items(rec, "FRAME_BUDGET_EXCEEDED"), 1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_at(rec, "FRAME_BUDGET_EXCEEDED", KILN_LOG_WARN), 1);
-    cr_assert_str_eq(last_item_text(rec, "FRAME_BUDGET_EXCEEDED"),
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED, KILN_LOG_WARN), 1);
+    cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED),
                      "FRAME_BUDGET_EXCEEDED: arena 'frame ctx 1': 11000 bytes in use in frame 1, "
                      "over its budget of 10000 bytes");
     cr_assert_eq(arena_stats(fa).budget_warnings, 1);
@@ -424,14 +424,14 @@ Test(frame_budget, frame_over_budget_warns_once) {
     cr_assert_eq(kiln_frame_begin(c), 2);
     for (int i = 0; i < 30; i++) cr_assert_not_null(kiln_frame_alloc(c, 1000, 8));
     kiln_frame_end(c);
-    cr_assert_eq(count_items(rec, "FRAME_BUDGET_EXCEEDED"), 2);
-    cr_assert_str_eq(last_item_text(rec, "FRAME_BUDGET_EXCEEDED"),
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED), 2);
+    cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED),
                      "FRAME_BUDGET_EXCEEDED: arena 'frame ctx 1': 11000 bytes in use in frame 2, "
                      "over its budget of 10000 bytes");
     cr_assert_eq(kiln_frame_begin(c), 3);
     cr_assert_not_null(kiln_frame_alloc(c, 3000, 8));
     kiln_frame_end(c);
-    cr_assert_eq(count_items(rec, "FRAME_BUDGET_EXCEEDED"), 2);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED), 2);
     cr_assert_eq(arena_stats(fa).budget_warnings, 2);
     cr_assert_eq(runtime_stats(r).api_errors, 0, "a budget warning is not misuse");
     kiln_detach(c);
@@ -444,17 +444,17 @@ Test(frame_budget, large_allocation_over_budget_warns) {
     cr_assert_eq(kiln_frame_begin(c), 1);
     cr_assert_not_null(kiln_frame_alloc(c, 100000, 16));
     kiln_frame_end(c);
-    cr_assert_eq(count_items(rec, "FRAME_BUDGET_EXCEEDED"), 1, "log:%s", recorded_summary(rec));
-    cr_assert_str_eq(last_item_text(rec, "FRAME_BUDGET_EXCEEDED"),
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED), 1, "log:%s", recorded_summary(rec));
+    cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED),
                      "FRAME_BUDGET_EXCEEDED: arena 'frame ctx 1': 100000 bytes in use in frame 1, "
                      "over its budget of 10000 bytes");
     /* Under the budget in blocks, over it with a large allocation on top. */
     cr_assert_eq(kiln_frame_begin(c), 2);
     cr_assert_not_null(kiln_frame_alloc(c, 6000, 8));
-    cr_assert_eq(count_items(rec, "FRAME_BUDGET_EXCEEDED"), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED), 1);
     cr_assert_not_null(kiln_frame_alloc(c, 70000, 8));
-    cr_assert_eq(count_items(rec, "FRAME_BUDGET_EXCEEDED"), 2, "log:%s", recorded_summary(rec));
-    cr_assert_str_eq(last_item_text(rec, "FRAME_BUDGET_EXCEEDED"),
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED), 2, "log:%s", recorded_summary(rec));
+    cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED),
                      "FRAME_BUDGET_EXCEEDED: arena 'frame ctx 1': 76000 bytes in use in frame 2, "
                      "over its budget of 10000 bytes");
     kiln_frame_end(c);
@@ -475,18 +475,18 @@ Test(frame_budget, crossing_point_anywhere) {
         size_t crossed_at = 0;
         for (size_t i = 1; i <= 250; i++) {
             cr_assert_not_null(kiln_frame_alloc(c, 1000, 8));
-            if (!crossed_at && count_items(rec, "FRAME_BUDGET_EXCEEDED") == 1) crossed_at = i;
+            if (!crossed_at && count_items(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED) == 1) crossed_at = i;
         }
         kiln_frame_end(c);
         size_t expect = budgets[b] / 1000 + 1;
         cr_assert_eq(crossed_at, expect, "budget %zu: warned at allocation %zu, not %zu", budgets[b],
                      crossed_at, expect);
-        cr_assert_eq(count_items(rec, "FRAME_BUDGET_EXCEEDED"), 1, "budget %zu:%s", budgets[b],
+        cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED), 1, "budget %zu:%s", budgets[b],
                      recorded_summary(rec));
         char figures[128];
         snprintf(figures, sizeof figures, ": %zu bytes in use in frame 1, over its budget of %zu bytes",
                  expect * 1000, budgets[b]);
-        cr_assert_eq(count_items_with(rec, "FRAME_BUDGET_EXCEEDED", figures), 1, "want '%s':%s", figures,
+        cr_assert_eq(count_items_with(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED, figures), 1, "want '%s':%s", figures,
                      recorded_summary(rec));
         kiln_detach(c);
         kiln_destroy(r);
@@ -502,19 +502,19 @@ Test(frame_budget, each_context_has_its_own_budget) {
     for (int i = 0; i < 8; i++) cr_assert_not_null(kiln_frame_alloc(c, 1000, 8));
     for (int i = 0; i < 8; i++) cr_assert_not_null(kiln_frame_alloc(render, 1000, 8));
     for (int i = 0; i < 100; i++) cr_assert_not_null(kiln_arena_alloc(plain, 1000, 8));
-    cr_assert_eq(count_items(rec, "FRAME_BUDGET_EXCEEDED"), 0, "budgets are per context:%s",
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED), 0, "budgets are per context:%s",
                  recorded_summary(rec));
     for (int i = 0; i < 8; i++) cr_assert_not_null(kiln_frame_alloc(render, 1000, 8));
-    cr_assert_eq(count_items(rec, "FRAME_BUDGET_EXCEEDED"), 1);
-    cr_assert_eq(count_items_with(rec, "FRAME_BUDGET_EXCEEDED", "arena 'frame ctx 2'"), 1,
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED, "arena 'frame ctx 2'"), 1,
                  "log:%s", recorded_summary(rec));
     kiln_frame_end(c);
     /* render's arena was not reset by the driver: still warned for its frame. */
     for (int i = 0; i < 8; i++) cr_assert_not_null(kiln_frame_alloc(render, 1000, 8));
-    cr_assert_eq(count_items(rec, "FRAME_BUDGET_EXCEEDED"), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED), 1);
     kiln_arena_reset(kiln_frame_arena(render));
     for (int i = 0; i < 11; i++) cr_assert_not_null(kiln_frame_alloc(render, 1000, 8));
-    cr_assert_eq(count_items(rec, "FRAME_BUDGET_EXCEEDED"), 2, "its own reset starts a new frame");
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED), 2, "its own reset starts a new frame");
     cr_assert_eq(arena_stats(kiln_frame_arena(render)).budget_warnings, 2);
     cr_assert_eq(arena_stats(kiln_frame_arena(c)).budget_warnings, 0);
     cr_assert_eq(arena_stats(plain).budget_warnings, 0);
@@ -534,7 +534,7 @@ Test(frame_budget, release_below_budget_does_not_rearm) {
     kiln_arena_release(fa, m);
     cr_assert_not_null(kiln_frame_alloc(c, 12000, 8));
     kiln_frame_end(c);
-    cr_assert_eq(count_items(rec, "FRAME_BUDGET_EXCEEDED"), 1, "one warning per frame:%s",
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED), 1, "one warning per frame:%s",
                  recorded_summary(rec));
     kiln_detach(c);
     kiln_destroy(r);
@@ -574,13 +574,13 @@ Test(frame, contexts_racing_for_the_clock_one_wins) {
     }
     for (int i = 0; i < THREADS; i++) pthread_join(threads[i], NULL);
     pthread_barrier_destroy(&barrier);
-    cr_assert_eq(count_items(rec, "FRAME_NOT_DRIVER"), THREADS - 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_NOT_DRIVER), THREADS - 1, "log:%s", recorded_summary(rec));
     cr_assert_eq(kiln_frame_number(rt), 1, "exactly one begin took effect");
     int winners = 0;
     for (int i = 0; i < THREADS; i++) {
         char who[32];
         snprintf(who, sizeof who, "context %u ", racers[i].id);
-        size_t named = count_items_with(rec, "FRAME_NOT_DRIVER", who);
+        size_t named = count_items_with(rec, KILN_LOGITEM_FRAME_NOT_DRIVER, who);
         cr_assert_leq(named, 1);
         if (named == 0) {
             winners++;
@@ -815,7 +815,7 @@ Test(frame, frame_arena_of_a_detached_context_is_refused) {
     cr_assert_null(kiln_arena_alloc(stale, 64, 16));
     kiln_arena_reset(stale);
     kiln_arena_destroy(stale);
-    cr_assert_eq(count_items_with(rec, "ARENA_DESTROYED", "its context detached"), 3,
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_DESTROYED, "its context detached"), 3,
                  "log:%s", recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 3, "log:%s", recorded_summary(rec));
 }
@@ -861,8 +861,8 @@ Test(frame, worker_frame_arena_reset_is_refused) {
                 &(kiln_run_desc){ .pinned_to = worker });
     kiln_wait(c, &counter);
     cr_assert_eq(job.ran_on, worker, "the job ran on the worker");
-    cr_assert_eq(count_items(rec, "ARENA_WORKER_FRAME_RESET"), 1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "ARENA_WORKER_FRAME_RESET", "arena 'frame worker ctx"), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_WORKER_FRAME_RESET), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_WORKER_FRAME_RESET, "arena 'frame worker ctx"), 1);
     cr_assert_eq(job.after.resets, job.before.resets, "the reset was ignored");
     cr_assert_eq(job.after.bytes_in_use, job.before.bytes_in_use);
     cr_assert_geq(job.after.bytes_in_use, 256);
@@ -887,7 +887,7 @@ Test(frame, worker_frame_arena_reset_is_refused) {
 
     /* Nor may any other thread reset it. */
     kiln_arena_reset(worker->frame_arena);
-    cr_assert_eq(count_items(rec, "ARENA_WORKER_FRAME_RESET"), 2);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_WORKER_FRAME_RESET), 2);
     cr_assert(worker->queue.steals);
     cr_assert_eq(recorded_count(rec), 2, "log:%s", recorded_summary(rec));
     kiln_detach(c);

@@ -295,7 +295,7 @@ Test(handles, create_fills_defaults) {
     cr_assert(is_aligned(item, DEFAULT_ALIGN), "align 0 means alignof(max_align_t)");
     kiln_handles_destroy(plain);
     kiln_handles_destroy(longer);
-    cr_assert_eq(count_items_with(rec, "HANDLES_ITEMS_LIVE", "'handles'"), 1, "log:%s",
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_ITEMS_LIVE, "'handles'"), 1, "log:%s",
                  recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
 }
@@ -458,7 +458,7 @@ Test(handles, item_align_and_size_are_honoured) {
             kiln_handles_destroy(t);
         }
     }
-    cr_assert_eq(count_items(rec, "HANDLES_FULL"), 13 * 7, "one per table:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_FULL), 13 * 7, "one per table:%s", recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 13 * 7, "log:%s", recorded_summary(rec));
 }
 
@@ -471,9 +471,9 @@ Test(handles, zero_handle_is_never_valid) {
     recording_log_clear(rec);
     cr_assert_null(kiln_handle_get(t, (kiln_handle){ 0 }), "with every slot live");
     cr_assert(!kiln_handle_free(ctx, t, (kiln_handle){ 0 }));
-    cr_assert_eq(count_items_at(rec, "HANDLE_NULL", KILN_LOG_ERROR), 1, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_HANDLE_NULL, KILN_LOG_ERROR), 1, "log:%s",
                  recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "HANDLE_NULL", "'zero'"), 1, "names the table");
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLE_NULL, "'zero'"), 1, "names the table");
     cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
     kiln_handles_stats s = table_stats(t);
     cr_assert_eq(s.stale_lookups, 2, "a zero handle's get counts as stale");
@@ -496,9 +496,9 @@ Test(handles, freed_handle_is_stale_at_once) {
     cr_assert_null(kiln_handle_get(t, copy), "every copy is stale at once");
     assert_no_log();
     cr_assert(!kiln_handle_free(ctx, t, copy));
-    cr_assert_eq(count_items_at(rec, "HANDLE_DOUBLE_FREE", KILN_LOG_ERROR), 1, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_HANDLE_DOUBLE_FREE, KILN_LOG_ERROR), 1, "log:%s",
                  recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "HANDLE_DOUBLE_FREE", "'props'"), 1, "names the table");
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLE_DOUBLE_FREE, "'props'"), 1, "names the table");
     cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
     kiln_handles_stats s = table_stats(t);
     cr_assert_eq(s.double_frees, 1);
@@ -545,7 +545,7 @@ Test(handles, racing_frees_of_one_handle_succeed_once) {
     cr_assert_eq(f[0].won + f[1].won, N, "%zu + %zu frees won", f[0].won, f[1].won);
     kiln_handles_stats s = assert_counts(t, N, N);
     cr_assert_eq(s.double_frees, N);
-    cr_assert_eq(count_items(rec, "HANDLE_DOUBLE_FREE"), N, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLE_DOUBLE_FREE), N, "log:%s", recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), N);
     for (int i = 0; i < N; i++) cr_assert_null(kiln_handle_get(t, h[i]));
     kiln_handles_destroy(t);
@@ -574,7 +574,7 @@ Test(handles, freed_slot_is_not_reused_before_the_frame_end) {
     assert_pending(t, 101, "freed in this frame");
     cr_assert_eq(s.live, MORE - 100 + 1000);
     kiln_handles_destroy(t);
-    cr_assert_eq(count_items_with(rec, "HANDLES_ITEMS_LIVE", "5900"), 1, "log:%s",
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_ITEMS_LIVE, "5900"), 1, "log:%s",
                  recorded_summary(rec));
 }
 
@@ -606,7 +606,7 @@ Test(handles, freed_slots_are_reused_oldest_first_after_the_frame_end) {
     cr_assert_eq(table_stats(t).failures, 3, "full before the frees, after them, and now");
     free_all(ctx, t, h, CAP);
     kiln_handles_destroy(t);
-    cr_assert_eq(count_items(rec, "HANDLES_FULL"), 2, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_FULL), 2, "log:%s", recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 2, "log:%s", recorded_summary(rec));
 }
 
@@ -646,7 +646,7 @@ Test(handles, pointer_survives_another_threads_free_until_frame_end) {
     assert_pending(t, 1, "freed by the other thread in this frame");
     free_all(ctx, t, h2, n);
     kiln_handles_destroy(t);
-    cr_assert_eq(count_items(rec, "HANDLES_FULL"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_FULL), 1, "log:%s", recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
 }
 
@@ -685,7 +685,7 @@ static void check_quiescent_point_releases(outside_cmd point) {
     outside_stop(&other);
     free_all(ctx, t, h, 4);
     kiln_handles_destroy(t);
-    cr_assert_eq(count_items(rec, "HANDLES_RECLAIM_STALLED"), 0, "a short stall is not logged");
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_RECLAIM_STALLED), 0, "a short stall is not logged");
 }
 
 Test(handles, outside_thread_quiescent_call_releases_freed_slots) {
@@ -773,15 +773,15 @@ Test(handles, destroy_lists_live_items_by_allocation_site) {
     spawn_alloc_at(ctx, typed, NULL, "typed.c", 5);
     recording_log_clear(rec);
     kiln_handles_destroy(t);
-    cr_assert_eq(count_items_with(rec, "HANDLES_ITEMS_LIVE", "6 live items"), 1, "log:%s",
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_ITEMS_LIVE, "6 live items"), 1, "log:%s",
                  recorded_summary(rec));
-    cr_assert_eq(count_items(rec, "HANDLES_LEAK_SITE"), 4, "one per site:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "HANDLES_LEAK_SITE", "spawner.c:10"), 1);
-    cr_assert_eq(count_items_with(rec, "HANDLES_LEAK_SITE", "3 items"), 1, "log:%s",
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_LEAK_SITE), 4, "one per site:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_LEAK_SITE, "spawner.c:10"), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_LEAK_SITE, "3 items"), 1, "log:%s",
                  recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "HANDLES_LEAK_SITE", "boss.c:77"), 1);
-    cr_assert_eq(count_items_with(rec, "HANDLES_LEAK_SITE", "typed.c:5"), 1);
-    cr_assert_eq(count_items_with(rec, "HANDLES_LEAK_SITE", "'tracked'"), 4, "names the table");
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_LEAK_SITE, "boss.c:77"), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_LEAK_SITE, "typed.c:5"), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_LEAK_SITE, "'tracked'"), 4, "names the table");
     /* the biggest site first */
     cr_assert(strstr(rec->messages[1].text, "spawner.c:10") != NULL, "first: %s",
               rec->messages[1].text);
@@ -792,8 +792,8 @@ Test(handles, sites_are_not_listed_without_the_debug_bit) {
     kiln_handles *t = create_table("untracked", 8, 0, 8);
     kiln_handle_alloc_at(ctx, t, NULL, "spawner.c", 10);
     kiln_handles_destroy(t);
-    cr_assert_eq(count_items(rec, "HANDLES_ITEMS_LIVE"), 1);
-    cr_assert_eq(count_items(rec, "HANDLES_LEAK_SITE"), 0, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_ITEMS_LIVE), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_LEAK_SITE), 0, "log:%s", recorded_summary(rec));
 }
 
 /* A quiescent point before the free does not count: it must come after. */
@@ -817,7 +817,7 @@ Test(handles, quiescent_point_before_the_free_does_not_release) {
  * logged. */
 #define STALL_WARN_FRAMES ((int)KILN_HANDLES_STALL_WARN_FRAMES)
 
-static size_t stall_warnings(void) { return count_items(rec, "HANDLES_RECLAIM_STALLED"); }
+static size_t stall_warnings(void) { return count_items(rec, KILN_LOGITEM_HANDLES_RECLAIM_STALLED); }
 
 /* A thread that never passes a quiescent point is warned about once per stall, when the
  * stall reaches the threshold; after its quiescent point a new stall warns again. */
@@ -831,7 +831,7 @@ Test(handles, stalled_outside_thread_is_warned_once_per_stall) {
     cr_assert_eq(stall_warnings(), 0, "%d frames are not a stall yet:%s", STALL_WARN_FRAMES - 1,
                  recorded_summary(rec));
     next_frame();
-    cr_assert_eq(count_items_at(rec, "HANDLES_RECLAIM_STALLED", KILN_LOG_WARN), 1, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_HANDLES_RECLAIM_STALLED, KILN_LOG_WARN), 1, "log:%s",
                  recorded_summary(rec));
     for (int frame = 0; frame < 2 * STALL_WARN_FRAMES; frame++) next_frame();
     cr_assert_eq(stall_warnings(), 1, "one warning per stall");
@@ -892,9 +892,9 @@ Test(handles, handle_of_another_table_is_refused) {
 
     cr_assert_null(kiln_handle_get(b, ha));
     cr_assert(!kiln_handle_free(ctx, b, ha));
-    cr_assert_eq(count_items_at(rec, "HANDLE_FOREIGN", KILN_LOG_ERROR), 1, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_HANDLE_FOREIGN, KILN_LOG_ERROR), 1, "log:%s",
                  recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "HANDLE_FOREIGN", "'beta'"), 1, "names the table:%s",
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLE_FOREIGN, "'beta'"), 1, "names the table:%s",
                  recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
     kiln_handles_stats s = table_stats(b);
@@ -986,11 +986,11 @@ Test(handles, capacity_is_exact) {
         cr_assert(distinct_indices(h, cap));
         for (uint32_t i = 0; i < cap; i++)
             cr_assert_lt(kiln_handle_index(h[i]), cap, "capacity %u: index in range", cap);
-        cr_assert_eq(count_items_at(rec, "HANDLES_FULL", KILN_LOG_WARN), 1, "capacity %u:%s", cap,
+        cr_assert_eq(count_items_at(rec, KILN_LOGITEM_HANDLES_FULL, KILN_LOG_WARN), 1, "capacity %u:%s", cap,
                      recorded_summary(rec));
-        cr_assert_eq(count_items_with(rec, "HANDLES_FULL", "'capped'"), 1);
+        cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_FULL, "'capped'"), 1);
         alloc_refused(ctx, t);
-        cr_assert_eq(count_items(rec, "HANDLES_FULL"), 1, "one warning, not one per call");
+        cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_FULL), 1, "one warning, not one per call");
         kiln_handles_stats s = assert_counts(t, cap, 0);
         cr_assert_eq(s.failures, 2);
         cr_assert_eq(s.capacity, cap);
@@ -1000,13 +1000,13 @@ Test(handles, capacity_is_exact) {
         uint32_t k = cap / 2;
         cr_assert(kiln_handle_free(ctx, t, h[k]));
         alloc_refused(ctx, t);
-        cr_assert_eq(count_items(rec, "HANDLES_FULL"), 1);
+        cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_FULL), 1);
         next_frame();
         kiln_handle again = alloc_ok(ctx, t, NULL);
         cr_assert_eq(kiln_handle_index(again), kiln_handle_index(h[k]), "capacity %u", cap);
         h[k] = again;
         alloc_refused(ctx, t);
-        cr_assert_eq(count_items(rec, "HANDLES_FULL"), 2, "a new episode warns again:%s",
+        cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_FULL), 2, "a new episode warns again:%s",
                      recorded_summary(rec));
         cr_assert_eq(table_stats(t).failures, 4);
         assert_counts(t, cap + 1, 1);
@@ -1015,7 +1015,7 @@ Test(handles, capacity_is_exact) {
         free_all(ctx, t, h, cap);
         next_frame();
         cr_assert_eq(alloc_until_full(ctx, t, h, cap), cap, "capacity %u again", cap);
-        cr_assert_eq(count_items(rec, "HANDLES_FULL"), 3);
+        cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_FULL), 3);
         free_all(ctx, t, h, cap);
         kiln_handles_destroy(t);
         cr_assert_eq(recorded_count(rec), 3, "log:%s", recorded_summary(rec));
@@ -1046,7 +1046,7 @@ Test(handles, slots_cached_by_another_context_return_at_its_detach) {
     cr_assert(kiln_handle_free(ctx, t, other.handle), "freed by another context than its own");
     free_all(ctx, t, h, CAP - 1);
     kiln_handles_destroy(t);
-    cr_assert_eq(count_items(rec, "HANDLES_FULL"), n < CAP - 1 ? 2 : 1, "log:%s",
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_FULL), n < CAP - 1 ? 2 : 1, "log:%s",
                  recorded_summary(rec));
 }
 
@@ -1063,11 +1063,11 @@ Test(handles, detached_context_is_refused_and_strands_nothing) {
     kiln_handle h = alloc_ok(ctx, t, NULL);   /* ctx now caches the rest of its batch */
     cr_assert(!kiln_handle_free(gone, t, h));
     cr_assert_not_null(kiln_handle_get(t, h), "the refused free left the item live");
-    cr_assert_eq(count_items_at(rec, "CONTEXT_DETACHED", KILN_LOG_ERROR), 2, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_CONTEXT_DETACHED, KILN_LOG_ERROR), 2, "log:%s",
                  recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "CONTEXT_DETACHED", "kiln_handle_alloc: table 'units': "
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_CONTEXT_DETACHED, "kiln_handle_alloc: table 'units': "
                                   "context "), 1);
-    cr_assert_eq(count_items_with(rec, "CONTEXT_DETACHED", "kiln_handle_free: table 'units': "
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_CONTEXT_DETACHED, "kiln_handle_free: table 'units': "
                                   "context "), 1);
     cr_assert_eq(api_errors(), 2);
     kiln_handles_stats s = table_stats(t);
@@ -1104,9 +1104,9 @@ Test(handles, context_of_another_runtime_is_refused) {
     cr_assert(!kiln_handle_is_null(o));
     alloc_refused(octx, t);
     cr_assert(!kiln_handle_free(octx, t, h));
-    cr_assert_eq(count_items_at(rec, "HANDLES_WRONG_RUNTIME", KILN_LOG_ERROR), 2, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_HANDLES_WRONG_RUNTIME, KILN_LOG_ERROR), 2, "log:%s",
                  recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "HANDLES_WRONG_RUNTIME", "table 'here'"), 2);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_WRONG_RUNTIME, "table 'here'"), 2);
     cr_assert_eq(recorded_count(orec), 0, "log:%s", recorded_summary(orec));
     cr_assert_not_null(kiln_handle_get(t, h));
     cr_assert_eq(table_stats(t).live, 1);
@@ -1210,10 +1210,10 @@ Test(handles, slot_out_of_generations_is_retired) {
     free_all(ctx, t, again, CAP - 1);
     kiln_handles_destroy(t);
     /* Retiring is not logged on its own; the full table's warning says how many. */
-    cr_assert_eq(count_items(rec, "HANDLES_FULL"), 3, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "HANDLES_FULL", "1 retired"), 2, "log:%s",
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_FULL), 3, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_FULL, "1 retired"), 2, "log:%s",
                  recorded_summary(rec));
-    cr_assert_eq(count_items(rec, "HANDLE_DOUBLE_FREE"), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLE_DOUBLE_FREE), 1);
     cr_assert_eq(recorded_count(rec), 4, "log:%s", recorded_summary(rec));
 }
 
@@ -1260,8 +1260,8 @@ Test(handles, typed_handles_round_trip) {
     cr_assert(bullet_handle_is_null((bullet_handle){ { 0 } }));
     enemy_table_destroy(enemies);
     bullet_table_destroy(bullets);
-    cr_assert_eq(count_items(rec, "HANDLE_DOUBLE_FREE"), 1);
-    cr_assert_eq(count_items_with(rec, "HANDLES_ITEMS_LIVE", "'enemies'"), 1, "log:%s",
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLE_DOUBLE_FREE), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_ITEMS_LIVE, "'enemies'"), 1, "log:%s",
                  recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 2, "log:%s", recorded_summary(rec));
 }
@@ -1274,10 +1274,10 @@ Test(handles, destroy_with_live_items_logs_the_count) {
     alloc_many(ctx, t, h, 10);
     free_all(ctx, t, h, 3);
     kiln_handles_destroy(t);
-    cr_assert_eq(count_items_at(rec, "HANDLES_ITEMS_LIVE", KILN_LOG_WARN), 1, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_HANDLES_ITEMS_LIVE, KILN_LOG_WARN), 1, "log:%s",
                  recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "HANDLES_ITEMS_LIVE", "'leaky'"), 1);
-    cr_assert_eq(count_items_with(rec, "HANDLES_ITEMS_LIVE", "still has 7 live items"), 1,
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_ITEMS_LIVE, "'leaky'"), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_ITEMS_LIVE, "still has 7 live items"), 1,
                  "the count:%s", recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
     cr_assert_eq(api_errors(), 0, "live items at destroy are a warning");
@@ -1297,9 +1297,9 @@ Test(handles, calls_on_a_destroyed_table_are_refused) {
     alloc_refused(ctx, t);
     cr_assert(!kiln_handle_free(ctx, t, h));
     kiln_handles_destroy(t);
-    cr_assert_eq(count_items_at(rec, "HANDLES_DESTROYED", KILN_LOG_ERROR), 5, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_HANDLES_DESTROYED, KILN_LOG_ERROR), 5, "log:%s",
                  recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "HANDLES_DESTROYED", "'gone'"), 5);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_DESTROYED, "'gone'"), 5);
     cr_assert_eq(recorded_count(rec), 5, "log:%s", recorded_summary(rec));
     cr_assert_eq(api_errors(), errors + 5);
 
@@ -1314,7 +1314,7 @@ Test(handles, calls_on_a_destroyed_table_are_refused) {
     cr_assert(kiln_handle_free(ctx, fresh, fh));
     kiln_handles_destroy(fresh);
     kiln_handles_destroy(NULL);   /* a no-op */
-    cr_assert_eq(count_items(rec, "HANDLES_DESTROYED"), 7, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_DESTROYED), 7, "log:%s", recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 7, "log:%s", recorded_summary(rec));
 }
 
@@ -1334,13 +1334,13 @@ Test(handles, runtime_destroy_destroys_live_tables) {
     kiln_destroy(rt);   /* ctx still attached */
     rt = NULL;
     ctx = NULL;
-    cr_assert_eq(count_items_at(rec, "CONTEXT_STILL_ATTACHED", KILN_LOG_WARN), 1, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_CONTEXT_STILL_ATTACHED, KILN_LOG_WARN), 1, "log:%s",
                  recorded_summary(rec));
-    cr_assert_eq(count_items_at(rec, "HANDLES_STILL_ALIVE", KILN_LOG_WARN), 2, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_HANDLES_STILL_ALIVE, KILN_LOG_WARN), 2, "log:%s",
                  recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "HANDLES_STILL_ALIVE", "'kept'"), 1);
-    cr_assert_eq(count_items_with(rec, "HANDLES_STILL_ALIVE", "'empty'"), 1);
-    cr_assert_eq(count_items_with(rec, "HANDLES_ITEMS_LIVE", "'kept' still has 2 live items"), 1,
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_STILL_ALIVE, "'kept'"), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_STILL_ALIVE, "'empty'"), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_ITEMS_LIVE, "'kept' still has 2 live items"), 1,
                  "log:%s", recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 4, "log:%s", recorded_summary(rec));
     if (heap_accounting_exact())
@@ -1357,9 +1357,9 @@ Test(handles, at_most_64_live_tables) {
     cr_assert_eq(kiln_stats_handles(rt, NULL, 0), 64);
     cr_assert_null(kiln_handles_create(rt, &(kiln_handles_desc){ .name = "one too many",
                                                                  .item_size = 8 }));
-    cr_assert_eq(count_items_at(rec, "HANDLES_TOO_MANY", KILN_LOG_ERROR), 1, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_HANDLES_TOO_MANY, KILN_LOG_ERROR), 1, "log:%s",
                  recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "HANDLES_TOO_MANY", "'one too many'"), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_TOO_MANY, "'one too many'"), 1);
     cr_assert_eq(api_errors(), 1);
     /* The first and the last table work (context cache slots 0 and 63). */
     kiln_handle a = alloc_ok(ctx, tables[0], NULL), b = alloc_ok(ctx, tables[63], NULL);
@@ -1371,7 +1371,7 @@ Test(handles, at_most_64_live_tables) {
     kiln_handle h = alloc_ok(ctx, again, NULL);
     cr_assert(kiln_handle_free(ctx, again, h));
     cr_assert_null(kiln_handles_create(rt, &(kiln_handles_desc){ .item_size = 8 }));
-    cr_assert_eq(count_items(rec, "HANDLES_TOO_MANY"), 2);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_TOO_MANY), 2);
     kiln_handles_destroy(again);
     for (int i = 0; i < 64; i++)
         if (i != 20) kiln_handles_destroy(tables[i]);
@@ -1384,32 +1384,32 @@ Test(handles, at_most_64_live_tables) {
 Test(handles, bad_descs_are_refused) {
     const struct {
         const kiln_handles_desc *desc;
-        const char              *item;
+        kiln_log_item            item;
         const char              *why;
     } cases[] = {
-        { NULL, "HANDLES_NULL_DESC", "desc is NULL" },
-        { &(kiln_handles_desc){ .name = "b", .item_size = 0 }, "HANDLES_BAD_ITEM_SIZE", "item_size" },
+        { NULL, KILN_LOGITEM_HANDLES_NULL_DESC, "desc is NULL" },
+        { &(kiln_handles_desc){ .name = "b", .item_size = 0 }, KILN_LOGITEM_HANDLES_BAD_ITEM_SIZE, "item_size" },
         { &(kiln_handles_desc){ .name = "b", .item_size = ((size_t)1 << 20) + 1 },
-          "HANDLES_BAD_ITEM_SIZE", "item_size" },
-        { &(kiln_handles_desc){ .name = "b", .item_size = SIZE_MAX }, "HANDLES_BAD_ITEM_SIZE",
+          KILN_LOGITEM_HANDLES_BAD_ITEM_SIZE, "item_size" },
+        { &(kiln_handles_desc){ .name = "b", .item_size = SIZE_MAX }, KILN_LOGITEM_HANDLES_BAD_ITEM_SIZE,
           "item_size" },
         { &(kiln_handles_desc){ .name = "b", .item_size = 8, .item_align = 3 },
-          "HANDLES_BAD_ALIGN", "item_align" },
+          KILN_LOGITEM_HANDLES_BAD_ALIGN, "item_align" },
         { &(kiln_handles_desc){ .name = "b", .item_size = 8, .item_align = 8192 },
-          "HANDLES_BAD_ALIGN", "item_align" },
+          KILN_LOGITEM_HANDLES_BAD_ALIGN, "item_align" },
         { &(kiln_handles_desc){ .name = "b", .item_size = 8, .item_align = 48 },
-          "HANDLES_BAD_ALIGN", "item_align" },
+          KILN_LOGITEM_HANDLES_BAD_ALIGN, "item_align" },
         { &(kiln_handles_desc){ .name = "b", .item_size = 8, .capacity = MAX_CAPACITY + 1 },
-          "HANDLES_BAD_CAPACITY", "capacity" },
+          KILN_LOGITEM_HANDLES_BAD_CAPACITY, "capacity" },
         { &(kiln_handles_desc){ .name = "b", .item_size = 8, .capacity = UINT32_MAX },
-          "HANDLES_BAD_CAPACITY", "capacity" },
+          KILN_LOGITEM_HANDLES_BAD_CAPACITY, "capacity" },
     };
     size_t n = sizeof cases / sizeof cases[0];
     for (size_t i = 0; i < n; i++) {
         recording_log_clear(rec);
         cr_assert_null(kiln_handles_create(rt, cases[i].desc), "case %zu", i);
         cr_assert_eq(count_items_at(rec, cases[i].item, KILN_LOG_ERROR), 1, "case %zu, %s:%s", i,
-                     cases[i].item, recorded_summary(rec));
+                     kiln_log_item_name(cases[i].item), recorded_summary(rec));
         cr_assert_eq(count_items_with(rec, cases[i].item, cases[i].why), 1, "case %zu says "
                      "what was wrong (%s):%s", i, cases[i].why, recorded_summary(rec));
         cr_assert_eq(recorded_count(rec), 1, "case %zu:%s", i, recorded_summary(rec));
@@ -1436,7 +1436,7 @@ Test(handles, null_context_and_null_table_are_refused) {
     cr_assert(kiln_handle_is_null(kiln_handle_alloc(NULL, t, &p)));
     cr_assert_null(p);
     cr_assert(!kiln_handle_free(NULL, t, h));
-    cr_assert_eq(count_items_at(rec, "CONTEXT_NULL", KILN_LOG_ERROR), 2, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_CONTEXT_NULL, KILN_LOG_ERROR), 2, "log:%s",
                  recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 2, "log:%s", recorded_summary(rec));
     cr_assert_eq(api_errors(), 2, "counted: the table leads to the runtime");
@@ -1464,11 +1464,11 @@ Test(handles, null_context_and_null_table_are_refused) {
     cr_assert_null(no_rt);
     cr_assert(all_zero(&s, sizeof s), "stats zeroed for a NULL table");
     /* A context or a table names its runtime: those go to its log. */
-    cr_assert_eq(count_items_with(rec, "HANDLES_NULL", "kiln_handle_alloc: the table is NULL"), 1,
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_NULL, "kiln_handle_alloc: the table is NULL"), 1,
                  "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "HANDLES_NULL", "kiln_handle_free: the table is NULL"), 1,
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_NULL, "kiln_handle_free: the table is NULL"), 1,
                  "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "STATS_NULL_OUT", "kiln_handles_stats_get"), 1,
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_STATS_NULL_OUT, "kiln_handles_stats_get"), 1,
                  "log:%s", recorded_summary(rec));
     const char *expected[] = {
         "HANDLES_NULL: kiln_handle_get: the table is NULL",
@@ -1599,6 +1599,6 @@ Test(handles, jobs_on_workers_alloc_and_free) {
     cr_assert_eq(listed[0].live, MT_COUNT);
     kiln_handles_destroy(m.table);
     free(m.handles);
-    cr_assert_eq(count_items_with(rec, "HANDLES_ITEMS_LIVE", "'swarm'"), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_ITEMS_LIVE, "'swarm'"), 1);
     cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
 }

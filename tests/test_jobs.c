@@ -910,8 +910,8 @@ Test(jobs, frame_end_does_not_wait_for_background_jobs) {
     cr_assert_eq(bg_done.opaque[0], 0);
     cr_assert(b.alloc_tried);
     cr_assert_null(b.frame_memory, "kiln_frame_alloc inside a background job is refused with KILN_DEBUG_CHECKS");
-    cr_assert_eq(count_items(rec, "JOB_BACKGROUND_FRAME_ALLOC"), 1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_at(rec, "JOB_BACKGROUND_FRAME_ALLOC", KILN_LOG_ERROR), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_JOB_BACKGROUND_FRAME_ALLOC), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_JOB_BACKGROUND_FRAME_ALLOC, KILN_LOG_ERROR), 1);
     cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
     cr_assert_eq(runtime_stats().api_errors, 1);
 }
@@ -957,7 +957,7 @@ Test(jobs, parallel_for_inside_a_background_job_is_background) {
     kiln_frame_end(main_ctx);
     cr_assert_eq(atomic_load(&bg_ranges), 16, "64 indices by 4");
     cr_assert_eq(atomic_load(&bg_range_refused), 16);
-    cr_assert_eq(count_items_at(rec, "JOB_BACKGROUND_FRAME_ALLOC", KILN_LOG_ERROR), 16, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_JOB_BACKGROUND_FRAME_ALLOC, KILN_LOG_ERROR), 16, "log:%s",
                  recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 16, "log:%s", recorded_summary(rec));
     cr_assert_eq(runtime_stats().api_errors, 16);
@@ -1047,10 +1047,10 @@ Test(jobs, batch_with_a_null_fn_is_refused_whole) {
     cr_assert_eq(atomic_load(&bad_ran), 0, "no job of a refused batch runs");
     cr_assert_eq(main_jobs_submitted(), 0);
 
-    cr_assert_eq(count_items(rec, "JOB_NULL_FN"), 3, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_at(rec, "JOB_NULL_FN", KILN_LOG_ERROR), 3);
-    cr_assert_eq(count_items_with(rec, "JOB_NULL_FN", "job 3 of 10"), 2, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "JOB_NULL_FN", "job 150 of 200"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_JOB_NULL_FN), 3, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_JOB_NULL_FN, KILN_LOG_ERROR), 3);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_JOB_NULL_FN, "job 3 of 10"), 2, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_JOB_NULL_FN, "job 150 of 200"), 1, "log:%s", recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 3, "log:%s", recorded_summary(rec));
     cr_assert_eq(runtime_stats().api_errors, 3);
 }
@@ -1066,8 +1066,8 @@ Test(jobs, count_zero_and_null_jobs_are_refused) {
     cr_assert(counter_is_zero(&counter));
     drain_everything();
     cr_assert_eq(atomic_load(&bad_ran), 0);
-    cr_assert_eq(count_items_at(rec, "JOB_COUNT_ZERO", KILN_LOG_ERROR), 2, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_at(rec, "JOB_NULL_JOBS", KILN_LOG_ERROR), 2, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_JOB_COUNT_ZERO, KILN_LOG_ERROR), 2, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_JOB_NULL_JOBS, KILN_LOG_ERROR), 2, "log:%s", recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 4, "log:%s", recorded_summary(rec));
     cr_assert_eq(runtime_stats().api_errors, 4);
     /* The context still works. */
@@ -1079,7 +1079,7 @@ Test(jobs, count_zero_and_null_jobs_are_refused) {
 Test(jobs, wait_with_a_null_counter_returns) {
     start(2, 0);
     kiln_wait(main_ctx, NULL);
-    cr_assert_eq(count_items_at(rec, "JOB_WAIT_NULL_COUNTER", KILN_LOG_ERROR), 1, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_JOB_WAIT_NULL_COUNTER, KILN_LOG_ERROR), 1, "log:%s",
                  recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
     cr_assert_eq(runtime_stats().api_errors, 1);
@@ -1092,8 +1092,8 @@ Test(jobs, parallel_for_with_a_null_fn_is_refused) {
     start(2, 0);
     kiln_parallel_for(main_ctx, 100, 10, NULL, NULL);
     kiln_parallel_for(main_ctx, 0, 0, NULL, NULL);
-    cr_assert_eq(count_items_at(rec, "JOB_NULL_FN", KILN_LOG_ERROR), 2, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "JOB_NULL_FN", "kiln_parallel_for"), 2);
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_JOB_NULL_FN, KILN_LOG_ERROR), 2, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_JOB_NULL_FN, "kiln_parallel_for"), 2);
     cr_assert_eq(recorded_count(rec), 2, "log:%s", recorded_summary(rec));
     cr_assert_eq(runtime_stats().api_errors, 2);
     kiln_parallel_for(main_ctx, 0, 5, bad_range_fn, NULL);   /* count 0 is fine: nothing runs */
@@ -1121,7 +1121,7 @@ Test(jobs, pin_to_a_foreign_or_detached_context_is_refused) {
     cr_assert(counter_is_zero(&counter));
     drain_everything();
     cr_assert_eq(atomic_load(&bad_ran), 0);
-    cr_assert_eq(count_items_at(rec, "JOB_BAD_PIN", KILN_LOG_ERROR), 2, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_JOB_BAD_PIN, KILN_LOG_ERROR), 2, "log:%s", recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 2, "log:%s", recorded_summary(rec));
     cr_assert_eq(runtime_stats().api_errors, 2);
     cr_assert_eq(count_substrings(text, "CONTEXT_"), 0, "one report, JOB_BAD_PIN: %s", text);
@@ -1188,8 +1188,8 @@ Test(jobs, counter_shared_between_contexts_warns_and_completes) {
         if (!st[i].is_worker) main_id = st[i].id;
     char fragment[64];
     snprintf(fragment, sizeof fragment, "from a run of context %u", main_id);
-    cr_assert_eq(count_items_at(rec, "COUNTER_SHARED", KILN_LOG_WARN), 1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "COUNTER_SHARED", fragment), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_COUNTER_SHARED, KILN_LOG_WARN), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_COUNTER_SHARED, fragment), 1, "log:%s", recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
     cr_assert_eq(runtime_stats().api_errors, 0, "a warning is not misuse");
 }
@@ -1210,7 +1210,7 @@ Test(jobs, detach_of_a_worker_context_is_refused) {
     kiln_ctx *worker = atomic_load(&seen_worker_ctx);
     cr_assert_neq(worker, main_ctx);
     kiln_detach(worker);
-    cr_assert_eq(count_items_at(rec, "CONTEXT_IS_WORKER", KILN_LOG_ERROR), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_CONTEXT_IS_WORKER, KILN_LOG_ERROR), 1, "log:%s", recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
     cr_assert_eq(runtime_stats().api_errors, 1);
     /* The worker still works. */

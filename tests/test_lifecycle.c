@@ -198,8 +198,8 @@ Test(lifecycle, frame_jobs_from_a_render_thread_keep_their_memory_across_frame_e
     main_ctx = NULL;
     kiln_destroy(rt);
     rt = NULL;
-    cr_assert_eq(count_items_at(rec, "BLOCK_POOL_BLOCKS_LIVE", KILN_LOG_ERROR) +
-                 count_items_at(rec, "ARENA_GUARD_DAMAGED", KILN_LOG_ERROR), 0, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_BLOCK_POOL_BLOCKS_LIVE, KILN_LOG_ERROR) +
+                 count_items_at(rec, KILN_LOGITEM_ARENA_GUARD_DAMAGED, KILN_LOG_ERROR), 0, "log:%s",
                  recorded_summary(rec));
 }
 
@@ -270,11 +270,11 @@ Test(lifecycle, a_pin_to_a_detaching_context_is_refused_or_run_never_stranded) {
     }
     /* Refusals name the detaching context (JOB_PIN_DETACHING) or, once it is gone, the
      * bad pin (JOB_BAD_PIN); nothing else is said. */
-    size_t said = count_items(rec, "JOB_PIN_DETACHING") + count_items(rec, "JOB_BAD_PIN");
+    size_t said = count_items(rec, KILN_LOGITEM_JOB_PIN_DETACHING) + count_items(rec, KILN_LOGITEM_JOB_BAD_PIN);
     for (size_t i = 0; i < rec->count; i++) {   /* the kept ones; the rest only counted */
-        const char *text = rec->messages[i].text;
-        cr_assert(strncmp(text, "JOB_PIN_DETACHING: ", 19) == 0 || strncmp(text, "JOB_BAD_PIN: ", 13) == 0,
-                  "unexpected: %s (%zu refusals)", text, said);
+        kiln_log_item item = rec->messages[i].item;
+        cr_assert(item == KILN_LOGITEM_JOB_PIN_DETACHING || item == KILN_LOGITEM_JOB_BAD_PIN,
+                  "unexpected: %s (%zu refusals)", rec->messages[i].text, said);
     }
 }
 
@@ -319,7 +319,7 @@ Test(lifecycle, a_background_job_pinned_to_a_non_worker_without_a_counter_is_ref
     start(1, 0);
     kiln_run_ex(main_ctx, &(kiln_job){ bg_pinned_job, NULL }, 1, NULL,
                 &(kiln_run_desc){ .pinned_to = main_ctx, .background = true });
-    cr_assert_eq(count_items_at(rec, "JOB_BAD_PIN", KILN_LOG_ERROR), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_JOB_BAD_PIN, KILN_LOG_ERROR), 1, "log:%s", recorded_summary(rec));
     cr_assert_eq(api_errors(), 1);
     kiln_frame_begin(main_ctx);
     kiln_frame_end(main_ctx);
@@ -381,7 +381,7 @@ Test(lifecycle, a_worker_context_cannot_drive_the_frame_clock) {
     while (atomic_load(&clock_calls_returned) == 0) sched_yield();
     kiln_wait(main_ctx, &c);
     cr_assert_eq(atomic_load(&clock_calls_returned), 2, "begin returned the current frame");
-    cr_assert_eq(count_items_at(rec, "FRAME_WORKER_CONTEXT", KILN_LOG_ERROR), 2, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_FRAME_WORKER_CONTEXT, KILN_LOG_ERROR), 2, "log:%s",
                  recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 2, "log:%s", recorded_summary(rec));
     cr_assert_eq(api_errors(), 2);
@@ -401,7 +401,7 @@ Test(lifecycle, the_driver_cannot_end_or_begin_a_frame_from_inside_a_job) {
     start(1, 0);
     kiln_frame_begin(main_ctx);
     run_pinned_to_main(driver_ends_frame_inside_job);
-    cr_assert_eq(count_items_at(rec, "FRAME_INSIDE_JOB", KILN_LOG_ERROR), 2, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_FRAME_INSIDE_JOB, KILN_LOG_ERROR), 2, "log:%s", recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 2, "log:%s", recorded_summary(rec));
     cr_assert_eq(kiln_frame_number(rt), 1, "the frame stays open");
     kiln_frame_end(main_ctx);   /* and closes normally */
@@ -416,7 +416,7 @@ static void detach_inside_job(kiln_ctx *ctx, void *arg) {
 Test(lifecycle, a_context_cannot_detach_from_inside_a_job_it_runs) {
     start(1, 0);
     run_pinned_to_main(detach_inside_job);
-    cr_assert_eq(count_items_at(rec, "CONTEXT_INSIDE_JOB", KILN_LOG_ERROR), 1, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_CONTEXT_INSIDE_JOB, KILN_LOG_ERROR), 1, "log:%s",
                  recorded_summary(rec));
     cr_assert_eq(api_errors(), 1);
     kiln_frame_begin(main_ctx);   /* still attached and usable */
@@ -457,7 +457,7 @@ Test(lifecycle, a_frame_arena_is_not_reset_from_inside_a_job_on_its_thread) {
     run_pinned_to_main(outer_holds_frame_memory_job);
     cr_assert_eq(atomic_load(&inner_reset_done), 1);
     assert_no_job_failures();
-    cr_assert_eq(count_items_at(rec, "ARENA_RESET_INSIDE_JOB", KILN_LOG_ERROR), 1, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_ARENA_RESET_INSIDE_JOB, KILN_LOG_ERROR), 1, "log:%s",
                  recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
 }
@@ -469,7 +469,7 @@ Test(lifecycle, the_driver_frame_arena_is_not_reset_while_its_frame_is_open) {
     cr_assert_not_null(p);
     memset(p, 0x77, 500);
     kiln_arena_reset(kiln_frame_arena(main_ctx));
-    cr_assert_eq(count_items_at(rec, "ARENA_DRIVER_FRAME_RESET", KILN_LOG_ERROR), 1, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_ARENA_DRIVER_FRAME_RESET, KILN_LOG_ERROR), 1, "log:%s",
                  recorded_summary(rec));
     for (int i = 0; i < 500; i++) cr_assert_eq(p[i], 0x77);
     kiln_frame_end(main_ctx);

@@ -16,9 +16,11 @@
  *     runtime B's log, or stderr when the object cannot name its runtime), and nothing
  *     else is logged anywhere (both recording logs, and stderr, stay otherwise empty);
  *   - api_errors of runtime A (or B) went up by exactly one when the row says counted,
- *     and by zero otherwise; the other runtime's stays unchanged.
- * A row whose item is NULL is legal input (documented as such): nothing is logged,
- * nothing is counted. Rows marked UNDOC are cases the headers are silent about; their
+ *     and by zero otherwise; the other runtime's stays unchanged;
+ *   - every desc.log_item call came right after its desc.log call, with the same text.
+ * The item is matched by its id (desc.log_item), on stderr by its name. A row whose item
+ * is KILN_LOGITEM_NONE is legal input (documented as such): nothing is logged, nothing is
+ * counted. Rows marked UNDOC are cases the headers are silent about; their
  * expectation is the decision written in the row's class text. */
 #define _DEFAULT_SOURCE
 #include <criterion/criterion.h>
@@ -298,7 +300,7 @@ typedef struct misuse_row {
     const char *id;
     const char *function;
     const char *input_class;
-    const char *item;      /* NULL: legal input, nothing logged */
+    kiln_log_item item;    /* KILN_LOGITEM_NONE: legal input, nothing logged */
     sink        where;
     bool        counted;
     uint32_t    flags;
@@ -335,11 +337,12 @@ static const char *sink_name(sink s) {
     return "?";
 }
 
-/* The lines of stderr that carry item ("kiln <level>: ITEM: ..."). */
-static size_t stderr_items(const char *text, const char *item) {
+/* The lines of stderr that carry item ("kiln <level>: ITEM: ..."): the default sink has
+ * the text only. */
+static size_t stderr_items(const char *text, kiln_log_item item) {
     size_t n = 0;
     char needle[96];
-    snprintf(needle, sizeof needle, ": %s: ", item);
+    snprintf(needle, sizeof needle, ": %s: ", kiln_log_item_name(item));
     for (const char *line = text; *line;) {
         const char *end = strchr(line, '\n');
         size_t len = end ? (size_t)(end - line) : strlen(line);
@@ -375,7 +378,8 @@ static void run_row(const char *id) {
     uint64_t da = api_errors(f.a) - ea, db = api_errors(f.b) - eb;
 
     const char *what = r->input_class;
-    const char *item = r->item;
+    kiln_log_item item = r->item;
+    const char *item_name = item ? kiln_log_item_name(item) : "none";
     size_t in_a = recorded_count(f.rec_a), in_b = recorded_count(f.rec_b);
     size_t lines = stderr_lines(err);
     char a_log[4096], b_log[4096];
@@ -387,17 +391,19 @@ static void run_row(const char *id) {
                    : r->where == SINK_B ? count_items(f.rec_b, item)
                    : stderr_items(err, item);
         cr_expect_eq(got, 1, "%s(%s): want %s once on %s, got it %zu times; A's log: [%s] "
-                     "B's log: [%s] stderr: [%s]", r->function, what, item, sink_name(r->where),
+                     "B's log: [%s] stderr: [%s]", r->function, what, item_name, sink_name(r->where),
                      got, a_log, b_log, err);
     }
     size_t want_a = item && r->where == SINK_A, want_b = item && r->where == SINK_B;
     size_t want_err = item && r->where == SINK_STDERR;
     cr_expect_eq(in_a, want_a, "%s(%s): runtime A's log has %zu messages, want %zu (%s): [%s]",
-                 r->function, what, in_a, want_a, item ? item : "none", a_log);
+                 r->function, what, in_a, want_a, item_name, a_log);
     cr_expect_eq(in_b, want_b, "%s(%s): runtime B's log has %zu messages, want %zu (%s): [%s]",
-                 r->function, what, in_b, want_b, item ? item : "none", b_log);
+                 r->function, what, in_b, want_b, item_name, b_log);
     cr_expect_eq(lines, want_err, "%s(%s): stderr has %zu lines, want %zu (%s): [%s]",
-                 r->function, what, lines, want_err, item ? item : "none", err);
+                 r->function, what, lines, want_err, item_name, err);
+    cr_expect_eq(f.rec_a->unpaired + f.rec_b->unpaired, 0,
+                 "%s(%s): a log_item call matched no message of desc.log", r->function, what);
     uint64_t want_da = r->counted && r->where == SINK_A, want_db = r->counted && r->where == SINK_B;
     cr_expect_eq(da, want_da, "%s(%s): api_errors of runtime A went up by %llu, want %llu",
                  r->function, what, (unsigned long long)da, (unsigned long long)want_da);
@@ -521,7 +527,7 @@ Test(coverage, list_rows) {
         const misuse_row *r = &rows[i];
         if (r->undocumented) undoc++;
         cr_log_info("%-5s %-28s %-60s -> %s on %s%s", r->undocumented ? "UNDOC" : "", r->function,
-                    r->input_class, r->item ? r->item : "(nothing)", sink_name(r->where),
+                    r->input_class, r->item ? kiln_log_item_name(r->item) : "(nothing)", sink_name(r->where),
                     r->counted ? ", counted" : "");
     }
     cr_log_info("%zu rows, %zu undocumented", (size_t)ROW_COUNT, undoc);

@@ -215,7 +215,7 @@ Test(observe_stats, bad_input_is_refused) {
     free(text);
     kiln_stats_print(rt, NULL);
     cr_assert(!kiln_stats_write_json(rt, NULL));
-    cr_assert_eq(count_items(rec, "STATS_NULL_OUT"), 2, "%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_STATS_NULL_OUT), 2, "%s", recorded_summary(rec));
 }
 
 /* ---------- stats: keys and columns from the structs' lists ---------- */
@@ -697,11 +697,11 @@ Test(observe_trace, write_to_a_path_and_bad_input) {
     assert_no_log();
 
     cr_assert(!kiln_trace_write(rt, "/nonexistent-dir/trace.json"));
-    cr_assert_eq(count_items(rec, "TRACE_WRITE_FAILED"), 1, "%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_TRACE_WRITE_FAILED), 1, "%s", recorded_summary(rec));
     cr_assert(!kiln_trace_write(rt, NULL));
     cr_assert(!kiln_trace_write_file(rt, NULL));
-    cr_assert_eq(count_items(rec, "TRACE_NULL_PATH"), 1);
-    cr_assert_eq(count_items(rec, "TRACE_NULL_FILE"), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_TRACE_NULL_PATH), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_TRACE_NULL_FILE), 1);
     kiln_trace_stats s;
     cr_assert(!kiln_trace_stats_get(rt, NULL));
     stderr_capture cap;

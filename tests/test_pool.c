@@ -336,13 +336,13 @@ Test(pool, capacity_is_exact) {
     void *p[CAP + 1];
     cr_assert_eq(alloc_until_null(ctx, pool, p, CAP), CAP, "exactly capacity objects");
     cr_assert(disjoint(p, CAP, 32));
-    cr_assert_eq(count_items(rec, "POOL_CAPACITY_REACHED"), 1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_at(rec, "POOL_CAPACITY_REACHED", KILN_LOG_WARN), 1);
-    cr_assert_str_eq(last_item_text(rec, "POOL_CAPACITY_REACHED"),
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_CAPACITY_REACHED), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_POOL_CAPACITY_REACHED, KILN_LOG_WARN), 1);
+    cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_POOL_CAPACITY_REACHED),
                      "POOL_CAPACITY_REACHED: pool 'bullets': all 100 objects of its capacity are "
                      "live or cached; alloc returns NULL");
     for (int i = 0; i < 5; i++) cr_assert_null(kiln_pool_alloc(ctx, pool));
-    cr_assert_eq(count_items(rec, "POOL_CAPACITY_REACHED"), 1, "one warning, not one per call");
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_CAPACITY_REACHED), 1, "one warning, not one per call");
     kiln_pool_stats s = pool_stats(pool);
     cr_assert_eq(s.failures, 6);
     cr_assert_eq(s.carved, CAP);
@@ -365,7 +365,7 @@ Test(pool, capacity_is_exact) {
     void *q[CAP + 1];
     cr_assert_eq(alloc_until_null(ctx, pool, q, CAP), CAP);
     cr_assert_null(kiln_pool_alloc(ctx, pool));
-    cr_assert_eq(count_items_with(rec, "POOL_CAPACITY_REACHED", "pool 'bullets'"), 3,
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_CAPACITY_REACHED, "pool 'bullets'"), 3,
                  "three episodes, three warnings:%s", recorded_summary(rec));
     s = pool_stats(pool);
     cr_assert_eq(s.carved, CAP, "the second episode reuses the same objects");
@@ -384,13 +384,13 @@ Test(pool, capacity_warning_once_per_episode) {
     void *p[100];
     cr_assert_eq(alloc_until_null(ctx, pool, p, 100), 100);
     cr_assert_null(kiln_pool_alloc(ctx, pool));
-    cr_assert_eq(count_items(rec, "POOL_CAPACITY_REACHED"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_CAPACITY_REACHED), 1, "log:%s", recorded_summary(rec));
     for (int episode = 2; episode <= 4; episode++) {
         kiln_pool_free(ctx, pool, p[episode]);
         cr_assert_eq(kiln_pool_alloc(ctx, pool), p[episode], "episode %d", episode);
         cr_assert_null(kiln_pool_alloc(ctx, pool));
         cr_assert_null(kiln_pool_alloc(ctx, pool));
-        cr_assert_eq(count_items_with(rec, "POOL_CAPACITY_REACHED", "pool 'sparks'"),
+        cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_CAPACITY_REACHED, "pool 'sparks'"),
                      (size_t)episode, "episode %d:%s", episode, recorded_summary(rec));
     }
     cr_assert_eq(pool_stats(pool).failures, 2 + 3 * 2);
@@ -417,7 +417,7 @@ Test(pool, capacity_variants) {
         kiln_pool_stats s = pool_stats(pool);
         cr_assert_eq(s.carved, cases[c].cap);
         cr_assert_eq(s.failures, 2);
-        cr_assert_eq(count_items_with(rec, "POOL_CAPACITY_REACHED", "pool 'capped': all"), 1,
+        cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_CAPACITY_REACHED, "pool 'capped': all"), 1,
                      "capacity %zu:%s", cases[c].cap, recorded_summary(rec));
         for (size_t i = 0; i < n; i++) kiln_pool_free(ctx, pool, p[i]);
         assert_accounting(pool, "capacity variant");
@@ -441,7 +441,7 @@ Test(pool, capacity_counts_objects_cached_elsewhere) {
     kiln_pool_stats s = pool_stats(pool);
     cr_assert_eq(s.cached, 10);
     cr_assert_null(kiln_pool_alloc(ctx, pool), "all 10 sit in the other context's cache");
-    cr_assert_eq(count_items(rec, "POOL_CAPACITY_REACHED"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_CAPACITY_REACHED), 1, "log:%s", recorded_summary(rec));
     kiln_detach(other);
     s = pool_stats(pool);
     cr_assert_eq(s.cached, 0);
@@ -475,8 +475,8 @@ Test(pool, memory_limit_refuses_allocs) {
     kiln_pool_stats s = pool_stats(pool);
     cr_assert_eq(s.failures, 4);
     cr_assert_eq(s.live, n);
-    cr_assert_eq(count_items(lrec, "MEMORY_LIMIT_REACHED"), 1, "log:%s", recorded_summary(lrec));
-    cr_assert_eq(count_items(lrec, "POOL_CAPACITY_REACHED"), 0, "no capacity was set");
+    cr_assert_eq(count_items(lrec, KILN_LOGITEM_MEMORY_LIMIT_REACHED), 1, "log:%s", recorded_summary(lrec));
+    cr_assert_eq(count_items(lrec, KILN_LOGITEM_POOL_CAPACITY_REACHED), 0, "no capacity was set");
     cr_assert_eq(runtime_stats(lrt).api_errors, 0);
     kiln_pool_free(lctx, pool, p[7]);
     cr_assert_eq(kiln_pool_alloc(lctx, pool), p[7]);
@@ -769,13 +769,13 @@ Test(pool, detached_context_is_refused_and_strands_nothing) {
     void *obj = kiln_pool_alloc(ctx, pool);
     cr_assert_not_null(obj);
     kiln_pool_free(gone, pool, obj);
-    cr_assert_eq(count_items_at(rec, "CONTEXT_DETACHED", KILN_LOG_ERROR), 3, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_CONTEXT_DETACHED, KILN_LOG_ERROR), 3, "log:%s",
                  recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "CONTEXT_DETACHED", "kiln_pool_alloc: pool 'capped': "
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_CONTEXT_DETACHED, "kiln_pool_alloc: pool 'capped': "
                                   "context "), 2);
-    cr_assert_eq(count_items_with(rec, "CONTEXT_DETACHED", "kiln_pool_free: pool 'capped': "
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_CONTEXT_DETACHED, "kiln_pool_free: pool 'capped': "
                                   "context "), 1);
-    cr_assert_eq(count_items_with(rec, "CONTEXT_DETACHED", "has been detached; refused"), 3);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_CONTEXT_DETACHED, "has been detached; refused"), 3);
     kiln_pool_stats s = pool_stats(pool);
     cr_assert_eq(s.live, 1, "the refused free freed nothing");
     cr_assert_eq(s.allocs, 1);
@@ -818,11 +818,11 @@ Test(pool, context_of_another_runtime_is_refused) {
     cr_assert_null(kiln_pool_alloc(fresh, pool));
     kiln_pool_free(octx, pool, ours);
     kiln_pool_free(fresh, pool, ours);
-    cr_assert_eq(count_items_at(rec, "POOL_WRONG_RUNTIME", KILN_LOG_ERROR), 4, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_POOL_WRONG_RUNTIME, KILN_LOG_ERROR), 4, "log:%s",
                  recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "POOL_WRONG_RUNTIME", "kiln_pool_alloc: pool 'here' "
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_WRONG_RUNTIME, "kiln_pool_alloc: pool 'here' "
                                   "belongs to another runtime than context "), 2);
-    cr_assert_eq(count_items_with(rec, "POOL_WRONG_RUNTIME", "kiln_pool_free: pool 'here'"), 2);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_WRONG_RUNTIME, "kiln_pool_free: pool 'here'"), 2);
     cr_assert_eq(recorded_count(orec), 0, "the other runtime heard nothing:%s", recorded_summary(orec));
     cr_assert_eq(runtime_stats(rt).api_errors, 4);
 
@@ -958,7 +958,7 @@ Test(pool, size_limit_follows_block_size) {
                                                              .align = 4096 });
     cr_assert_not_null(ok);
     cr_assert_null(kiln_pool_create(brt, &(kiln_pool_desc){ .name = "over", .size = 4097 }));
-    cr_assert_str_eq(last_item_text(brec, "POOL_BAD_SIZE"),
+    cr_assert_str_eq(last_item_text(brec, KILN_LOGITEM_POOL_BAD_SIZE),
                      "POOL_BAD_SIZE: pool 'over': object size 4097 is not from 1 to a quarter "
                      "block (4096)");
     void *p[20];
@@ -988,7 +988,7 @@ Test(pool, alignment_that_leaves_no_slot_in_a_block_is_refused) {
     cr_assert_not_null(brt);
     cr_assert_null(kiln_pool_create(brt, &(kiln_pool_desc){ .name = "page", .size = 17,
                                                             .align = 4096 }));
-    cr_assert_eq(count_items_with(brec, "POOL_BAD_SIZE", "'page'"), 1, "log:%s",
+    cr_assert_eq(count_items_with(brec, KILN_LOGITEM_POOL_BAD_SIZE, "'page'"), 1, "log:%s",
                  recorded_summary(brec));
     kiln_pool *half = kiln_pool_create(brt, &(kiln_pool_desc){ .name = "half", .size = 17,
                                                                .align = 2048 });
@@ -1116,12 +1116,12 @@ Test(pool, object_of_another_pool_is_refused_and_named) {
     void *bullet = kiln_pool_alloc(ctx, bullets);
     cr_assert(spark && bullet);
     kiln_pool_free(ctx, bullets, spark);
-    cr_assert_eq(count_items(rec, "POOL_FOREIGN_POINTER"), 1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_at(rec, "POOL_FOREIGN_POINTER", KILN_LOG_ERROR), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_FOREIGN_POINTER), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_POOL_FOREIGN_POINTER, KILN_LOG_ERROR), 1);
     char expected[200];
     snprintf(expected, sizeof expected, "POOL_FOREIGN_POINTER: pool 'bullets': %p is not an object "
              "of this pool (it belongs to sparks); ignored", spark);
-    cr_assert_str_eq(last_item_text(rec, "POOL_FOREIGN_POINTER"), expected);
+    cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_POOL_FOREIGN_POINTER), expected);
     kiln_pool_stats s = pool_stats(bullets);
     cr_assert_eq(s.bad_frees, 1);
     cr_assert_eq(s.frees, 0);
@@ -1136,7 +1136,7 @@ Test(pool, object_of_another_pool_is_refused_and_named) {
                                                                  .flags = KILN_POOL_CHECKED });
     cr_assert_not_null(checked);
     kiln_pool_free(ctx, checked, bullet);
-    cr_assert_eq(count_items_with(rec, "POOL_FOREIGN_POINTER", "(it belongs to bullets)"), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_FOREIGN_POINTER, "(it belongs to bullets)"), 1);
     cr_assert_eq(pool_stats(checked).double_frees, 0);
 
     kiln_pool_free(ctx, sparks, spark);
@@ -1188,8 +1188,8 @@ Test(pool, foreign_pointers_are_refused) {
         char expected[200];
         snprintf(expected, sizeof expected, "POOL_FOREIGN_POINTER: pool 'bullets': %p is not an "
                  "object of this pool (it belongs to %s); ignored", cases[i].ptr, cases[i].owner);
-        cr_assert_str_eq(last_item_text(rec, "POOL_FOREIGN_POINTER"), expected, "case %zu", i);
-        cr_assert_eq(count_items(rec, "POOL_FOREIGN_POINTER"), i + 1);
+        cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_POOL_FOREIGN_POINTER), expected, "case %zu", i);
+        cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_FOREIGN_POINTER), i + 1);
         cr_assert_eq(pool_stats(pool).bad_frees, i + 1);
     }
     cr_assert_eq(recorded_count(rec), n, "log:%s", recorded_summary(rec));
@@ -1227,22 +1227,22 @@ static void check_interior_and_double_free(kiln_runtime *r, kiln_ctx *c, recordi
     cr_assert(obj && keep);
 
     kiln_pool_free(c, pool, obj + 1);
-    cr_assert_eq(count_items(log, "POOL_INTERIOR_POINTER"), 1, "log:%s", recorded_summary(log));
+    cr_assert_eq(count_items(log, KILN_LOGITEM_POOL_INTERIOR_POINTER), 1, "log:%s", recorded_summary(log));
     char expected[200];
     snprintf(expected, sizeof expected, "POOL_INTERIOR_POINTER: pool 'checked': %p points 1 bytes "
              "into an object, not at its start; ignored", (void *)(obj + 1));
-    cr_assert_str_eq(last_item_text(log, "POOL_INTERIOR_POINTER"), expected);
+    cr_assert_str_eq(last_item_text(log, KILN_LOGITEM_POOL_INTERIOR_POINTER), expected);
     kiln_pool_free(c, pool, obj + 31);
-    cr_assert_eq(count_items_with(log, "POOL_INTERIOR_POINTER", "points 31 bytes"), 1);
+    cr_assert_eq(count_items_with(log, KILN_LOGITEM_POOL_INTERIOR_POINTER, "points 31 bytes"), 1);
     cr_assert_eq(pool_stats(pool).live, 2, "an interior pointer frees nothing");
 
     kiln_pool_free(c, pool, obj);
     cr_assert_eq(pool_stats(pool).live, 1);
     kiln_pool_free(c, pool, obj);
-    cr_assert_eq(count_items(log, "POOL_DOUBLE_FREE"), 1, "log:%s", recorded_summary(log));
+    cr_assert_eq(count_items(log, KILN_LOGITEM_POOL_DOUBLE_FREE), 1, "log:%s", recorded_summary(log));
     snprintf(expected, sizeof expected, "POOL_DOUBLE_FREE: pool 'checked': object %p is not live "
              "(freed twice?); ignored", (void *)obj);
-    cr_assert_str_eq(last_item_text(log, "POOL_DOUBLE_FREE"), expected);
+    cr_assert_str_eq(last_item_text(log, KILN_LOGITEM_POOL_DOUBLE_FREE), expected);
     kiln_pool_stats s = pool_stats(pool);
     cr_assert_eq(s.live, 1, "the double free was ignored");
     cr_assert_eq(s.frees, 1);
@@ -1254,7 +1254,7 @@ static void check_interior_and_double_free(kiln_runtime *r, kiln_ctx *c, recordi
     char *idle = (char *)block->first;
     while (idle == obj || idle == keep) idle += 32;
     kiln_pool_free(c, pool, idle);
-    cr_assert_eq(count_items_with(log, "POOL_DOUBLE_FREE", "is not live"), 2);
+    cr_assert_eq(count_items_with(log, KILN_LOGITEM_POOL_DOUBLE_FREE, "is not live"), 2);
 
     /* The tail of the block, past the last whole slot: no object of the pool, in every
      * build (pool.tail_past_the_last_slot_is_refused_in_every_build). */
@@ -1262,9 +1262,9 @@ static void check_interior_and_double_free(kiln_runtime *r, kiln_ctx *c, recordi
     cr_assert_lt(tail + 32, (uintptr_t)block + BS + 32);
     if (tail < (uintptr_t)block + BS) {
         kiln_pool_free(c, pool, (void *)tail);
-        cr_assert_eq(count_items_with(log, "POOL_FOREIGN_POINTER", "pool 'checked'"), 1,
+        cr_assert_eq(count_items_with(log, KILN_LOGITEM_POOL_FOREIGN_POINTER, "pool 'checked'"), 1,
                      "tail %#lx:%s", (unsigned long)tail, recorded_summary(log));
-        cr_assert_eq(count_items(log, "POOL_INTERIOR_POINTER"), 2);
+        cr_assert_eq(count_items(log, KILN_LOGITEM_POOL_INTERIOR_POINTER), 2);
     }
 
     /* The same object allocated again is live again and frees once, cleanly. */
@@ -1281,13 +1281,13 @@ static void check_interior_and_double_free(kiln_runtime *r, kiln_ctx *c, recordi
     cr_assert_not_null(other);
     kiln_pool_free(other, pool, keep);
     kiln_pool_free(c, pool, keep);
-    cr_assert_eq(count_items(log, "POOL_DOUBLE_FREE"), 3, "log:%s", recorded_summary(log));
+    cr_assert_eq(count_items(log, KILN_LOGITEM_POOL_DOUBLE_FREE), 3, "log:%s", recorded_summary(log));
     cr_assert_eq(pool_stats(pool).live, 0);
     kiln_detach(other);
 
     size_t tail_errors = tail < (uintptr_t)block + BS ? 1 : 0;
     cr_assert_eq(runtime_stats(r).api_errors, errors + 5 + tail_errors);
-    cr_assert_eq(count_items_at(log, "POOL_DOUBLE_FREE", KILN_LOG_ERROR), 3);
+    cr_assert_eq(count_items_at(log, KILN_LOGITEM_POOL_DOUBLE_FREE, KILN_LOG_ERROR), 3);
     cr_assert_eq(pool_stats(pool).bad_frees, 2 + tail_errors);
     assert_accounting(pool, "checked");
     kiln_pool_destroy(pool);
@@ -1334,13 +1334,13 @@ Test(pool, tail_past_the_last_slot_is_refused_in_every_build) {
         snprintf(expected, sizeof expected, "POOL_FOREIGN_POINTER: pool 'big': %p is not an object "
                  "of this pool (it belongs to kiln memory that is no object of this pool); "
                  "ignored", refused[i]);
-        cr_assert_str_eq(last_item_text(rec, "POOL_FOREIGN_POINTER"), expected, "case %zu", i);
-        cr_assert_eq(count_items(rec, "POOL_FOREIGN_POINTER"), i + 1, "log:%s", recorded_summary(rec));
+        cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_POOL_FOREIGN_POINTER), expected, "case %zu", i);
+        cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_FOREIGN_POINTER), i + 1, "log:%s", recorded_summary(rec));
     }
     /* Into the last slot past its object's start: an object handed out there would run
      * past the slots, so it is refused without KILN_POOL_CHECKED too. */
     kiln_pool_free(ctx, pool, (void *)(last + 8));
-    cr_assert_eq(count_items_with(rec, "POOL_INTERIOR_POINTER", "points 8 bytes"), 1,
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_INTERIOR_POINTER, "points 8 bytes"), 1,
                  "log:%s", recorded_summary(rec));
     kiln_pool_stats s = pool_stats(pool);
     cr_assert_eq(s.bad_frees, n + 1);
@@ -1374,8 +1374,8 @@ Test(pool, checked_pool_usable_after_misuse) {
     kiln_pool_free(ctx, pool, obj + 8);
     kiln_pool_free(ctx, pool, obj);
     kiln_pool_free(ctx, pool, obj);
-    cr_assert_eq(count_items(rec, "POOL_INTERIOR_POINTER"), 1);
-    cr_assert_eq(count_items(rec, "POOL_DOUBLE_FREE"), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_INTERIOR_POINTER), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_DOUBLE_FREE), 1);
     assert_still_usable(pool);
     cr_assert_eq(recorded_count(rec), 2, "log:%s", recorded_summary(rec));
     kiln_pool_destroy(pool);
@@ -1389,14 +1389,14 @@ Test(pool, destroyed_pool_refuses_use) {
     void *obj = kiln_pool_alloc(ctx, pool);
     cr_assert_not_null(obj);
     kiln_pool_destroy(pool);
-    cr_assert_eq(count_items_at(rec, "POOL_OBJECTS_LIVE", KILN_LOG_WARN), 1, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_POOL_OBJECTS_LIVE, KILN_LOG_WARN), 1, "log:%s",
                  recorded_summary(rec));
     cr_assert_eq(runtime_stats(rt).blocks.blocks_in_use, blocks_before, "blocks given back");
     cr_assert_eq(runtime_stats(rt).pools, 1);
     cr_assert_eq(runtime_stats(rt).api_errors, 0, "live objects at destroy are a warning");
 
     cr_assert_null(kiln_pool_alloc(ctx, pool));
-    cr_assert_str_eq(last_item_text(rec, "POOL_DESTROYED"),
+    cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_POOL_DESTROYED),
                      "POOL_DESTROYED: kiln_pool_alloc: pool 'gone' has been destroyed; refused");
     kiln_ctx *late = kiln_attach(rt);   /* a context that never saw the pool */
     cr_assert_null(kiln_pool_alloc(late, pool));
@@ -1404,11 +1404,11 @@ Test(pool, destroyed_pool_refuses_use) {
     char expected[200];
     snprintf(expected, sizeof expected, "POOL_DESTROYED: kiln_pool_free: pool 'gone' has been "
              "destroyed; %p ignored", obj);
-    cr_assert_str_eq(last_item_text(rec, "POOL_DESTROYED"), expected);
+    cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_POOL_DESTROYED), expected);
     kiln_pool_destroy(pool);
-    cr_assert_str_eq(last_item_text(rec, "POOL_DESTROYED"),
+    cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_POOL_DESTROYED),
                      "POOL_DESTROYED: kiln_pool_destroy: pool 'gone' was destroyed already");
-    cr_assert_eq(count_items_at(rec, "POOL_DESTROYED", KILN_LOG_ERROR), 4);
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_POOL_DESTROYED, KILN_LOG_ERROR), 4);
     cr_assert_eq(runtime_stats(rt).api_errors, 4);
 
     kiln_pool_stats s = pool_stats(pool);
@@ -1451,7 +1451,7 @@ Test(pool, destroyed_pool_keeps_its_figures) {
     uint64_t blocks_before = runtime_stats(rt).blocks.blocks_in_use;
 
     kiln_pool_destroy(pool);
-    cr_assert_eq(count_items_with(rec, "POOL_OBJECTS_LIVE", "still has 7 live objects"), 1, "log:%s",
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_OBJECTS_LIVE, "still has 7 live objects"), 1, "log:%s",
                  recorded_summary(rec));
     kiln_pool_stats s = pool_stats(pool);
     cr_assert(!s.alive);
@@ -1492,8 +1492,8 @@ Test(pool, destroy_logs_live_count) {
     kiln_pool_destroy(clean);
     cr_assert_eq(recorded_count(rec), 0, "nothing live, nothing logged:%s", recorded_summary(rec));
     kiln_pool_destroy(pool);
-    cr_assert_eq(count_items(rec, "POOL_OBJECTS_LIVE"), 1);
-    cr_assert_str_eq(last_item_text(rec, "POOL_OBJECTS_LIVE"),
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_OBJECTS_LIVE), 1);
+    cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_POOL_OBJECTS_LIVE),
                      "POOL_OBJECTS_LIVE: kiln_pool_destroy: pool 'leaky' still has 7 live objects; "
                      "their memory is returned now");
     kiln_detach(other);
@@ -1501,21 +1501,21 @@ Test(pool, destroy_logs_live_count) {
 }
 
 Test(pool, bad_descs_are_refused) {
-    struct { kiln_pool_desc desc; const char *item; const char *text; } cases[] = {
-        { { .name = "zero", .size = 0 }, "POOL_BAD_SIZE",
+    struct { kiln_pool_desc desc; kiln_log_item item; const char *text; } cases[] = {
+        { { .name = "zero", .size = 0 }, KILN_LOGITEM_POOL_BAD_SIZE,
           "POOL_BAD_SIZE: pool 'zero': object size 0 is not from 1 to a quarter block (16384)" },
-        { { .name = "huge", .size = BS / 4 + 1 }, "POOL_BAD_SIZE",
+        { { .name = "huge", .size = BS / 4 + 1 }, KILN_LOGITEM_POOL_BAD_SIZE,
           "POOL_BAD_SIZE: pool 'huge': object size 16385 is not from 1 to a quarter block (16384)" },
-        { { .name = "three", .size = 8, .align = 3 }, "POOL_BAD_ALIGN",
+        { { .name = "three", .size = 8, .align = 3 }, KILN_LOGITEM_POOL_BAD_ALIGN,
           "POOL_BAD_ALIGN: pool 'three': alignment 3 is not a power of two up to 4096" },
-        { { .name = "wide", .size = 8, .align = 8192 }, "POOL_BAD_ALIGN",
+        { { .name = "wide", .size = 8, .align = 8192 }, KILN_LOGITEM_POOL_BAD_ALIGN,
           "POOL_BAD_ALIGN: pool 'wide': alignment 8192 is not a power of two up to 4096" },
-        { { .name = "odd", .size = 8, .align = 48 }, "POOL_BAD_ALIGN", NULL },
-        { { .name = "one", .size = 8, .magazine_size = 1 }, "POOL_BAD_MAGAZINE_SIZE",
+        { { .name = "odd", .size = 8, .align = 48 }, KILN_LOGITEM_POOL_BAD_ALIGN, NULL },
+        { { .name = "one", .size = 8, .magazine_size = 1 }, KILN_LOGITEM_POOL_BAD_MAGAZINE_SIZE,
           "POOL_BAD_MAGAZINE_SIZE: pool 'one': magazine_size 1 is not from 2 to 256" },
-        { { .name = "many", .size = 8, .magazine_size = 300 }, "POOL_BAD_MAGAZINE_SIZE",
+        { { .name = "many", .size = 8, .magazine_size = 300 }, KILN_LOGITEM_POOL_BAD_MAGAZINE_SIZE,
           "POOL_BAD_MAGAZINE_SIZE: pool 'many': magazine_size 300 is not from 2 to 256" },
-        { { .name = NULL, .size = 0 }, "POOL_BAD_SIZE",
+        { { .name = NULL, .size = 0 }, KILN_LOGITEM_POOL_BAD_SIZE,
           "POOL_BAD_SIZE: pool 'pool': object size 0 is not from 1 to a quarter block (16384)" },
     };
     size_t n = sizeof cases / sizeof cases[0];
@@ -1533,7 +1533,7 @@ Test(pool, bad_descs_are_refused) {
     }
     recording_log_clear(rec);
     cr_assert_null(kiln_pool_create(rt, NULL));
-    cr_assert_str_eq(last_item_text(rec, "POOL_NULL_DESC"), "POOL_NULL_DESC: kiln_pool_create: desc is NULL");
+    cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_POOL_NULL_DESC), "POOL_NULL_DESC: kiln_pool_create: desc is NULL");
     cr_assert_eq(runtime_stats(rt).api_errors, n + 1);
 
     stderr_capture cap;
@@ -1567,14 +1567,14 @@ Test(pool, null_context_and_null_pool_are_refused) {
     cr_assert_not_null(obj);
 
     cr_assert_null(kiln_pool_alloc(NULL, pool));
-    cr_assert_str_eq(last_item_text(rec, "CONTEXT_NULL"),
+    cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_CONTEXT_NULL),
                      "CONTEXT_NULL: kiln_pool_alloc: the context is NULL");
     kiln_pool_free(NULL, pool, obj);
     char expected[200];
     snprintf(expected, sizeof expected, "CONTEXT_NULL: kiln_pool_free: the context is NULL; %p not "
              "freed", obj);
-    cr_assert_str_eq(last_item_text(rec, "CONTEXT_NULL"), expected);
-    cr_assert_eq(count_items_at(rec, "CONTEXT_NULL", KILN_LOG_ERROR), 2);
+    cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_CONTEXT_NULL), expected);
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_CONTEXT_NULL, KILN_LOG_ERROR), 2);
     cr_assert_eq(runtime_stats(rt).api_errors, 2, "counted: the pool leads to the runtime");
 
     stderr_capture cap;
@@ -1596,11 +1596,11 @@ Test(pool, null_context_and_null_pool_are_refused) {
     memset(&zero, 0, sizeof zero);
     cr_assert_eq(memcmp(&s, &zero, sizeof s), 0, "stats zeroed for a NULL pool");
     /* What names its runtime (a context, a pool) reports through that runtime's log. */
-    cr_assert_eq(count_items_with(rec, "POOL_NULL", "kiln_pool_alloc: the pool is NULL"), 1,
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_NULL, "kiln_pool_alloc: the pool is NULL"), 1,
                  "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "POOL_NULL", "kiln_pool_free: the pool is NULL"), 1,
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_NULL, "kiln_pool_free: the pool is NULL"), 1,
                  "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "STATS_NULL_OUT", "kiln_pool_stats_get"), 1, "log:%s",
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_STATS_NULL_OUT, "kiln_pool_stats_get"), 1, "log:%s",
                  recorded_summary(rec));
     cr_assert_eq(runtime_stats(rt).api_errors, 5, "counted");
     cr_assert_eq(count_substrings(text, "CONTEXT_NULL: kiln_pool_alloc: the context is NULL"), 1,
@@ -1630,8 +1630,8 @@ Test(pool, at_most_256_live_pools) {
     }
     cr_assert_eq(runtime_stats(rt).pools, 256);
     cr_assert_null(kiln_pool_create(rt, &(kiln_pool_desc){ .name = "one too many", .size = 8 }));
-    cr_assert_eq(count_items_at(rec, "POOL_TOO_MANY", KILN_LOG_ERROR), 1, "log:%s", recorded_summary(rec));
-    cr_assert_str_eq(last_item_text(rec, "POOL_TOO_MANY"),
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_POOL_TOO_MANY, KILN_LOG_ERROR), 1, "log:%s", recorded_summary(rec));
+    cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_POOL_TOO_MANY),
                      "POOL_TOO_MANY: kiln_pool_create: pool 'one too many': all 256 pool slots are in use");
     cr_assert_eq(runtime_stats(rt).api_errors, 1);
     cr_assert_eq(runtime_stats(rt).pools, 256);
@@ -1649,7 +1649,7 @@ Test(pool, at_most_256_live_pools) {
     cr_assert_eq(kiln_stats_pools(rt, NULL, 0), 256);
     assert_still_usable(again);
     cr_assert_null(kiln_pool_create(rt, &(kiln_pool_desc){ .name = "still too many", .size = 8 }));
-    cr_assert_eq(count_items(rec, "POOL_TOO_MANY"), 2);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_TOO_MANY), 2);
     kiln_pool_destroy(again);
     for (int i = 0; i < 256; i++) if (i != 100) kiln_pool_destroy(pools[i]);
     cr_assert_eq(runtime_stats(rt).pools, 0);
@@ -1670,11 +1670,11 @@ Test(pool, runtime_destroy_reports_live_pools) {
     kiln_pool_destroy(gone);
     kiln_detach(dctx);
     kiln_destroy(drt);
-    cr_assert_eq(count_items_at(drec, "POOL_STILL_ALIVE", KILN_LOG_WARN), 2, "log:%s",
+    cr_assert_eq(count_items_at(drec, KILN_LOGITEM_POOL_STILL_ALIVE, KILN_LOG_WARN), 2, "log:%s",
                  recorded_summary(drec));
-    cr_assert_eq(count_items_with(drec, "POOL_STILL_ALIVE", "pool 'kept' is still alive"), 1);
-    cr_assert_eq(count_items_with(drec, "POOL_STILL_ALIVE", "pool 'empty' is still alive"), 1);
-    cr_assert_eq(count_items_with(drec, "POOL_OBJECTS_LIVE", "pool 'kept' still has 3 live objects"), 1);
+    cr_assert_eq(count_items_with(drec, KILN_LOGITEM_POOL_STILL_ALIVE, "pool 'kept' is still alive"), 1);
+    cr_assert_eq(count_items_with(drec, KILN_LOGITEM_POOL_STILL_ALIVE, "pool 'empty' is still alive"), 1);
+    cr_assert_eq(count_items_with(drec, KILN_LOGITEM_POOL_OBJECTS_LIVE, "pool 'kept' still has 3 live objects"), 1);
     cr_assert_eq(recorded_count(drec), 3, "log:%s", recorded_summary(drec));
     if (heap_accounting_exact())
         cr_assert_eq(heap_bytes_in_use(), heap_before, "kiln_destroy freed every pool");
@@ -1707,15 +1707,17 @@ Test(pool, api_errors_count_pool_misuse) {
     kiln_pool_free(ctx, dead, obj);                                      /* POOL_DESTROYED */
     kiln_pool_destroy(dead);                                             /* POOL_DESTROYED */
     cr_assert_null(kiln_pool_alloc(NULL, pool));                         /* CONTEXT_NULL */
-    const char *items[] = { "POOL_BAD_SIZE", "POOL_BAD_ALIGN", "POOL_BAD_MAGAZINE_SIZE",
-                            "POOL_NULL_DESC", "POOL_FOREIGN_POINTER", "POOL_INTERIOR_POINTER",
-                            "POOL_DOUBLE_FREE", "CONTEXT_NULL" };
+    const kiln_log_item items[] = {
+        KILN_LOGITEM_POOL_BAD_SIZE, KILN_LOGITEM_POOL_BAD_ALIGN, KILN_LOGITEM_POOL_BAD_MAGAZINE_SIZE,
+        KILN_LOGITEM_POOL_NULL_DESC, KILN_LOGITEM_POOL_FOREIGN_POINTER, KILN_LOGITEM_POOL_INTERIOR_POINTER,
+        KILN_LOGITEM_POOL_DOUBLE_FREE, KILN_LOGITEM_CONTEXT_NULL,
+    };
     size_t n = sizeof items / sizeof items[0];
     for (size_t i = 0; i < n; i++)
-        cr_assert_eq(count_items_at(rec, items[i], KILN_LOG_ERROR), 1, "%s:%s", items[i],
-                     recorded_summary(rec));
-    cr_assert_eq(count_items_at(rec, "POOL_DESTROYED", KILN_LOG_ERROR), 3);
-    cr_assert_eq(count_items_at(rec, "POOL_CAPACITY_REACHED", KILN_LOG_WARN), 1);
+        cr_assert_eq(count_items_at(rec, items[i], KILN_LOG_ERROR), 1, "%s:%s",
+                     kiln_log_item_name(items[i]), recorded_summary(rec));
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_POOL_DESTROYED, KILN_LOG_ERROR), 3);
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_POOL_CAPACITY_REACHED, KILN_LOG_WARN), 1);
     cr_assert_eq(runtime_stats(rt).api_errors, n + 3);
     cr_assert_eq(recorded_count(rec), n + 3 + 1, "log:%s", recorded_summary(rec));
     assert_still_usable(pool);
@@ -1740,7 +1742,7 @@ Test(pool, new_pool_in_a_destroyed_slot) {
     for (int i = 0; i < N; i += 2) kiln_pool_free(i % 4 ? other : ctx, old, p[i]);  /* cached in both */
     cr_assert_gt(pool_stats(old).cached, 0);
     kiln_pool_destroy(old);
-    cr_assert_eq(count_items_with(rec, "POOL_OBJECTS_LIVE", "pool 'old' still has 150 live"), 1,
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_OBJECTS_LIVE, "pool 'old' still has 150 live"), 1,
                  "log:%s", recorded_summary(rec));
     cr_assert_eq(runtime_stats(rt).blocks.blocks_in_use, blocks_before);
 
@@ -1754,7 +1756,7 @@ Test(pool, new_pool_in_a_destroyed_slot) {
     cr_assert_null(kiln_pool_alloc(ctx, old));
     cr_assert_null(kiln_pool_alloc(other, old));
     kiln_pool_free(ctx, old, p[1]);
-    cr_assert_eq(count_items_with(rec, "POOL_DESTROYED", "pool 'old'"), 3, "log:%s",
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_DESTROYED, "pool 'old'"), 3, "log:%s",
                  recorded_summary(rec));
     cr_assert(!pool_stats(old).alive);
     kiln_pool_stats s = pool_stats(fresh);
@@ -1766,7 +1768,7 @@ Test(pool, new_pool_in_a_destroyed_slot) {
     /* Before the new pool carves, every old pointer is foreign to it. */
     recording_log_clear(rec);
     for (int i = 0; i < N; i++) kiln_pool_free(i % 2 ? ctx : other, fresh, p[i]);
-    cr_assert_eq(count_items_with(rec, "POOL_FOREIGN_POINTER", "pool 'new'"), N, "log:%s",
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_FOREIGN_POINTER, "pool 'new'"), N, "log:%s",
                  recorded_summary(rec));
     s = pool_stats(fresh);
     cr_assert_eq(s.bad_frees, N);
@@ -1798,8 +1800,8 @@ Test(pool, new_pool_in_a_destroyed_slot) {
         kiln_pool_free(ctx, fresh, p[i]);
         tried++;
     }
-    size_t refused = count_items(rec, "POOL_FOREIGN_POINTER") + count_items(rec, "POOL_INTERIOR_POINTER") +
-                     count_items(rec, "POOL_DOUBLE_FREE");
+    size_t refused = count_items(rec, KILN_LOGITEM_POOL_FOREIGN_POINTER) + count_items(rec, KILN_LOGITEM_POOL_INTERIOR_POINTER) +
+                     count_items(rec, KILN_LOGITEM_POOL_DOUBLE_FREE);
     cr_assert_eq(refused, tried, "%zu old pointers tried, %zu refused:%s", tried, refused,
                  recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), tried);

@@ -130,11 +130,11 @@ Test(runtime, bad_block_size_is_refused) {
         cr_assert_null(kiln_create(&desc), "block_size %zu accepted", bad[i]);
         char figure[64];
         snprintf(figure, sizeof figure, "block_size %zu is not a power of two", bad[i]);
-        cr_assert_eq(count_items_with(rec, "BLOCK_SIZE_INVALID", figure), 1, "block_size %zu:%s", bad[i],
+        cr_assert_eq(count_items_with(rec, KILN_LOGITEM_BLOCK_SIZE_INVALID, figure), 1, "block_size %zu:%s", bad[i],
                      recorded_summary(rec));
     }
-    cr_assert_eq(count_items(rec, "BLOCK_SIZE_INVALID"), n);
-    cr_assert_eq(count_items_at(rec, "BLOCK_SIZE_INVALID", KILN_LOG_ERROR), n);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_BLOCK_SIZE_INVALID), n);
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_BLOCK_SIZE_INVALID, KILN_LOG_ERROR), n);
     cr_assert_eq(recorded_count(rec), n, "log:%s", recorded_summary(rec));
     /* The edges that are fine: the page size and 1 GiB. */
     const size_t good[] = { 4096, (size_t)1 << 30 };
@@ -153,8 +153,8 @@ Test(runtime, memory_limit_below_a_block_is_refused) {
     kiln_desc desc = recording_desc(rec);
     desc.memory_limit = 1000;
     cr_assert_null(kiln_create(&desc));
-    cr_assert_eq(count_items(rec, "MEMORY_LIMIT_INVALID"), 1, "log:%s", recorded_summary(rec));
-    cr_assert_str_eq(last_item_text(rec, "MEMORY_LIMIT_INVALID"),
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_MEMORY_LIMIT_INVALID), 1, "log:%s", recorded_summary(rec));
+    cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_MEMORY_LIMIT_INVALID),
                      "MEMORY_LIMIT_INVALID: block pool: memory_limit 1000 is smaller than one block "
                      "(65536 bytes)");
     desc.memory_limit = BS - 1;
@@ -162,7 +162,7 @@ Test(runtime, memory_limit_below_a_block_is_refused) {
     desc.block_size = (size_t)1 << 20;
     desc.memory_limit = BS;   /* fine for 64 KiB blocks, not for 1 MiB ones */
     cr_assert_null(kiln_create(&desc));
-    cr_assert_eq(count_items(rec, "MEMORY_LIMIT_INVALID"), 3, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_MEMORY_LIMIT_INVALID), 3, "log:%s", recorded_summary(rec));
     desc.block_size = 0;
     desc.memory_limit = BS;   /* exactly one block: allowed */
     kiln_runtime *rt = kiln_create(&desc);
@@ -242,15 +242,18 @@ Test(runtime, api_errors_count_misuse) {
     cr_assert_not_null(kiln_frame_alloc(ctx, 1000, 8));                /* a warning, not misuse */
     kiln_frame_end(ctx);
 
-    const char *items[] = { "ARENA_BAD_ALIGN", "ARENA_BAD_MARK", "FRAME_END_WITHOUT_BEGIN",
-                            "FRAME_ALREADY_OPEN", "FRAME_NOT_DRIVER", "ARENA_IS_FRAME_ARENA",
-                            "STATS_NULL_OUT" };
+    const kiln_log_item items[] = {
+        KILN_LOGITEM_ARENA_BAD_ALIGN, KILN_LOGITEM_ARENA_BAD_MARK, KILN_LOGITEM_FRAME_END_WITHOUT_BEGIN,
+        KILN_LOGITEM_FRAME_ALREADY_OPEN, KILN_LOGITEM_FRAME_NOT_DRIVER, KILN_LOGITEM_ARENA_IS_FRAME_ARENA,
+        KILN_LOGITEM_STATS_NULL_OUT,
+    };
     size_t n = sizeof items / sizeof items[0];
     for (size_t i = 0; i < n; i++) {
-        cr_assert_eq(count_items(rec, items[i]), 1, "%s:%s", items[i], recorded_summary(rec));
-        cr_assert_eq(count_items_at(rec, items[i], KILN_LOG_ERROR), 1, "%s is an error", items[i]);
+        const char *name = kiln_log_item_name(items[i]);
+        cr_assert_eq(count_items(rec, items[i]), 1, "%s:%s", name, recorded_summary(rec));
+        cr_assert_eq(count_items_at(rec, items[i], KILN_LOG_ERROR), 1, "%s is an error", name);
     }
-    cr_assert_eq(count_items_at(rec, "FRAME_BUDGET_EXCEEDED", KILN_LOG_WARN), 1);
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED, KILN_LOG_WARN), 1);
     cr_assert_eq(runtime_stats(rt).api_errors, n);
 
     stderr_capture cap;
@@ -288,16 +291,16 @@ Test(runtime, destroy_reports_and_frees_live_objects) {
 
     kiln_destroy(rt);
 
-    cr_assert_eq(count_items(rec, "CONTEXT_STILL_ATTACHED"), 1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "CONTEXT_STILL_ATTACHED", "context 1 "), 1);
-    cr_assert_eq(count_items(rec, "ARENA_STILL_ALIVE"), 1, "the frame arena goes with its context:%s",
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_CONTEXT_STILL_ATTACHED), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_CONTEXT_STILL_ATTACHED, "context 1 "), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_STILL_ALIVE), 1, "the frame arena goes with its context:%s",
                  recorded_summary(rec));
     char figures[128];
     snprintf(figures, sizeof figures, "arena 'level' is still alive (%zu bytes in use)", used);
-    cr_assert_eq(count_items_with(rec, "ARENA_STILL_ALIVE", figures), 1, "want '%s':%s", figures,
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_STILL_ALIVE, figures), 1, "want '%s':%s", figures,
                  recorded_summary(rec));
-    cr_assert_eq(count_items_at(rec, "ARENA_STILL_ALIVE", KILN_LOG_WARN), 1);
-    cr_assert_eq(count_items(rec, "BLOCK_POOL_BLOCKS_LIVE"), 0, "everything was handed back first");
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_ARENA_STILL_ALIVE, KILN_LOG_WARN), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_BLOCK_POOL_BLOCKS_LIVE), 0, "everything was handed back first");
     cr_assert_eq(recorded_count(rec), 2, "log:%s", recorded_summary(rec));
     cr_assert(!range_is_mapped(p, 5000), "arena memory still mapped after destroy");
     cr_assert(!range_is_mapped(many, 1000), "arena memory still mapped after destroy");
@@ -328,7 +331,7 @@ Test(runtime, stats_arenas_lists_newest_first) {
 
     cr_assert_eq(kiln_stats_arenas(rt, NULL, 0), 4);
     cr_assert_eq(kiln_stats_arenas(rt, NULL, 5), 0, "out may be NULL only with cap 0");
-    cr_assert_eq(count_items_at(rec, "STATS_NULL_OUT", KILN_LOG_ERROR), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_STATS_NULL_OUT, KILN_LOG_ERROR), 1, "log:%s", recorded_summary(rec));
     kiln_arena_stats out[6];
     memset(out, 0xAB, sizeof out);
     cr_assert_eq(kiln_stats_arenas(rt, out, 6), 4);
@@ -463,7 +466,7 @@ Test(runtime, runtimes_are_independent) {
     cr_assert_eq(s2.blocks.blocks_in_use, 1);
     cr_assert_eq(s2.blocks.block_size, (size_t)128 << 10);
     kiln_destroy(one);   /* reports 'one' only */
-    cr_assert_eq(count_items_with(rec, "ARENA_STILL_ALIVE", "'one'"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_STILL_ALIVE, "'one'"), 1, "log:%s", recorded_summary(rec));
     cr_assert_not_null(kiln_arena_alloc(b, 100000, 8), "the other runtime is untouched");
     kiln_arena_destroy(b);
     kiln_destroy(two);
@@ -637,8 +640,8 @@ Test(runtime, destroy_frees_all_heap_memory) {
     size_t heap1 = heap_bytes_in_use();
     if (heap_accounting_exact())
         cr_assert_eq(heap1, heap0, "kiln_destroy left %zd heap bytes behind", (ssize_t)(heap1 - heap0));
-    cr_assert_eq(count_items(rec, "CONTEXT_STILL_ATTACHED"), 3, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items(rec, "ARENA_STILL_ALIVE"), 3);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_CONTEXT_STILL_ATTACHED), 3, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_STILL_ALIVE), 3);
     cr_assert_eq(recorded_count(rec), 6, "log:%s", recorded_summary(rec));
 }
 
@@ -668,7 +671,7 @@ typedef struct refused_desc {
 
 /* Each desc is refused (NULL) with exactly one ERROR item that names its figure, and
  * nothing else is logged. */
-static void assert_each_refused(const refused_desc *cases, size_t n, const char *item) {
+static void assert_each_refused(const refused_desc *cases, size_t n, kiln_log_item item) {
     for (size_t i = 0; i < n; i++) {
         cr_assert_null(kiln_create(&cases[i].desc), "accepted: %s", cases[i].figure);
         cr_assert_eq(count_items_with(rec, item, cases[i].figure), 1, "%s:%s", cases[i].figure,
@@ -689,7 +692,7 @@ Test(runtime, absurd_worker_count_is_refused) {
         snprintf(cases[i].figure, sizeof cases[i].figure,
                  "worker_count %u is more than the 63 workers", bad[i]);
     }
-    assert_each_refused(cases, 3, "WORKER_COUNT_INVALID");
+    assert_each_refused(cases, 3, KILN_LOGITEM_WORKER_COUNT_INVALID);
 }
 
 /* The worker table is the first allocation a runtime with workers makes beyond those of
@@ -707,7 +710,7 @@ Test(runtime, worker_table_failure_is_logged) {
     kiln_heap_fail_nth(0);
     cr_assert_null(rt);
     cr_assert_eq(kiln_heap_injected_failures(), injected + 1);
-    cr_assert_eq(count_items_with(rec, "RUNTIME_OUT_OF_MEMORY", "the table of 1 workers"), 1,
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_RUNTIME_OUT_OF_MEMORY, "the table of 1 workers"), 1,
                  "log:%s", recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
 }
@@ -723,7 +726,7 @@ Test(runtime, reserve_size_beyond_the_limit_is_refused) {
         cases[i].desc.reserve_size = bad[i];
         snprintf(cases[i].figure, sizeof cases[i].figure, "reserve_size %zu is more than", bad[i]);
     }
-    assert_each_refused(cases, 4, "RESERVE_SIZE_INVALID");
+    assert_each_refused(cases, 4, KILN_LOGITEM_RESERVE_SIZE_INVALID);
     /* The edge is fine, and so is a huge reserve_size under a memory_limit that cuts it. */
     kiln_desc desc = recording_desc(rec);
     desc.reserve_size = most;
@@ -748,9 +751,9 @@ Test(runtime, unknown_debug_bits_are_dropped_with_a_warning) {
     kiln_runtime *rt = kiln_create(&desc);
     cr_assert_not_null(rt, "log:%s", recorded_summary(rec));
     cr_assert_eq(kiln_runtime_desc(rt).debug, KILN_DEBUG_FILL);
-    cr_assert_eq(count_items_at(rec, "DEBUG_UNKNOWN_BITS", KILN_LOG_WARN), 1, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_DEBUG_UNKNOWN_BITS, KILN_LOG_WARN), 1, "log:%s",
                  recorded_summary(rec));
-    cr_assert_str_eq(last_item_text(rec, "DEBUG_UNKNOWN_BITS"),
+    cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_DEBUG_UNKNOWN_BITS),
                      "DEBUG_UNKNOWN_BITS: kiln_create: debug bits 0x10080 are not KILN_DEBUG_* "
                      "bits; ignored");
     cr_assert_eq(runtime_stats(rt).api_errors, 0, "a warning, not misuse");
@@ -775,11 +778,11 @@ Test(runtime, detached_context_is_reported_through_its_runtime) {
     cr_assert_str_eq(text, "", "stderr: %s", text);
     free(text);
     cr_assert_eq(frame, 0);
-    cr_assert_eq(count_items_at(rec, "CONTEXT_DETACHED", KILN_LOG_ERROR), 2, "log:%s",
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_CONTEXT_DETACHED, KILN_LOG_ERROR), 2, "log:%s",
                  recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "CONTEXT_DETACHED", "kiln_detach: context 1 has been detached"),
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_CONTEXT_DETACHED, "kiln_detach: context 1 has been detached"),
                  1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(count_items_with(rec, "CONTEXT_DETACHED", "kiln_frame_begin: context 1"), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_CONTEXT_DETACHED, "kiln_frame_begin: context 1"), 1);
     cr_assert_eq(runtime_stats(rt).api_errors, 2);
     /* The memory is reused by the next attach, which is a context again. */
     kiln_ctx *again = kiln_attach(rt);

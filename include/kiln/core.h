@@ -21,6 +21,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <kiln/log_items.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -41,9 +43,39 @@ typedef enum kiln_log_level {
 /* Receives one complete message per call, without a trailing newline. Every
  * message starts with a stable item name in capitals followed by ": " (for
  * example "ARENA_BAD_ALIGN: arena 'level': alignment 24 is not a power of two"),
- * so tools and tests can match the item and not the prose. May be called from
- * any thread at the same time; the callback must be thread-safe. */
+ * so tools and tests can match the item and not the prose (every item: kiln/log_items.h;
+ * desc.log_item receives its id). May be called from any thread at the same time; the
+ * callback must be thread-safe. */
 typedef void (*kiln_log_fn)(void *user, kiln_log_level level, const char *message);
+
+/* Log items: one constant per entry of KILN_LOG_ITEMS (kiln/log_items.h), in its order.
+ * KILN_LOGITEM_NONE (0) is no item: kiln never logs it, and a zeroed kiln_log_item
+ * reads as none. KILN_LOGITEM_COUNT is one past the last item. */
+#define KILN_LOGITEM_ENUM_(name, level, meaning) KILN_LOGITEM_##name,
+typedef enum kiln_log_item {
+    KILN_LOGITEM_NONE = 0,
+    KILN_LOG_ITEMS(KILN_LOGITEM_ENUM_)
+    KILN_LOGITEM_COUNT
+} kiln_log_item;
+#undef KILN_LOGITEM_ENUM_
+
+/* The name of an item as messages spell it ("ARENA_NULL" for KILN_LOGITEM_ARENA_NULL);
+ * NULL for KILN_LOGITEM_NONE and any value that is no item. Concurrency: any thread. */
+KILN_API const char *kiln_log_item_name(kiln_log_item item);
+
+/* The level an item is always logged at (its entry in KILN_LOG_ITEMS); KILN_LOG_DEBUG for
+ * KILN_LOGITEM_NONE and any value that is no item (kiln_log_item_name tells those by
+ * NULL). Concurrency: any thread. */
+KILN_API kiln_log_level kiln_log_item_level(kiln_log_item item);
+
+/* desc.log_item: receives every message of the runtime with its item, user being
+ * desc.log_user. Level and text ("ITEM: details") are the ones desc.log receives; it is
+ * called right after desc.log (or after the stderr default when desc.log is NULL) and
+ * before desc.error_hook, on the same thread. A message that names no runtime (a NULL or
+ * invalid object: it goes to stderr) reaches no log_item. May be called from any thread
+ * at the same time; the callback must be thread-safe. */
+typedef void (*kiln_log_item_fn)(void *user, kiln_log_level level, kiln_log_item item,
+                                 const char *message);
 
 /* Debug bits for kiln_desc.debug: the debug and safety layer of the allocators.
  * - Each part has its own bit; the bits combine freely.
@@ -137,7 +169,7 @@ typedef struct kiln_desc {
     uint32_t    debug;         /* KILN_DEBUG_* bits; 0: none. Other bits are dropped, with
                                   one DEBUG_UNKNOWN_BITS warning at create */
     kiln_log_fn log;           /* NULL: one line per message on stderr ("kiln warn: ...") */
-    void       *log_user;      /* passed to log unchanged */
+    void       *log_user;      /* passed to log and log_item unchanged */
     size_t      reserve_size;  /* bytes asked of the OS per reservation, rounded up to whole
                                   blocks; at most 2^24 - 1 blocks and 128 TiB (the user address
                                   space; RESERVE_SIZE_INVALID beyond); 0: 64 blocks (4 MiB with
@@ -146,6 +178,8 @@ typedef struct kiln_desc {
                                   per allocator whose guards each kiln_frame_end checks; 0: 64 */
     kiln_error_hook_fn error_hook;  /* NULL: none; see kiln_error_hook_fn */
     void       *error_hook_user;    /* passed to error_hook unchanged */
+    kiln_log_item_fn log_item;      /* NULL: none. Every message, with its item's id, besides
+                                       log (which keeps its default); see kiln_log_item_fn */
 } kiln_desc;
 
 /* Creates a runtime. NULL on failure, with the reason logged as one ERROR (through

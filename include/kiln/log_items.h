@@ -1,0 +1,132 @@
+/* kiln/log_items.h — every item kiln logs, in one list: its name, the level it is
+ * logged at, and one line on what it means. kiln/core.h makes the kiln_log_item enum,
+ * kiln_log_item_name and kiln_log_item_level from it.
+ *
+ * Each message reads "NAME: details". The names are stable: match them (or the enum
+ * constants KILN_LOGITEM_<NAME>), never the details. The enum's numbers follow the order
+ * of this list, which may change between versions; store names, not numbers.
+ *
+ * The list is an X-macro: KILN_LOG_ITEMS(X) expands X(name, level, meaning) once per
+ * item, level being DEBUG, INFO, WARN or ERROR (KILN_LOG_<level>). For example, a table
+ * of meanings: #define MEANING(name, level, text) text, then
+ * const char *meanings[] = { KILN_LOG_ITEMS(MEANING) };
+ *
+ * Every ERROR also reaches desc.error_hook. A refused call (bad input, misuse) is an
+ * ERROR counted in kiln_stats.api_errors when the object names its runtime. */
+#ifndef KILN_LOG_ITEMS_H
+#define KILN_LOG_ITEMS_H
+
+#define KILN_LOG_ITEMS(X) \
+    /* ---- creation: kiln_create's desc and resources ---- */ \
+    X(BLOCK_SIZE_INVALID, ERROR, "desc.block_size is not a power of two from the page size to 1 GiB") \
+    X(MEMORY_LIMIT_INVALID, ERROR, "desc.memory_limit is smaller than one block") \
+    X(RESERVE_SIZE_INVALID, ERROR, "desc.reserve_size is more than one reservation may be") \
+    X(WORKER_COUNT_INVALID, ERROR, "desc.worker_count is above KILN_MAX_WORKERS") \
+    X(DEBUG_UNKNOWN_BITS, WARN, "desc.debug has bits that are no KILN_DEBUG_* bit; they are dropped") \
+    X(DEBUG_GUARD_PAGES_OFF, WARN, "KILN_DEBUG_GUARD_PAGES needs blocks of two pages or more; it is switched off") \
+    X(RUNTIME_OUT_OF_MEMORY, ERROR, "no heap memory for the runtime, its worker table or the block pool's address map") \
+    X(WORKER_START_FAILED, ERROR, "a worker thread could not start") \
+    /* ---- the runtime argument ---- */ \
+    X(RUNTIME_NULL, ERROR, "the runtime argument is NULL") \
+    X(RUNTIME_INVALID, ERROR, "the runtime argument is not a live runtime") \
+    /* ---- the block pool: memory from the OS ---- */ \
+    X(BLOCK_POOL_OUT_OF_MEMORY, ERROR, "no heap memory for the record and address map of a new reservation") \
+    X(MEMORY_LIMIT_REACHED, ERROR, "a reservation or a large mapping would cross desc.memory_limit") \
+    X(BLOCK_COUNT_LIMIT, ERROR, "the block pool holds as many blocks as its free list can count") \
+    X(OS_MAP_FAILED, ERROR, "the OS refused a mapping") \
+    X(BLOCK_POOL_BLOCKS_LIVE, WARN, "blocks are still in use when the block pool is destroyed; they are unmapped") \
+    /* ---- contexts ---- */ \
+    X(CONTEXT_NULL, ERROR, "the context argument is NULL") \
+    X(CONTEXT_INVALID, ERROR, "the context argument is not a kiln context") \
+    X(CONTEXT_DETACHED, ERROR, "the context has been detached") \
+    X(CONTEXT_IS_WORKER, ERROR, "kiln_detach of a worker's context (kiln_destroy detaches it)") \
+    X(CONTEXT_INSIDE_JOB, ERROR, "kiln_detach from inside a job running on the context") \
+    X(CONTEXT_OUT_OF_MEMORY, ERROR, "no heap memory for a context") \
+    X(CONTEXT_TOO_MANY, ERROR, "every job queue slot is in use; no more contexts") \
+    X(CONTEXT_STILL_ATTACHED, WARN, "kiln_destroy found a context still attached; it detaches it") \
+    /* ---- the frame clock ---- */ \
+    X(FRAME_NOT_DRIVER, ERROR, "a frame clock call from a context that does not drive the clock") \
+    X(FRAME_ALREADY_OPEN, ERROR, "kiln_frame_begin while the frame is open") \
+    X(FRAME_END_WITHOUT_BEGIN, ERROR, "kiln_frame_end while no frame is open") \
+    X(FRAME_WORKER_CONTEXT, ERROR, "a frame clock call with a worker's context") \
+    X(FRAME_INSIDE_JOB, ERROR, "a frame clock call from inside a job") \
+    X(FRAME_BUDGET_EXCEEDED, WARN, "a frame arena used more than desc.frame_budget in one frame") \
+    /* ---- arenas ---- */ \
+    X(ARENA_NULL, ERROR, "the arena argument is NULL") \
+    X(ARENA_DESTROYED, ERROR, "a call on an arena that was destroyed") \
+    X(ARENA_BAD_ALIGN, ERROR, "an arena allocation's alignment is not a power of two up to the arena's largest") \
+    X(ARENA_SIZE_OVERFLOW, ERROR, "an arena allocation's size cannot be represented") \
+    X(ARENA_BAD_MARK, ERROR, "kiln_arena_release with a mark of another arena, from before a reset, or released past") \
+    X(ARENA_IS_FRAME_ARENA, ERROR, "kiln_arena_destroy of a context's frame arena (it goes with kiln_detach)") \
+    X(ARENA_WORKER_FRAME_RESET, ERROR, "kiln_arena_reset of a worker's frame arena (kiln_frame_end resets it)") \
+    X(ARENA_DRIVER_FRAME_RESET, ERROR, "kiln_arena_reset of the driver's frame arena while its frame is open") \
+    X(ARENA_RESET_INSIDE_JOB, ERROR, "kiln_arena_reset of a frame arena from inside a job running on its thread") \
+    X(ARENA_WRONG_THREAD, ERROR, "KILN_DEBUG_OWNERSHIP: an arena used from a thread that does not own it") \
+    X(ARENA_GUARD_DAMAGED, ERROR, "KILN_DEBUG_GUARDS: a guard byte of an arena allocation was overwritten") \
+    X(ARENA_LEAK_SITE, WARN, "KILN_DEBUG_SITES: allocations of one site still live in an arena being destroyed") \
+    X(ARENA_LEAK_SUMMARY, WARN, "KILN_DEBUG_SITES: the live allocations of the sites ARENA_LEAK_SITE did not list") \
+    X(ARENA_OUT_OF_MEMORY, ERROR, "no heap memory for an arena's record") \
+    X(ARENA_STILL_ALIVE, WARN, "kiln_destroy found an arena still alive; it destroys it") \
+    /* ---- pools ---- */ \
+    X(POOL_NULL, ERROR, "the pool argument is NULL") \
+    X(POOL_NULL_DESC, ERROR, "kiln_pool_create with a NULL desc") \
+    X(POOL_BAD_SIZE, ERROR, "a pool's object size is 0, above a quarter block, or leaves no object in a block") \
+    X(POOL_BAD_ALIGN, ERROR, "a pool's alignment is not a power of two up to KILN_POOL_MAX_ALIGN") \
+    X(POOL_BAD_FLAGS, ERROR, "a pool's flags have bits that are no KILN_POOL_* flag") \
+    X(POOL_BAD_MAGAZINE_SIZE, ERROR, "a pool's magazine_size is not from 2 to KILN_POOL_MAX_MAGAZINE") \
+    X(POOL_TOO_MANY, ERROR, "every pool slot of the runtime is in use") \
+    X(POOL_OUT_OF_MEMORY, ERROR, "no heap memory for a pool") \
+    X(POOL_DESTROYED, ERROR, "a call on a pool that was destroyed") \
+    X(POOL_WRONG_RUNTIME, ERROR, "a pool used with a context of another runtime") \
+    X(POOL_CAPACITY_REACHED, WARN, "a pool's whole capacity is live or cached; its alloc returns NULL") \
+    X(POOL_FREE_NO_MAGAZINE, ERROR, "no heap memory for a cache magazine on a free; the object stays unusable") \
+    X(POOL_FOREIGN_POINTER, ERROR, "kiln_pool_free of a pointer that is no object of the pool") \
+    X(POOL_DOUBLE_FREE, ERROR, "kiln_pool_free of an object that is not live (checked pools)") \
+    X(POOL_INTERIOR_POINTER, ERROR, "kiln_pool_free of a pointer into an object, not at its start (checked pools)") \
+    X(POOL_GUARD_DAMAGED, ERROR, "KILN_DEBUG_GUARDS: a guard byte of a pool object was overwritten") \
+    X(POOL_LEAK_SITE, WARN, "KILN_DEBUG_SITES: objects of one site still live in a pool being destroyed") \
+    X(POOL_LEAK_SUMMARY, WARN, "KILN_DEBUG_SITES: the live objects of the sites POOL_LEAK_SITE did not list") \
+    X(POOL_OBJECTS_LIVE, WARN, "kiln_pool_destroy of a pool with live objects; their memory is returned") \
+    X(POOL_STILL_ALIVE, WARN, "kiln_destroy found a pool still alive; it destroys it") \
+    /* ---- handle tables ---- */ \
+    X(HANDLES_NULL, ERROR, "the handle table argument is NULL") \
+    X(HANDLES_NULL_DESC, ERROR, "kiln_handles_create with a NULL desc") \
+    X(HANDLES_BAD_ITEM_SIZE, ERROR, "a table's item_size is not from 1 byte to 1 MiB") \
+    X(HANDLES_BAD_ALIGN, ERROR, "a table's item_align is not a power of two up to 4096") \
+    X(HANDLES_BAD_CAPACITY, ERROR, "a table's capacity is above KILN_HANDLES_MAX_CAPACITY") \
+    X(HANDLES_TOO_MANY, ERROR, "every handle table slot of the runtime is in use") \
+    X(HANDLES_OUT_OF_MEMORY, ERROR, "no heap memory for a handle table or its allocation-site array") \
+    X(HANDLES_DESTROYED, ERROR, "a call on a handle table that was destroyed") \
+    X(HANDLES_WRONG_RUNTIME, ERROR, "a handle table used with a context of another runtime") \
+    X(HANDLES_FULL, WARN, "a handle table has no free slot; its alloc returns the zero handle") \
+    X(HANDLES_RECLAIM_STALLED, WARN, "an attached thread passed no quiescent point for many frames; freed slots wait") \
+    X(HANDLES_ITEMS_LIVE, WARN, "kiln_handles_destroy of a table with live items; their memory is returned") \
+    X(HANDLES_STILL_ALIVE, WARN, "kiln_destroy found a handle table still alive; it destroys it") \
+    X(HANDLES_LEAK_SITE, WARN, "KILN_DEBUG_SITES: items of one site still live in a table being destroyed") \
+    X(HANDLES_LEAK_SUMMARY, WARN, "KILN_DEBUG_SITES: the live items of the sites HANDLES_LEAK_SITE did not list") \
+    X(HANDLE_NULL, ERROR, "kiln_handle_free of the zero handle") \
+    X(HANDLE_FOREIGN, ERROR, "kiln_handle_free of a handle this table never handed out") \
+    X(HANDLE_DOUBLE_FREE, ERROR, "kiln_handle_free of a stale handle: freed already") \
+    /* ---- jobs ---- */ \
+    X(JOB_NULL_FN, ERROR, "a job (or kiln_parallel_for) with a NULL fn") \
+    X(JOB_NULL_JOBS, ERROR, "kiln_run with a NULL jobs array") \
+    X(JOB_COUNT_ZERO, ERROR, "kiln_run with a count of 0") \
+    X(JOB_BAD_PRIORITY, ERROR, "kiln_run_ex with a priority that is no kiln_priority") \
+    X(JOB_BAD_PIN, ERROR, "kiln_run_ex pinned to a context it cannot run on") \
+    X(JOB_PIN_DETACHING, ERROR, "kiln_run_ex pinned to a context that is detaching") \
+    X(JOB_WAIT_NULL_COUNTER, ERROR, "kiln_wait with a NULL counter") \
+    X(JOB_BACKGROUND_FRAME_ALLOC, ERROR, "a background job asked for frame memory") \
+    X(JOB_OUT_OF_MEMORY, ERROR, "no heap memory for job deques or a queue of pinned jobs; the caller runs the jobs") \
+    X(COUNTER_SHARED, WARN, "a run adds to a counter another context's run still holds; both finish together") \
+    /* ---- statistics and tracing ---- */ \
+    X(STATS_NULL_OUT, ERROR, "a statistics call with a NULL out") \
+    X(STATS_OUT_OF_MEMORY, ERROR, "no heap memory to copy the figures") \
+    X(TRACE_NULL_FILE, ERROR, "kiln_trace_write_file with a NULL file") \
+    X(TRACE_NULL_PATH, ERROR, "kiln_trace_write with a NULL path") \
+    X(TRACE_WRITE_FAILED, ERROR, "writing the trace failed (open, write or close)") \
+    X(TRACE_OUT_OF_MEMORY, ERROR, "no heap memory for a context's trace ring; its events are counted as dropped") \
+    /* ---- the debug layer ---- */ \
+    X(DEBUG_GUARD_PAGE_FAILED, WARN, "KILN_DEBUG_GUARD_PAGES: the OS refused to protect a guard page") \
+    X(SITES_OUT_OF_MEMORY, ERROR, "KILN_DEBUG_SITES: no heap memory to group live objects by site")
+
+#endif /* KILN_LOG_ITEMS_H */
