@@ -100,8 +100,6 @@ struct kiln_pool {
                                            so no object handed out runs past the slots */
     kiln_log_sink       log;
     char                name[48];
-    void               *owner;          /* the runtime (runtime/ sets it after init) */
-    struct kiln_pool   *dead_next;      /* the runtime's list of destroyed pools */
 
     /* The pool's object blocks, direct-mapped by block number, so that a free usually
      * proves ownership with one load of the pool's own memory instead of the address map

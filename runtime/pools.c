@@ -28,11 +28,12 @@ kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
      * stays a destroyed pool even after its slot serves a new one. */
     int slot;
     KILN_REGISTRY_FREE_SLOT(slot, rt->pools, KILN_MAX_POOLS);
-    kiln_pool *pool = NULL;
+    kiln_pool_record *record = NULL;
     if (slot >= 0) {
-        pool = kiln_heap_aligned(KILN_CACHE_LINE, sizeof *pool);
-        if (pool) memset(pool, 0, sizeof *pool);
+        record = kiln_heap_aligned(KILN_CACHE_LINE, sizeof *record);
+        if (record) memset(record, 0, sizeof *record);
     }
+    kiln_pool *pool = record ? &record->pool : NULL;
     kiln_pool_config config = {
         .blocks = &rt->blocks,
         .desc = *desc,
@@ -45,11 +46,11 @@ kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
     };
     bool made = pool && kiln_pool_init(pool, &config);
     if (made) {
-        pool->owner = rt;
+        record->rt = rt;
         rt->pools[slot] = pool;
         rt->pool_count++;
     } else {
-        kiln_heap_free(pool);
+        kiln_heap_free(record);
     }
     pthread_mutex_unlock(&rt->registry_lock);
     if (slot < 0)
@@ -70,7 +71,7 @@ static void tally_contexts(kiln_runtime *rt, kiln_pool *pool, kiln_pool_tally *t
 
 void kiln_pool_destroy(kiln_pool *pool) {
     if (!pool) return;
-    kiln_runtime *rt = pool->owner;
+    kiln_runtime *rt = kiln_pool_record_of(pool)->rt;
     if (kiln_load_relaxed(&pool->serial) == 0) {
         kiln_log_misuse(&rt->log, KILN_LOGITEM_POOL_DESTROYED,
                         "kiln_pool_destroy: pool '%s' was destroyed already", pool->name);
@@ -97,7 +98,7 @@ void kiln_pool_destroy(kiln_pool *pool) {
      * handle falls into the slow path and is refused. */
     rt->pools[pool->index] = NULL;
     pool->index = KILN_MAX_POOLS;
-    KILN_DEAD_LIST_PUSH(rt->dead_pools, pool, dead_next);
+    KILN_DEAD_LIST_PUSH(rt->dead_pools, kiln_pool_record_of(pool), dead_next);
     rt->pool_count--;
     pthread_mutex_unlock(&rt->registry_lock);
 }
@@ -108,7 +109,7 @@ void kiln_pool_destroy(kiln_pool *pool) {
  * one's cache would strand the objects it takes) or one of another runtime (its cache
  * would move objects into that runtime's pool at the same index). */
 static KILN_COLD bool ctx_may_bind(const kiln_ctx *ctx, kiln_pool *pool, const char *function) {
-    return kiln_ctx_may_use(ctx, pool->owner, &pool->log, KILN_LOGITEM_POOL_WRONG_RUNTIME, function, "pool",
+    return kiln_ctx_may_use(ctx, kiln_pool_record_of(pool)->rt, &pool->log, KILN_LOGITEM_POOL_WRONG_RUNTIME, function, "pool",
                             pool->name);
 }
 
@@ -205,7 +206,7 @@ size_t kiln_stats_pools(kiln_runtime *rt, kiln_pool_stats *out, size_t cap) {
 bool kiln_pool_stats_get(kiln_pool *pool, kiln_pool_stats *out) {
     if (!kiln_stats_args_ok(pool ? &pool->log : NULL, pool, KILN_LOGITEM_POOL_NULL, "the pool", out, sizeof *out, "kiln_pool_stats_get"))
         return false;
-    kiln_runtime *rt = pool->owner;
+    kiln_runtime *rt = kiln_pool_record_of(pool)->rt;
     pthread_mutex_lock(&rt->registry_lock);
     kiln_pool_tally tally;
     tally_contexts(rt, pool, &tally);
@@ -224,5 +225,5 @@ void kiln_runtime_pools_fini(kiln_runtime *rt) {
             kiln_pool_destroy(pool);   /* moves it to the dead list */
         }
     }
-    KILN_DEAD_LIST_FREE(kiln_pool, rt->dead_pools, dead_next);
+    KILN_DEAD_LIST_FREE(kiln_pool_record, rt->dead_pools, dead_next);
 }

@@ -1,5 +1,5 @@
 /* runtime/types.h — every struct runtime/ files share, in one place: the runtime, its
- * contexts, the arena records, the per-frame history and the tracer, with who writes
+ * contexts, the arena and pool records, the per-frame history and the tracer, with who writes
  * each field and under which lock. Functions live in the header of the file that
  * defines them (the protocols of the history and the tracer too); the only code here
  * is one inline cast. Never installed. */
@@ -137,6 +137,20 @@ static inline kiln_arena_record *kiln_arena_record_of(const kiln_arena *arena) {
     return (kiln_arena_record *)arena;
 }
 
+/* A pool of a runtime: the pool (alloc/pool.h) first, so that the public kiln_pool
+ * pointer is the record's own, then its runtime. Never reused: a destroyed pool's record
+ * waits on rt->dead_pools until kiln_destroy. */
+typedef struct kiln_pool_record {
+    kiln_pool                pool;       /* first: see kiln_pool_record_of */
+    kiln_runtime            *rt;         /* read-only while the record lives */
+    struct kiln_pool_record *dead_next;  /* rt->dead_pools once destroyed; registry_lock */
+} kiln_pool_record;
+
+/* The record of a pool of a runtime (every kiln_pool a caller holds is one). */
+static inline kiln_pool_record *kiln_pool_record_of(const kiln_pool *pool) {
+    return (kiln_pool_record *)pool;
+}
+
 struct kiln_runtime {
     kiln_block_pool  blocks;        /* the global block pool every allocator takes from;
                                        first: cache-line aligned */
@@ -166,7 +180,7 @@ struct kiln_runtime {
     uint32_t         workers_started;
     kiln_job_system  jobs;
     kiln_pool       *pools[KILN_MAX_POOLS];  /* live pools by slot */
-    kiln_pool       *dead_pools;    /* destroyed pools, kept (figures, refusals) until destroy */
+    kiln_pool_record *dead_pools;   /* destroyed pools, kept (figures, refusals) until destroy */
     uint32_t         pool_count;    /* live pools */
     uint64_t         pool_serial;   /* last serial handed out; never reused */
 
