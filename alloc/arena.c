@@ -367,29 +367,13 @@ void kiln_arena_refuse_destroyed(const kiln_arena *arena, const char *what) {
                     what, arena->is_frame ? " (a frame arena: its context detached)" : "");
 }
 
-static KILN_COLD void *refuse_null_arena(const char *function) {
-    kiln_log_misuse(NULL, KILN_LOGITEM_ARENA_NULL, "%s: arena is NULL", function);
-    return NULL;
-}
-
-void *kiln_arena_alloc(kiln_arena *arena, size_t size, size_t align) {
-    if (kiln_unlikely(!arena)) return refuse_null_arena("kiln_arena_alloc");
-    return kiln_arena_bump(arena, size, align);
-}
-
-void *kiln_arena_alloc_at(kiln_arena *arena, size_t size, size_t align, const char *file,
-                          int line) {
-    if (kiln_unlikely(!arena)) return refuse_null_arena("kiln_arena_alloc_at");
+void *kiln_arena_alloc_site(kiln_arena *arena, size_t size, size_t align, kiln_debug_site site) {
     if (kiln_likely(!(arena->debug & KILN_ARENA_SLOW_BITS)))
         return kiln_arena_bump(arena, size, align);
-    return alloc_slow_at(arena, size, align, (kiln_debug_site){ file, line });
+    return alloc_slow_at(arena, size, align, site);
 }
 
-kiln_mark kiln_arena_mark(kiln_arena *arena) {
-    if (!arena) {
-        kiln_log_misuse(NULL, KILN_LOGITEM_ARENA_NULL, "kiln_arena_mark: arena is NULL");
-        return (kiln_mark){ { 0, 0 } };
-    }
+kiln_mark kiln_arena_take_mark(kiln_arena *arena) {
     if (!kiln_arena_live(arena, "kiln_arena_mark")) return (kiln_mark){ { 0, 0 } };
     if (kiln_unlikely(arena->debug & KILN_DEBUG_OWNERSHIP))
         arena->hooks->use(arena, "kiln_arena_mark");
@@ -452,11 +436,7 @@ static uintptr_t chain_in_use_end(const kiln_arena *arena, const kiln_arena_bloc
     return 0;
 }
 
-void kiln_arena_release(kiln_arena *arena, kiln_mark mark) {
-    if (!arena) {
-        kiln_log_misuse(NULL, KILN_LOGITEM_ARENA_NULL, "kiln_arena_release: arena is NULL");
-        return;
-    }
+void kiln_arena_release_to(kiln_arena *arena, kiln_mark mark) {
     if (!kiln_arena_live(arena, "kiln_arena_release")) return;
     if (kiln_unlikely(arena->debug & KILN_DEBUG_OWNERSHIP))
         arena->hooks->use(arena, "kiln_arena_release");

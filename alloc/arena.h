@@ -187,6 +187,16 @@ static inline void *kiln_arena_bump(kiln_arena *arena, size_t size, size_t align
     return (void *)start;
 }
 
+/* The allocator's entry points behind kiln_arena_alloc_at, kiln_arena_mark and
+ * kiln_arena_release (runtime/arenas.c checks for NULL first): the allocation with its
+ * caller's site, taking a mark, and releasing to one, with every other check of those
+ * calls (a destroyed arena, the mark's validity, KILN_DEBUG_OWNERSHIP) and their log
+ * items. Owner thread only. */
+KILN_INTERNAL void *kiln_arena_alloc_site(kiln_arena *arena, size_t size, size_t align,
+                                          kiln_debug_site site);
+KILN_INTERNAL kiln_mark kiln_arena_take_mark(kiln_arena *arena);
+KILN_INTERNAL void kiln_arena_release_to(kiln_arena *arena, kiln_mark mark);
+
 /* Frees everything, keeping blocks by the keep policy (kiln_arena_reset's work; the
  * runtime wraps it). Owner thread only. */
 KILN_INTERNAL void kiln_arena_reset_all(kiln_arena *arena);

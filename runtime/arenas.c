@@ -120,6 +120,11 @@ void kiln_runtime_arena_delete(kiln_runtime *rt, kiln_arena *arena) {
     arena_bury(rt, record);
 }
 
+static KILN_COLD void *refuse_null_arena(const char *function) {
+    kiln_log_misuse(NULL, KILN_LOGITEM_ARENA_NULL, "%s: arena is NULL", function);
+    return NULL;
+}
+
 kiln_arena *kiln_arena_create(kiln_runtime *rt, const char *name) {
     if (!kiln_runtime_check(rt, "kiln_arena_create")) return NULL;
     return kiln_runtime_arena_new(rt, name, NULL);
@@ -174,9 +179,36 @@ static bool frame_reset_allowed(const kiln_arena *arena, const kiln_ctx *owner) 
     return false;
 }
 
+void *kiln_arena_alloc(kiln_arena *arena, size_t size, size_t align) {
+    if (kiln_unlikely(!arena)) return refuse_null_arena("kiln_arena_alloc");
+    return kiln_arena_bump(arena, size, align);
+}
+
+void *kiln_arena_alloc_at(kiln_arena *arena, size_t size, size_t align, const char *file,
+                          int line) {
+    if (kiln_unlikely(!arena)) return refuse_null_arena("kiln_arena_alloc_at");
+    return kiln_arena_alloc_site(arena, size, align, (kiln_debug_site){ file, line });
+}
+
+kiln_mark kiln_arena_mark(kiln_arena *arena) {
+    if (!arena) {
+        refuse_null_arena("kiln_arena_mark");
+        return (kiln_mark){ { 0, 0 } };
+    }
+    return kiln_arena_take_mark(arena);
+}
+
+void kiln_arena_release(kiln_arena *arena, kiln_mark mark) {
+    if (!arena) {
+        refuse_null_arena("kiln_arena_release");
+        return;
+    }
+    kiln_arena_release_to(arena, mark);
+}
+
 void kiln_arena_reset(kiln_arena *arena) {
     if (!arena) {
-        kiln_log_misuse(NULL, KILN_LOGITEM_ARENA_NULL, "kiln_arena_reset: arena is NULL");
+        refuse_null_arena("kiln_arena_reset");
         return;
     }
     if (!kiln_arena_live(arena, "kiln_arena_reset")) return;
@@ -226,5 +258,5 @@ void *kiln_frame_alloc(kiln_ctx *ctx, size_t size, size_t align) {
 
 void *kiln_frame_alloc_at(kiln_ctx *ctx, size_t size, size_t align, const char *file, int line) {
     if (kiln_unlikely(!frame_alloc_ok(ctx))) return refuse_frame_alloc(ctx, "kiln_frame_alloc_at");
-    return kiln_arena_alloc_at(ctx->frame_arena, size, align, file, line);
+    return kiln_arena_alloc_site(ctx->frame_arena, size, align, (kiln_debug_site){ file, line });
 }
