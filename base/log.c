@@ -28,6 +28,11 @@ void kiln_log_stderr(void *user, kiln_log_level level, const char *message) {
     (void)written;
 }
 
+/* How deep this thread is in the sink's callbacks: 0 outside them. This thread's own. */
+static _Thread_local unsigned callback_depth;
+
+bool kiln_log_in_callback(void) { return callback_depth != 0; }
+
 static void deliver(const kiln_log_sink *sink, kiln_log_item item, const char *fmt,
                     va_list args) {
     const char *name = kiln_log_item_name(item);
@@ -36,12 +41,14 @@ static void deliver(const kiln_log_sink *sink, kiln_log_item item, const char *f
     int head = snprintf(message, sizeof message, "%s: ", name ? name : "UNKNOWN_ITEM");
     if (head < 0 || (size_t)head >= sizeof message) return;
     vsnprintf(message + head, sizeof message - (size_t)head, fmt, args);
+    callback_depth++;
     if (sink && sink->fn) sink->fn(sink->user, level, message);
     else kiln_log_stderr(NULL, level, message);
     if (sink && sink->item_fn) sink->item_fn(sink->user, level, item, message);
     /* After the log: a hook that stops in the debugger finds the message delivered. */
     if (level == KILN_LOG_ERROR && sink && sink->error_hook)
         sink->error_hook(sink->error_hook_user, message);
+    callback_depth--;
 }
 
 void kiln_log(const kiln_log_sink *sink, kiln_log_item item, const char *fmt, ...) {

@@ -27,6 +27,10 @@ KILN_INTERNAL void kiln_log_stderr(void *user, kiln_log_level level, const char 
 KILN_INTERNAL KILN_COLD KILN_PRINTF(3, 4)
 void kiln_log(const kiln_log_sink *sink, kiln_log_item item, const char *fmt, ...);
 
+/* Whether the calling thread is inside one of a sink's callbacks (fn, item_fn,
+ * error_hook), which kiln may call while it holds its registry. This thread's. */
+KILN_INTERNAL bool kiln_log_in_callback(void);
+
 /* A refused call (bad argument, misuse): logged as kiln_log does (its items are ERRORs)
  * and counted in *misuse. */
 KILN_INTERNAL KILN_COLD KILN_PRINTF(3, 4)

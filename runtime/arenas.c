@@ -127,6 +127,7 @@ static KILN_COLD void *refuse_null_arena(const char *function) {
 
 kiln_arena *kiln_arena_create(kiln_runtime *rt, const char *name) {
     if (!kiln_runtime_check(rt, "kiln_arena_create")) return NULL;
+    if (!kiln_outside_log_callback(&rt->log, "kiln_arena_create")) return NULL;
     return kiln_runtime_arena_new(rt, name, NULL);
 }
 
@@ -134,6 +135,7 @@ void kiln_arena_destroy(kiln_arena *arena) {
     if (!arena) return;
     kiln_arena_record *record = kiln_arena_record_of(arena);
     kiln_runtime *rt = record->rt;
+    if (!kiln_outside_log_callback(&rt->log, "kiln_arena_destroy")) return;
     /* The check and the unregistering under one lock: of two destroys racing on one
      * arena, exactly one goes ahead. */
     pthread_mutex_lock(&rt->registry_lock);

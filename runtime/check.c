@@ -76,3 +76,13 @@ bool kiln_ctx_check(const kiln_ctx *ctx, const char *function) {
     refuse_ctx(ctx, function);
     return false;
 }
+
+bool kiln_outside_log_callback(const kiln_log_sink *log, const char *function) {
+    if (kiln_likely(!kiln_log_in_callback())) return true;
+    kiln_log_sink to_stderr = { .misuse = log ? log->misuse : NULL };
+    kiln_log_misuse(&to_stderr, KILN_LOGITEM_LOG_CALLBACK_CALL,
+                    "%s: called from inside a log callback, which may run while kiln changes "
+                    "what this call changes; refused (a log callback may read figures only)",
+                    function);
+    return false;
+}

@@ -53,4 +53,11 @@ KILN_INTERNAL bool kiln_ctx_may_use(const kiln_ctx *ctx, const kiln_runtime *own
                                     const kiln_log_sink *log, kiln_log_item wrong_runtime_item,
                                     const char *function, const char *kind, const char *name);
 
+/* Whether the calling thread is outside every log callback: a call that creates,
+ * destroys, attaches, detaches or drives the frame clock is refused inside one
+ * (LOG_CALLBACK_CALL on stderr only, never back into the callbacks; counted through
+ * log, which may be NULL), for kiln may be in the middle of changing what that call
+ * changes. Any thread. */
+KILN_INTERNAL bool kiln_outside_log_callback(const kiln_log_sink *log, const char *function);
+
 #endif /* KILN_RUNTIME_CHECK_H */

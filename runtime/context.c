@@ -84,6 +84,7 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
 
 kiln_ctx *kiln_attach(kiln_runtime *rt) {
     if (!kiln_runtime_check(rt, "kiln_attach")) return NULL;
+    if (!kiln_outside_log_callback(&rt->log, "kiln_attach")) return NULL;
     return kiln_context_new(rt, false);
 }
 
@@ -129,6 +130,7 @@ static void context_release(kiln_ctx *ctx) {
 void kiln_detach(kiln_ctx *ctx) {
     if (!ctx) return;
     if (!kiln_ctx_check(ctx, "kiln_detach")) return;
+    if (!kiln_outside_log_callback(&ctx->rt->log, "kiln_detach")) return;
     if (ctx->is_worker) {
         kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_CONTEXT_IS_WORKER,
                         "kiln_detach: context %u belongs to a worker; kiln_destroy detaches it",

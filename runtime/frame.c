@@ -39,6 +39,7 @@ uint64_t kiln_frame_begin(kiln_ctx *ctx) {
     if (!kiln_ctx_check(ctx, "kiln_frame_begin")) return 0;
     kiln_runtime *rt = ctx->rt;
     uint64_t frame = kiln_load_relaxed(&rt->frame);
+    if (!kiln_outside_log_callback(&rt->log, "kiln_frame_begin")) return frame;
     if (!clock_call_allowed(ctx, "kiln_frame_begin")) return frame;
     if (!is_driver(rt, ctx)) {
         kiln_log_misuse(&rt->log, KILN_LOGITEM_FRAME_NOT_DRIVER,
@@ -64,6 +65,7 @@ uint64_t kiln_frame_begin(kiln_ctx *ctx) {
 void kiln_frame_end(kiln_ctx *ctx) {
     if (!kiln_ctx_check(ctx, "kiln_frame_end")) return;
     kiln_runtime *rt = ctx->rt;
+    if (!kiln_outside_log_callback(&rt->log, "kiln_frame_end")) return;
     if (!clock_call_allowed(ctx, "kiln_frame_end")) return;
     /* No claim here: only kiln_frame_begin makes a context the driver. */
     kiln_ctx *driver = kiln_load_relaxed(&rt->driver);

@@ -19,6 +19,7 @@ _Static_assert(offsetof(struct kiln_handles, core) == 0,
 
 kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *desc) {
     if (!kiln_runtime_check(rt, "kiln_handles_create")) return NULL;
+    if (!kiln_outside_log_callback(&rt->log, "kiln_handles_create")) return NULL;
     if (!desc) {
         kiln_log_misuse(&rt->log, KILN_LOGITEM_HANDLES_NULL_DESC, "kiln_handles_create: desc is NULL");
         return NULL;
@@ -62,6 +63,7 @@ kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *des
 void kiln_handles_destroy(kiln_handles *table) {
     if (!table || kiln_handle_table_refuse_dead(&table->core, "kiln_handles_destroy")) return;
     kiln_runtime *rt = table->owner;
+    if (!kiln_outside_log_callback(&rt->log, "kiln_handles_destroy")) return;
     pthread_mutex_lock(&rt->registry_lock);
     kiln_handle_tally tally;
     kiln_handles_tally(table, &tally);

@@ -19,6 +19,7 @@ static _Atomic uint64_t next_serial;
 
 kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
     if (!kiln_runtime_check(rt, "kiln_pool_create")) return NULL;
+    if (!kiln_outside_log_callback(&rt->log, "kiln_pool_create")) return NULL;
     if (!desc) {
         kiln_log_misuse(&rt->log, KILN_LOGITEM_POOL_NULL_DESC, "kiln_pool_create: desc is NULL");
         return NULL;
@@ -72,6 +73,7 @@ static void tally_contexts(kiln_runtime *rt, kiln_pool *pool, kiln_pool_tally *t
 void kiln_pool_destroy(kiln_pool *pool) {
     if (!pool) return;
     kiln_runtime *rt = kiln_pool_record_of(pool)->rt;
+    if (!kiln_outside_log_callback(&rt->log, "kiln_pool_destroy")) return;
     if (kiln_load_relaxed(&pool->serial) == 0) {
         kiln_log_misuse(&rt->log, KILN_LOGITEM_POOL_DESTROYED,
                         "kiln_pool_destroy: pool '%s' was destroyed already", pool->name);

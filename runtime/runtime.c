@@ -1,5 +1,6 @@
 /* runtime/runtime.c — kiln_create and kiln_destroy: the desc and its defaults, the
  * block pool, and the teardown report. */
+#define _DEFAULT_SOURCE   /* PTHREAD_MUTEX_RECURSIVE */
 #include "arenas.h"
 #include "check.h"
 #include "context.h"
@@ -95,7 +96,14 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
                  "so KILN_DEBUG_GUARD_PAGES is off", d.block_size);
         rt->desc.debug &= ~(uint32_t)KILN_DEBUG_GUARD_PAGES;
     }
-    pthread_mutex_init(&rt->registry_lock, NULL);
+    /* Recursive: kiln logs some messages while it holds the registry (a pool destroyed
+     * with live objects, the frame-end audit, a refusal at create), and a log callback
+     * may read the figures, which takes the registry again on the same thread. */
+    pthread_mutexattr_t recursive;
+    pthread_mutexattr_init(&recursive);
+    pthread_mutexattr_settype(&recursive, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&rt->registry_lock, &recursive);
+    pthread_mutexattr_destroy(&recursive);
     kiln_job_system_init(&rt->jobs, d.worker_count, rt->log);
     rt->jobs.on_background = background_changed;
     rt->jobs.frame_epoch = &rt->handle_epoch;
@@ -115,6 +123,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
 void kiln_destroy(kiln_runtime *rt) {
     if (!rt) return;
     if (!kiln_runtime_check(rt, "kiln_destroy")) return;
+    if (!kiln_outside_log_callback(&rt->log, "kiln_destroy")) return;
     kiln_workers_stop(rt);
     while (rt->contexts) {
         kiln_ctx *ctx = rt->contexts;

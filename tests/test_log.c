@@ -270,3 +270,188 @@ Test(log, default_sink_is_stderr) {
                            "of two from 1 to 65536\n");
     free(text);
 }
+
+/* ---------- a log callback may read kiln's figures ---------- */
+
+/* The logger of these tests reads every figure kiln has, from inside the callback:
+ * kiln_stats_print walks the runtime, every arena, pool, handle table and context. Each
+ * message it sees is counted by item. */
+static kiln_runtime *reading_rt;
+static FILE        *reading_sink;
+static _Atomic int  reading_seen[KILN_LOGITEM_COUNT];
+
+static void reading_log(void *user, kiln_log_level level, kiln_log_item item, const char *message) {
+    (void)user;
+    (void)level;
+    (void)message;
+    if (item > KILN_LOGITEM_NONE && item < KILN_LOGITEM_COUNT) atomic_fetch_add(&reading_seen[item], 1);
+    kiln_stats s;
+    kiln_stats_get(reading_rt, &s);
+    kiln_stats_print(reading_rt, reading_sink);
+}
+
+static kiln_runtime *reading_runtime(uint32_t debug, size_t memory_limit) {
+    memset(reading_seen, 0, sizeof reading_seen);
+    reading_sink = fopen("/dev/null", "w");
+    cr_assert_not_null(reading_sink);
+    kiln_desc desc = { .worker_count = KILN_NO_WORKERS, .debug = debug, .memory_limit = memory_limit,
+                       .log = recording_log_fn, .log_user = rec, .log_item = reading_log };
+    reading_rt = kiln_create(&desc);
+    cr_assert_not_null(reading_rt);
+    return reading_rt;
+}
+
+static void reading_done(void) {
+    kiln_destroy(reading_rt);
+    reading_rt = NULL;
+    fclose(reading_sink);
+}
+
+/* Every message that kiln logs while it holds its registry (destroying a pool or a
+ * table with live objects, the frame-end guard audit, the leak lists by site) reaches a
+ * callback that reads the stats, and the call returns. A deadlock fails by the timeout. */
+Test(log, a_callback_may_read_stats_while_kiln_destroys_and_audits, .timeout = 120) {
+    kiln_runtime *rt = reading_runtime(KILN_DEBUG_GUARDS | KILN_DEBUG_SITES, 0);
+    kiln_ctx *ctx = kiln_attach(rt);
+    kiln_pool *pool = kiln_pool_create(rt, &(kiln_pool_desc){ .name = "live", .size = 48 });
+    char *obj = kiln_pool_alloc_at(ctx, pool, "site.c", 1);
+    cr_assert_not_null(obj);
+    kiln_pool_destroy(pool);   /* POOL_OBJECTS_LIVE, POOL_LEAK_SITE under the registry */
+    cr_assert_geq(atomic_load(&reading_seen[KILN_LOGITEM_POOL_OBJECTS_LIVE]), 1);
+    cr_assert_geq(atomic_load(&reading_seen[KILN_LOGITEM_POOL_LEAK_SITE]), 1);
+
+    kiln_handles *table = kiln_handles_create(rt, &(kiln_handles_desc){ .name = "live", .item_size = 16,
+                                                                        .capacity = 8 });
+    cr_assert_not_null(table);
+    void *item;
+    kiln_handle h = kiln_handle_alloc(ctx, table, &item);
+    cr_assert_neq(h.bits, 0);
+    kiln_handles_destroy(table);   /* HANDLES_ITEMS_LIVE */
+    cr_assert_geq(atomic_load(&reading_seen[KILN_LOGITEM_HANDLES_ITEMS_LIVE]), 1);
+
+    /* The frame-end audit finds a damaged guard of a pool object and of an arena
+     * allocation the driver owns. */
+    pool = kiln_pool_create(rt, &(kiln_pool_desc){ .name = "audited", .size = 48 });
+    kiln_arena *arena = kiln_arena_create(rt, "audited");
+    kiln_frame_begin(ctx);
+    obj = kiln_pool_alloc(ctx, pool);
+    char *bytes = kiln_arena_alloc(arena, 40, 8);
+    cr_assert(obj && bytes);
+    obj[48] = 0x55;     /* past the object: its back guard */
+    bytes[40] = 0x55;
+    kiln_frame_end(ctx);
+    cr_assert_geq(atomic_load(&reading_seen[KILN_LOGITEM_POOL_GUARD_DAMAGED]), 1);
+    cr_assert_geq(atomic_load(&reading_seen[KILN_LOGITEM_ARENA_GUARD_DAMAGED]), 1);
+    kiln_pool_free(ctx, pool, obj);
+    kiln_arena_destroy(arena);
+    kiln_pool_destroy(pool);
+    kiln_detach(ctx);
+    reading_done();
+}
+
+/* The limits and refusals an engine meets in a frame reach the same callback. */
+Test(log, a_callback_may_read_stats_at_limits_and_refusals, .timeout = 120) {
+    kiln_runtime *rt = reading_runtime(0, (size_t)16 << 20);
+    kiln_ctx *ctx = kiln_attach(rt);
+    kiln_arena *arena = kiln_arena_create(rt, "big");
+    cr_assert_null(kiln_arena_alloc(arena, (size_t)64 << 20, 8));  /* MEMORY_LIMIT_REACHED */
+    cr_assert_geq(atomic_load(&reading_seen[KILN_LOGITEM_MEMORY_LIMIT_REACHED]), 1);
+    kiln_pool *pool = kiln_pool_create(rt, &(kiln_pool_desc){ .name = "one", .size = 16, .capacity = 1 });
+    void *a = kiln_pool_alloc(ctx, pool);
+    cr_assert_not_null(a);
+    cr_assert_null(kiln_pool_alloc(ctx, pool));                    /* POOL_CAPACITY_REACHED */
+    cr_assert_geq(atomic_load(&reading_seen[KILN_LOGITEM_POOL_CAPACITY_REACHED]), 1);
+    kiln_handles *table = kiln_handles_create(rt, &(kiln_handles_desc){ .name = "one", .item_size = 8,
+                                                                        .capacity = 1 });
+    void *item;
+    kiln_handle h = kiln_handle_alloc(ctx, table, &item);
+    cr_assert_neq(h.bits, 0);
+    cr_assert_eq(kiln_handle_alloc(ctx, table, &item).bits, 0);    /* HANDLES_FULL */
+    cr_assert_geq(atomic_load(&reading_seen[KILN_LOGITEM_HANDLES_FULL]), 1);
+    kiln_handle_free(ctx, table, h);
+    kiln_handles_destroy(table);
+    kiln_pool_free(ctx, pool, a);
+    kiln_pool_destroy(pool);
+    kiln_arena_destroy(arena);
+    kiln_detach(ctx);
+    reading_done();
+}
+
+/* What a callback that changes kiln meets: every call that creates, destroys,
+ * attaches, detaches or drives the frame clock is refused with LOG_CALLBACK_CALL (on
+ * stderr, never back into the callback), counted, with its safe return; the call that
+ * logged finishes, and everything works again once the callback has returned. */
+static struct {
+    kiln_runtime *rt;
+    kiln_ctx     *ctx;
+    kiln_pool    *pool;
+    kiln_arena   *arena;
+    kiln_handles *table;
+    bool          done;
+    bool          all_refused;
+} changer;
+
+static void changing_log(void *user, kiln_log_level level, kiln_log_item item, const char *message) {
+    (void)user;
+    (void)level;
+    (void)item;
+    (void)message;
+    if (changer.done) return;
+    changer.done = true;
+    uint64_t frame = kiln_frame_number(changer.rt);
+    bool refused = kiln_pool_create(changer.rt, &(kiln_pool_desc){ .name = "new", .size = 8 }) == NULL;
+    refused &= kiln_arena_create(changer.rt, "new") == NULL;
+    refused &= kiln_handles_create(changer.rt, &(kiln_handles_desc){ .item_size = 8, .capacity = 4 }) == NULL;
+    refused &= kiln_attach(changer.rt) == NULL;
+    kiln_pool_destroy(changer.pool);
+    kiln_arena_destroy(changer.arena);
+    kiln_handles_destroy(changer.table);
+    refused &= kiln_frame_begin(changer.ctx) == frame;
+    kiln_frame_end(changer.ctx);
+    kiln_detach(changer.ctx);
+    kiln_destroy(changer.rt);
+    changer.all_refused = refused;
+}
+
+Test(log, a_callback_that_changes_kiln_is_refused, .timeout = 120) {
+    memset(&changer, 0, sizeof changer);
+    kiln_desc desc = { .worker_count = KILN_NO_WORKERS, .log = recording_log_fn, .log_user = rec,
+                       .log_item = changing_log };
+    changer.rt = kiln_create(&desc);
+    cr_assert_not_null(changer.rt);
+    changer.ctx = kiln_attach(changer.rt);
+    changer.pool = kiln_pool_create(changer.rt, &(kiln_pool_desc){ .name = "kept", .size = 8 });
+    changer.arena = kiln_arena_create(changer.rt, "kept");
+    changer.table = kiln_handles_create(changer.rt, &(kiln_handles_desc){ .item_size = 8, .capacity = 4 });
+    cr_assert(changer.ctx && changer.pool && changer.arena && changer.table);
+    kiln_stats before;
+    cr_assert(kiln_stats_get(changer.rt, &before));
+
+    stderr_capture cap;
+    stderr_capture_begin(&cap);
+    cr_assert_null(kiln_arena_alloc(changer.arena, 8, 3));   /* ARENA_BAD_ALIGN: the callback runs */
+    char *err = stderr_capture_end(&cap);
+    cr_assert(changer.done);
+    cr_assert(changer.all_refused, "a create, attach or frame_begin went ahead: %s", err);
+    cr_assert_eq(count_substrings(err, "LOG_CALLBACK_CALL: "), 11, "%s", err);
+    free(err);
+
+    kiln_stats after;
+    cr_assert(kiln_stats_get(changer.rt, &after));
+    cr_assert_eq(after.api_errors, before.api_errors + 12, "the bad align and the 11 refusals");
+    cr_assert_eq(after.pools, before.pools);
+    cr_assert_eq(after.arenas, before.arenas);
+    cr_assert_eq(after.handle_tables, before.handle_tables);
+    cr_assert_eq(after.contexts, before.contexts);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_LOG_CALLBACK_CALL), 0, "refusals never reach desc.log");
+
+    /* Outside the callback everything works. */
+    cr_assert_not_null(kiln_arena_alloc(changer.arena, 8, 8));
+    kiln_frame_begin(changer.ctx);
+    kiln_frame_end(changer.ctx);
+    kiln_handles_destroy(changer.table);
+    kiln_arena_destroy(changer.arena);
+    kiln_pool_destroy(changer.pool);
+    kiln_detach(changer.ctx);
+    kiln_destroy(changer.rt);
+}

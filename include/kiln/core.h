@@ -45,7 +45,17 @@ typedef enum kiln_log_level {
  * example "ARENA_BAD_ALIGN: arena 'level': alignment 24 is not a power of two"),
  * so tools and tests can match the item and not the prose (every item: kiln/log_items.h;
  * desc.log_item receives its id). May be called from any thread at the same time; the
- * callback must be thread-safe. */
+ * callback must be thread-safe.
+ *
+ * What a log callback (desc.log, desc.log_item, desc.error_hook) may call:
+ * - kiln may call it while it holds its registry (a pool or table destroyed with live
+ *   objects, the frame-end audit, a refusal at create), so it may read figures: the
+ *   kiln_stats_* and kiln_*_stats_get calls, kiln_stats_print, kiln_stats_write_json,
+ *   kiln_history_read, kiln_frame_number, kiln_log_item_name and _level.
+ * - Calls that create, destroy, attach, detach or drive the frame clock are refused in
+ *   it (LOG_CALLBACK_CALL, on stderr only, counted in kiln_stats.api_errors).
+ * - It must not allocate from or free into kiln's pools, arenas or handle tables, nor
+ *   run or wait for jobs: the message may come from inside that allocator. */
 typedef void (*kiln_log_fn)(void *user, kiln_log_level level, const char *message);
 
 /* Log items: one constant per entry of KILN_LOG_ITEMS (kiln/log_items.h), in its order.

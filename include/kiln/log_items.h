@@ -118,6 +118,8 @@
     X(JOB_BACKGROUND_FRAME_ALLOC, ERROR, "a background job asked for frame memory") \
     X(JOB_OUT_OF_MEMORY, ERROR, "no heap memory for job deques or a queue of pinned jobs; the caller runs the jobs") \
     X(COUNTER_SHARED, WARN, "a run adds to a counter another context's run still holds; both finish together") \
+    /* ---- log callbacks ---- */ \
+    X(LOG_CALLBACK_CALL, ERROR, "a call that creates, destroys, attaches, detaches or drives the frame clock, from inside a log callback") \
     /* ---- statistics and tracing ---- */ \
     X(STATS_NULL_OUT, ERROR, "a statistics call with a NULL out") \
     X(STATS_OUT_OF_MEMORY, ERROR, "no heap memory to copy the figures") \
