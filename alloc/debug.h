@@ -1,6 +1,6 @@
 /* alloc/debug.h — the tools the arenas and the pools share for their debug bits: fill
  * patterns, guard bytes and their reports, ASan poisoning and Valgrind memory-pool
- * requests, guard pages on blocks, the calling thread's token, and the table that
+ * requests, guard pages on blocks, the calling thread's id, and the table that
  * groups live objects by allocation site for the leak reports. The debug layers
  * (arena_debug.c, pool_debug.c) use them, and so do the cores where a bit changes their
  * blocks (guard pages, poison lifted before a block or mapping goes back). The
@@ -145,8 +145,10 @@ static inline void kiln_debug_object_freed(const void *anchor, const void *p, si
     (void)n;
 }
 
-/* A token for the calling thread, distinct between threads alive at the same time
- * (the address of a thread-local byte). Concurrency: any thread. */
+/* The calling thread's id: never 0, taken on the thread's first call from a process-wide
+ * counter, so unique for the process's lifetime (a thread that starts after another
+ * exits may reuse its pthread_t, stack and thread-local storage, never its id).
+ * Concurrency: any thread. */
 KILN_INTERNAL uintptr_t kiln_debug_thread(void);
 
 /* Bytes at the start of a block that an allocator may use: the whole block, or with

@@ -218,10 +218,11 @@ typedef struct kiln_pool_hooks {
 /* ---- the free checks (pool_check.c), above the core and the debug layer ---- */
 
 /* Logs and counts a free of obj that kiln_pool_owns refused: POOL_DESTROYED for a
- * destroyed pool, POOL_INTERIOR_POINTER for a pointer into the last slot of one of the
- * pool's blocks past its object (in every build: an object there would run past the
- * slots), POOL_FOREIGN_POINTER otherwise (the header or the tail past the last whole
- * slot of a block of the pool, too). Any thread (the caller of kiln_pool_free). */
+ * destroyed pool, POOL_INTERIOR_POINTER for a pointer into a slot (its object or its
+ * guards) of one of the pool's blocks: past the last slot's object start, or into slot
+ * 0's front guard (in every build: an object there would run past the slots),
+ * POOL_FOREIGN_POINTER otherwise (the header or the tail past the last whole slot of a
+ * block of the pool, too). Any thread (the caller of kiln_pool_free). */
 KILN_INTERNAL KILN_COLD void kiln_pool_reject_free(kiln_pool *pool, void *obj);
 
 /* KILN_POOL_FREE_HOOKS, for obj that passed kiln_pool_owns: refuses (logged, counted) an

@@ -13,15 +13,32 @@ static KILN_COLD void reject_double_free(kiln_pool *pool, const void *obj) {
                     "pool '%s': object %p is not live (freed twice?); ignored", pool->name, obj);
 }
 
-/* false (logged, counted) when obj, in an object block of the pool, is not at the
- * start of one of its slots. */
+/* Where obj lies from the start of the block's slots: slot 0's front guard with
+ * KILN_DEBUG_GUARDS, its object without. A pointer into the header wraps round to more
+ * than the slots' span, as does one into the tail past the last whole slot. */
+static size_t slots_offset(const kiln_pool *pool, const kiln_pool_block *block, const void *obj) {
+    return (uintptr_t)obj - (block->first - pool->debug_front);
+}
+
+/* Whether obj lies in one of the block's slots, its object or its guards. */
+static bool in_slots(const kiln_pool *pool, const kiln_pool_block *block, const void *obj) {
+    return slots_offset(pool, block, obj) < (size_t)pool->slots_per_block * pool->slot;
+}
+
+/* false (logged, counted) when obj, in one of the slots of an object block of the pool
+ * (in_slots), is not at the start of its slot's object. */
 static bool check_interior(kiln_pool *pool, const kiln_pool_block *block, const void *obj) {
-    size_t offset = (uintptr_t)obj - block->first;
-    if (offset % pool->slot == 0 && offset / pool->slot < pool->slots_per_block) return true;
+    size_t at = slots_offset(pool, block, obj) % pool->slot;   /* from the slot's start */
+    if (at == pool->debug_front) return true;
     kiln_add_relaxed(&pool->bad_frees, 1);
-    kiln_log_misuse(&pool->log, KILN_LOGITEM_POOL_INTERIOR_POINTER,
-                    "pool '%s': %p points %zu bytes into an object, not at its start; ignored",
-                    pool->name, obj, offset % pool->slot);
+    if (at < pool->debug_front)
+        kiln_log_misuse(&pool->log, KILN_LOGITEM_POOL_INTERIOR_POINTER,
+                        "pool '%s': %p points %zu bytes before an object, into its front "
+                        "guard; ignored", pool->name, obj, pool->debug_front - at);
+    else
+        kiln_log_misuse(&pool->log, KILN_LOGITEM_POOL_INTERIOR_POINTER,
+                        "pool '%s': %p points %zu bytes into an object, not at its start; "
+                        "ignored", pool->name, obj, at - pool->debug_front);
     return false;
 }
 
@@ -47,12 +64,13 @@ void kiln_pool_reject_free(kiln_pool *pool, void *obj) {
     if (kiln_address_map_has(&pool->blocks->map, obj)) {
         const kiln_pool_block *block = kiln_block_of(pool->blocks, obj);
         bool object_block = block->magic == KILN_POOL_BLOCK_MAGIC;
-        /* Inside the last slot of one of this pool's blocks, past where its object
-         * starts: an interior pointer, refused in every build because an object handed
-         * out there would run past the slots (kiln_pool_owns accepts up to last_start). */
+        /* Inside a slot of one of this pool's blocks, yet refused by kiln_pool_owns
+         * (which accepts from slot 0's object to the last slot's): past where the last
+         * slot's object starts, or in slot 0's front guard. An interior pointer, refused
+         * in every build because an object handed out there would run past the slots.
+         * Outside every slot (the header, the tail): no object of the pool. */
         if (object_block && block->pool == pool &&
-            block->serial == kiln_load_relaxed(&pool->serial) &&
-            (uintptr_t)obj - block->first < pool->last_start + pool->slot &&
+            block->serial == kiln_load_relaxed(&pool->serial) && in_slots(pool, block, obj) &&
             !check_interior(pool, block, obj))   /* logged and counted it */
             return;
         owner = object_block && block->pool != pool ? block->pool->name

@@ -703,6 +703,41 @@ Test(debug, ownership_use_from_another_thread_is_logged_and_counted) {
     kiln_arena_destroy(level);
 }
 
+static void *create_arena_elsewhere(void *arg) {
+    *(kiln_arena **)arg = kiln_arena_create(rt, "level");
+    return NULL;
+}
+
+/* Threads that run one after another (each joined before the next starts) are each a
+ * thread of their own: the C library may give the next one the same pthread_t, stack
+ * and thread-local storage as the last, the ownership check must not. */
+Test(debug, ownership_arena_of_an_exited_creator_is_not_the_next_threads) {
+    start(KILN_DEBUG_OWNERSHIP);
+    kiln_arena *level = NULL;
+    pthread_t creator;
+    cr_assert_eq(pthread_create(&creator, NULL, create_arena_elsewhere, &level), 0);
+    pthread_join(creator, NULL);
+    cr_assert_not_null(level, "kiln_arena_create failed:%s", recorded_summary(rec));
+    on_other_thread(&(thread_work){ level, 1, false });
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_ARENA_WRONG_THREAD, KILN_LOG_ERROR), 1,
+                 "the creator has exited; the new thread does not own its arena:%s",
+                 recorded_summary(rec));
+    cr_assert_eq(arena_stats(level).wrong_thread, 1);
+    kiln_arena_destroy(level);
+}
+
+Test(debug, ownership_offending_threads_in_turn_are_each_reported) {
+    start(KILN_DEBUG_OWNERSHIP);
+    kiln_arena *level = make_arena("level");
+    for (int i = 0; i < 3; i++) on_other_thread(&(thread_work){ level, 2, false });   /* two calls each */
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_WRONG_THREAD, "arena 'level': an allocation"), 3,
+                 "one report per offending thread:%s", recorded_summary(rec));
+    kiln_arena_stats s = arena_stats(level);
+    cr_assert_eq(s.wrong_thread, 6, "every call counted");
+    cr_assert_eq(s.allocs, 6, "the calls proceeded");
+    kiln_arena_destroy(level);
+}
+
 Test(debug, ownership_frame_arena_reset_by_another_thread_is_logged) {
     start(KILN_DEBUG_OWNERSHIP);
     on_other_thread(&(thread_work){ kiln_frame_arena(ctx), 0, true });

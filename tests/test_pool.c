@@ -1365,6 +1365,106 @@ Test(pool, tail_past_the_last_slot_is_refused_in_every_build) {
     kiln_pool_destroy(pool);
 }
 
+/* Frees of pointers at an object block's edges, in one pool. A slot is its object and,
+ * with KILN_DEBUG_GUARDS, the guards around it; the slots lie in [slots, slots_end).
+ * Outside them (the header, the tail past the last whole slot, a guard page): no object
+ * of the pool, POOL_FOREIGN_POINTER. Inside a slot, not at its object's start: an
+ * interior pointer, POOL_INTERIOR_POINTER, in every build for the last slot and slot 0's
+ * front guard (kiln_pool_owns refuses them), elsewhere with checks. Whether the block
+ * has a tail. */
+static bool check_block_edges(uint32_t debug, size_t size, size_t align, uint32_t flags) {
+    char label[96];
+    snprintf(label, sizeof label, "debug %#x, size %zu, align %zu, flags %#x", (unsigned)debug,
+             size, align, (unsigned)flags);
+    kiln_pool *pool = kiln_pool_create(rt, &(kiln_pool_desc){ .name = "edges", .size = size,
+                                                              .align = align, .flags = flags });
+    cr_assert_not_null(pool, "%s:%s", label, recorded_summary(rec));
+    char *obj = kiln_pool_alloc(ctx, pool);
+    cr_assert_not_null(obj, "%s", label);
+    const kiln_pool_block *block = (const kiln_pool_block *)((uintptr_t)obj & ~(uintptr_t)(BS - 1));
+    uintptr_t base = (uintptr_t)block, end = base + BS;
+    uintptr_t slots = block->first - pool->debug_front;
+    uintptr_t slots_end = slots + (uintptr_t)pool->slots_per_block * pool->slot;
+    uintptr_t last = block->first + (uintptr_t)(pool->slots_per_block - 1) * pool->slot;
+    cr_assert_geq(slots, base + sizeof *block, "%s: the header comes first", label);
+    cr_assert_leq(slots_end, end, "%s", label);
+
+    /* The header's bytes, then the tail's, if the slots leave one. */
+    uintptr_t foreign[] = { base, base + sizeof *block - 1, slots - 1,
+                            slots_end, slots_end + (end - slots_end) / 2, end - 1 };
+    uintptr_t interior[] = { last + 1, slots_end - 1, slots, block->first - 1 };
+    size_t n_foreign = slots_end < end ? sizeof foreign / sizeof foreign[0] : 3;
+    size_t n_interior = pool->debug_front ? 4 : 2;   /* slot 0's front guard with guards */
+    size_t bad = 0;
+    for (size_t i = 0; i < n_foreign; i++) {
+        kiln_pool_free(ctx, pool, (void *)foreign[i]);
+        bad++;
+        cr_assert_eq(count_items_with(rec, KILN_LOGITEM_POOL_FOREIGN_POINTER, "pool 'edges'"), i + 1,
+                     "%s: block + %zu:%s", label, (size_t)(foreign[i] - base), recorded_summary(rec));
+        cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_INTERIOR_POINTER), 0, "%s", label);
+    }
+    for (size_t i = 0; i < n_interior; i++) {
+        kiln_pool_free(ctx, pool, (void *)interior[i]);
+        bad++;
+        cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_INTERIOR_POINTER), i + 1,
+                     "%s: block + %zu:%s", label, (size_t)(interior[i] - base), recorded_summary(rec));
+    }
+    if (pool->debug_front) {
+        char expected[200];
+        snprintf(expected, sizeof expected, "POOL_INTERIOR_POINTER: pool 'edges': %p points 1 bytes "
+                 "before an object, into its front guard; ignored", (void *)(block->first - 1));
+        cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_POOL_INTERIOR_POINTER), expected, "%s", label);
+    }
+    bool checked = (debug & KILN_DEBUG_CHECKS) || (flags & KILN_POOL_CHECKED);
+    if (checked) {
+        kiln_pool_free(ctx, pool, obj + 1);
+        bad++;
+        cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_INTERIOR_POINTER), n_interior + 1, "%s:%s", label,
+                     recorded_summary(rec));
+        char expected[200];
+        snprintf(expected, sizeof expected, "POOL_INTERIOR_POINTER: pool 'edges': %p points 1 bytes "
+                 "into an object, not at its start; ignored", (void *)(obj + 1));
+        cr_assert_str_eq(last_item_text(rec, KILN_LOGITEM_POOL_INTERIOR_POINTER), expected, "%s", label);
+    }
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_FOREIGN_POINTER), n_foreign, "%s", label);
+    cr_assert_eq(recorded_count(rec), bad, "%s:%s", label, recorded_summary(rec));
+    kiln_pool_stats s = pool_stats(pool);
+    cr_assert_eq(s.bad_frees, bad, "%s: every refused free counted", label);
+    cr_assert_eq(s.frees, 0, "%s", label);
+    cr_assert_eq(s.live, 1, "%s", label);
+    assert_still_usable(pool);
+    kiln_pool_free(ctx, pool, obj);
+    cr_assert_eq(pool_stats(pool).live, 0, "%s", label);
+    cr_assert_eq(recorded_count(rec), bad, "%s:%s", label, recorded_summary(rec));
+    kiln_pool_destroy(pool);
+    return slots_end < end;
+}
+
+Test(pool, block_edges_are_foreign_and_slots_interior_in_every_debug_combination) {
+    static const struct { size_t size, align; } shapes[] = {
+        { 48, 0 }, { 100, 64 }, { 24, 8 }, { 3000, 0 },
+    };
+    const uint32_t bits[] = { KILN_DEBUG_GUARDS, KILN_DEBUG_GUARD_PAGES, KILN_DEBUG_CHECKS };
+    for (uint32_t combo = 0; combo < 8; combo++) {
+        uint32_t debug = 0, tails = 0;
+        for (int b = 0; b < 3; b++)
+            if (combo & (1u << b)) debug |= bits[b];
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            for (uint32_t flags = 0; flags <= KILN_POOL_CHECKED; flags += KILN_POOL_CHECKED) {
+                teardown();
+                rec = recording_log_new();
+                kiln_desc desc = recording_desc(rec);
+                desc.debug = debug;
+                rt = kiln_create(&desc);
+                ctx = rt ? kiln_attach(rt) : NULL;
+                cr_assert(rt && ctx, "debug %#x:%s", (unsigned)debug, recorded_summary(rec));
+                tails += check_block_edges(debug, shapes[i].size, shapes[i].align, flags);
+            }
+        }
+        cr_assert_geq(tails, 4, "debug %#x: tails freed in %u pools", (unsigned)debug, (unsigned)tails);
+    }
+}
+
 /* After an interior pointer and a double free, a checked pool goes on working. */
 Test(pool, checked_pool_usable_after_misuse) {
     kiln_pool *pool = kiln_pool_create(rt, &(kiln_pool_desc){ .name = "checked", .size = 24,
