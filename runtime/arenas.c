@@ -239,7 +239,7 @@ static inline bool frame_alloc_ok(const kiln_ctx *ctx) {
     /* The magic first: a detached context, or a pointer that is no context, is never
      * read further (relaxed: the context is this thread's, or it is misuse anyway). An
      * attached context always has its frame arena. */
-    if (kiln_unlikely(!ctx || kiln_load_relaxed(&ctx->magic) != KILN_CTX_MAGIC)) return false;
+    if (kiln_unlikely(!ctx || kiln_ctx_word(ctx) != KILN_CTX_MAGIC)) return false;
     return !(kiln_unlikely(ctx->debug_checks) && (ctx->queue.running_flags & KILN_TASK_BACKGROUND));
 }
 

@@ -4,15 +4,20 @@
 
 #include <string.h>
 
+/* Whether rt is a live runtime; a pointer not aligned as one is not read. */
+static bool runtime_live(const kiln_runtime *rt) {
+    return rt && kiln_aligned_as(rt, kiln_runtime) && rt->magic == KILN_RUNTIME_MAGIC;
+}
+
 bool kiln_runtime_check(const kiln_runtime *rt, const char *function) {
-    if (kiln_likely(rt && rt->magic == KILN_RUNTIME_MAGIC)) return true;
+    if (kiln_likely(runtime_live(rt))) return true;
     kiln_log_misuse(NULL, rt ? KILN_LOGITEM_RUNTIME_INVALID : KILN_LOGITEM_RUNTIME_NULL,
                     "%s: the runtime is %s", function, rt ? "not a live runtime" : "NULL");
     return false;
 }
 
 const kiln_log_sink *kiln_runtime_log(const kiln_runtime *rt) {
-    return rt && rt->magic == KILN_RUNTIME_MAGIC ? &rt->log : NULL;
+    return runtime_live(rt) ? &rt->log : NULL;
 }
 
 bool kiln_stats_list_args_ok(const kiln_runtime *rt, const void *out, size_t cap,
@@ -33,17 +38,23 @@ bool kiln_stats_args_ok(const kiln_log_sink *log, const void *object, kiln_log_i
     return false;
 }
 
-static bool ctx_detached(const kiln_ctx *ctx) { return ctx->magic == KILN_CTX_DETACHED_MAGIC; }
+/* The magic of a non-NULL ctx, or 0 when it is not aligned as a context is (then it is
+ * none, and nothing of it is read). */
+static uint64_t ctx_magic(const kiln_ctx *ctx) {
+    return kiln_aligned_as(ctx, kiln_ctx) ? kiln_ctx_word(ctx) : 0;
+}
+
+static bool ctx_detached(const kiln_ctx *ctx) { return ctx_magic(ctx) == KILN_CTX_DETACHED_MAGIC; }
 
 const kiln_log_sink *kiln_ctx_log(const kiln_ctx *ctx) {
-    if (!ctx || (ctx->magic != KILN_CTX_MAGIC && !ctx_detached(ctx))) return NULL;
+    if (!ctx || (ctx_magic(ctx) != KILN_CTX_MAGIC && !ctx_detached(ctx))) return NULL;
     return &ctx->rt->log;
 }
 
 bool kiln_ctx_may_use(const kiln_ctx *ctx, const kiln_runtime *owner, const kiln_log_sink *log,
                       kiln_log_item wrong_runtime_item, const char *function, const char *kind,
                       const char *name) {
-    if (ctx->magic != KILN_CTX_MAGIC) {
+    if (ctx_magic(ctx) != KILN_CTX_MAGIC) {
         if (ctx_detached(ctx))
             kiln_log_misuse(log, KILN_LOGITEM_CONTEXT_DETACHED, "%s: %s '%s': context %u has been detached; "
                             "refused", function, kind, name, ctx->id);
@@ -72,7 +83,7 @@ static KILN_COLD void refuse_ctx(const kiln_ctx *ctx, const char *function) {
 }
 
 bool kiln_ctx_check(const kiln_ctx *ctx, const char *function) {
-    if (kiln_likely(ctx && ctx->magic == KILN_CTX_MAGIC)) return true;
+    if (kiln_likely(ctx && ctx_magic(ctx) == KILN_CTX_MAGIC)) return true;
     refuse_ctx(ctx, function);
     return false;
 }

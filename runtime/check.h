@@ -38,11 +38,22 @@ KILN_INTERNAL bool kiln_ctx_check(const kiln_ctx *ctx, const char *function);
  * arguments (a NULL pool or table) through its runtime. Concurrency: ctx's own thread. */
 KILN_INTERNAL const kiln_log_sink *kiln_ctx_log(const kiln_ctx *ctx);
 
+/* Whether p is aligned as a kiln struct of that type is: one that is not is no kiln
+ * object, and the checks never read it as one (its fields would be misaligned). */
+#define kiln_aligned_as(p, type) ((((uintptr_t)(const void *)(p)) & (_Alignof(type) - 1)) == 0)
+
+/* The first word of what the caller says is a context (its magic), read as a 64-bit
+ * word, not through the struct: memory that is no context, malloc'd or another object,
+ * is read at the alignment it has, not the context's 64 bytes. Relaxed: a context is its
+ * own thread's; another thread's view only matters for misuse, refused on a slow path. */
+static inline uint64_t kiln_ctx_word(const kiln_ctx *ctx) {
+    return kiln_load_relaxed((const _Atomic uint64_t *)(const void *)ctx);
+}
+
 /* Whether ctx is an attached context: the fast paths' check, one load and a compare of
- * the context's first word (relaxed: a context is its own thread's; another thread's
- * view only matters for misuse, which is then refused on the slow path). */
+ * the context's first word. */
 static inline bool kiln_ctx_attached(const kiln_ctx *ctx) {
-    return ctx && kiln_load_relaxed(&ctx->magic) == KILN_CTX_MAGIC;
+    return ctx && kiln_ctx_word(ctx) == KILN_CTX_MAGIC;
 }
 
 /* Whether a non-NULL ctx may use an object of runtime owner (a pool or a handle table:

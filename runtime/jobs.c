@@ -46,7 +46,8 @@ static kiln_counter_state *counter_add(kiln_ctx *ctx, kiln_counter *counter, siz
 static bool pin_allowed(kiln_ctx *ctx, const kiln_run_desc *d, const kiln_counter *counter) {
     const kiln_ctx *target = d->pinned_to;
     const char *problem =
-        target->magic != KILN_CTX_MAGIC || target->rt != ctx->rt
+        !kiln_aligned_as(target, kiln_ctx) || kiln_ctx_word(target) != KILN_CTX_MAGIC ||
+        target->rt != ctx->rt
             ? "is not an attached context of this runtime"
         : d->background && !target->is_worker && !counter
             ? "is not a worker's, and a background job pinned there runs only when that "

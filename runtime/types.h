@@ -151,6 +151,9 @@ static inline kiln_pool_record *kiln_pool_record_of(const kiln_pool *pool) {
     return (kiln_pool_record *)pool;
 }
 
+_Static_assert(offsetof(struct kiln_ctx, magic) == 0,
+               "a context's magic is its first word (kiln_ctx_word reads it so)");
+
 struct kiln_runtime {
     kiln_block_pool  blocks;        /* the global block pool every allocator takes from;
                                        first: cache-line aligned */

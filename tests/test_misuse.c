@@ -89,10 +89,12 @@ typedef struct fx {
 } fx;
 
 /* A zeroed block that is no kiln object: a forged runtime or context (kiln reads its
- * magic word, which is 0 here). Large enough for any field kiln might read. */
+ * magic word, which is 0 here). Large enough for any field kiln might read. 16 bytes in:
+ * aligned as malloc's memory is, not as kiln's runtime and contexts are, so a check that
+ * read it as one of those structs is a misaligned access (UBSan reports it). */
 static _Alignas(4096) unsigned char forged_object[1 << 20];
-#define FORGED_RT  ((kiln_runtime *)(void *)forged_object)
-#define FORGED_CTX ((kiln_ctx *)(void *)forged_object)
+#define FORGED_RT  ((kiln_runtime *)(void *)(forged_object + 16))
+#define FORGED_CTX ((kiln_ctx *)(void *)(forged_object + 16))
 
 static void *detach_thread(void *arg) {
     fx *f = arg;
