@@ -158,7 +158,8 @@ typedef struct kiln_stats {
 /* Bad input to the stats calls: a NULL or dead runtime (RUNTIME_NULL, RUNTIME_INVALID, on
  * stderr), a NULL object (ARENA_NULL, POOL_NULL, HANDLES_NULL), a NULL out where one is
  * needed, or a NULL out with cap > 0 for a list call (STATS_NULL_OUT, through the
- * runtime's log): false or 0, and *out zeroed when there is one. */
+ * runtime's log): false or 0. A kiln_*_stats_get zeroes *out when there is one; a list
+ * call copies nothing. */
 
 /* Fills *out with the runtime-wide figures. false (and *out zeroed) for bad input. */
 KILN_API bool kiln_stats_get(kiln_runtime *rt, kiln_stats *out);
