@@ -41,6 +41,13 @@ static void deliver(const kiln_log_sink *sink, kiln_log_item item, const char *f
     int head = snprintf(message, sizeof message, "%s: ", name ? name : "UNKNOWN_ITEM");
     if (head < 0 || (size_t)head >= sizeof message) return;
     vsnprintf(message + head, sizeof message - (size_t)head, fmt, args);
+    /* A message from inside a callback (one of its calls refused) goes to stderr only:
+     * back into the callbacks, a callback that makes the same call again would never
+     * return. */
+    if (callback_depth != 0) {
+        kiln_log_stderr(NULL, level, message);
+        return;
+    }
     callback_depth++;
     if (sink && sink->fn) sink->fn(sink->user, level, message);
     else kiln_log_stderr(NULL, level, message);

@@ -92,6 +92,9 @@ void kiln_runtime_handles_fini(kiln_runtime *rt) {
                  "kiln_destroy: handle table '%s' is still alive; destroying it", table->core.name);
         kiln_handles_destroy(table);
     }
+}
+
+void kiln_runtime_handles_free(kiln_runtime *rt) {
     KILN_DEAD_LIST_FREE(kiln_handles, rt->dead_handle_tables, dead_next);
 }
 

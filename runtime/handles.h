@@ -16,8 +16,11 @@ KILN_INTERNAL void kiln_ctx_flush_handles(struct kiln_ctx *ctx);
  * the table, with what the table folded in. */
 KILN_INTERNAL void kiln_handles_tally(kiln_handles *table, kiln_handle_tally *tally);
 
-/* kiln_destroy: destroys the tables still alive (logged) and frees every table. */
+/* kiln_destroy: destroys the tables still alive (logged); their records stay readable. */
 KILN_INTERNAL void kiln_runtime_handles_fini(struct kiln_runtime *rt);
+
+/* kiln_destroy, after its last message: frees every table's record. */
+KILN_INTERNAL void kiln_runtime_handles_free(struct kiln_runtime *rt);
 
 /* Test hook: slots retire once their generation would pass max_generation (odd, >= 3)
  * instead of 2^32 - 1, so retirement can be tested in a few reuses. Before any alloc. */

@@ -227,5 +227,8 @@ void kiln_runtime_pools_fini(kiln_runtime *rt) {
             kiln_pool_destroy(pool);   /* moves it to the dead list */
         }
     }
+}
+
+void kiln_runtime_pools_free(kiln_runtime *rt) {
     KILN_DEAD_LIST_FREE(kiln_pool_record, rt->dead_pools, dead_next);
 }

@@ -9,7 +9,10 @@
  * worker, the thread that joined it). Takes registry_lock. */
 KILN_INTERNAL void kiln_ctx_flush_pools(kiln_ctx *ctx);
 
-/* kiln_destroy: destroys the pools still alive (logged) and frees every slot. */
+/* kiln_destroy: destroys the pools still alive (logged); their records stay readable. */
 KILN_INTERNAL void kiln_runtime_pools_fini(kiln_runtime *rt);
+
+/* kiln_destroy, after its last message: frees every pool's record. */
+KILN_INTERNAL void kiln_runtime_pools_free(kiln_runtime *rt);
 
 #endif /* KILN_RUNTIME_POOLS_H */

@@ -65,6 +65,7 @@ static void reset_worker_frame(void *owner) {
 }
 
 kiln_runtime *kiln_create(const kiln_desc *desc) {
+    if (!kiln_outside_log_callback(NULL, "kiln_create")) return NULL;
     kiln_desc d = desc_with_defaults(desc);
     kiln_log_sink early = { d.log, d.log_user, NULL, d.error_hook, d.error_hook_user, d.log_item };
     if (!desc_check(&d, &early)) return NULL;
@@ -144,10 +145,14 @@ void kiln_destroy(kiln_runtime *rt) {
         kiln_runtime_arena_delete(rt, arena);
     }
     kiln_trace_fini(&rt->trace);   /* every context is detached: nobody records */
+    kiln_block_pool_fini(&rt->blocks);   /* the last message it may log: blocks still out */
+    /* No message from here on: a log callback may read the figures of any object until
+     * then, so the records go last. */
     kiln_contexts_free(rt);
-    kiln_runtime_arenas_fini(rt);  /* every arena is gone: their records go too */
     kiln_job_system_fini(&rt->jobs);
-    kiln_block_pool_fini(&rt->blocks);
+    kiln_runtime_pools_free(rt);
+    kiln_runtime_handles_free(rt);
+    kiln_runtime_arenas_fini(rt);
     pthread_mutex_destroy(&rt->registry_lock);
     rt->magic = 0;
     kiln_heap_free(rt);

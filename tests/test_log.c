@@ -410,6 +410,7 @@ static void changing_log(void *user, kiln_log_level level, kiln_log_item item, c
     kiln_frame_end(changer.ctx);
     kiln_detach(changer.ctx);
     kiln_destroy(changer.rt);
+    refused &= kiln_create(&(kiln_desc){ .worker_count = KILN_NO_WORKERS }) == NULL;
     changer.all_refused = refused;
 }
 
@@ -433,11 +434,12 @@ Test(log, a_callback_that_changes_kiln_is_refused, .timeout = 120) {
     char *err = stderr_capture_end(&cap);
     cr_assert(changer.done);
     cr_assert(changer.all_refused, "a create, attach or frame_begin went ahead: %s", err);
-    cr_assert_eq(count_substrings(err, "LOG_CALLBACK_CALL: "), 11, "%s", err);
+    cr_assert_eq(count_substrings(err, "LOG_CALLBACK_CALL: "), 12, "%s", err);
     free(err);
 
     kiln_stats after;
     cr_assert(kiln_stats_get(changer.rt, &after));
+    /* kiln_create's refusal names no runtime: counted nowhere. */
     cr_assert_eq(after.api_errors, before.api_errors + 12, "the bad align and the 11 refusals");
     cr_assert_eq(after.pools, before.pools);
     cr_assert_eq(after.arenas, before.arenas);
@@ -454,4 +456,81 @@ Test(log, a_callback_that_changes_kiln_is_refused, .timeout = 120) {
     kiln_pool_destroy(changer.pool);
     kiln_detach(changer.ctx);
     kiln_destroy(changer.rt);
+}
+
+/* A callback that reads the figures of the objects kiln_destroy is tearing down, at each
+ * of its messages, reads records that still exist (ASan reports a read of freed ones). */
+static struct {
+    kiln_pool    *pool;
+    kiln_handles *table;
+    kiln_arena   *arena;
+    int           reads;
+} teardown_reader;
+
+static void teardown_log(void *user, kiln_log_level level, kiln_log_item item, const char *message) {
+    recording_log_item_fn(user, level, item, message);   /* rec pairs it with desc.log's */
+    kiln_pool_stats ps;
+    kiln_handles_stats hs;
+    kiln_arena_stats as;
+    kiln_pool_stats_get(teardown_reader.pool, &ps);
+    kiln_handles_stats_get(teardown_reader.table, &hs);
+    kiln_arena_stats_get(teardown_reader.arena, &as);
+    teardown_reader.reads++;
+}
+
+Test(log, a_callback_may_read_objects_kiln_destroy_tears_down) {
+    memset(&teardown_reader, 0, sizeof teardown_reader);
+    kiln_desc desc = { .worker_count = KILN_NO_WORKERS, .debug = KILN_DEBUG_SITES,
+                       .log = recording_log_fn, .log_user = rec, .log_item = teardown_log };
+    kiln_runtime *rt = kiln_create(&desc);
+    cr_assert_not_null(rt);
+    kiln_ctx *ctx = kiln_attach(rt);
+    teardown_reader.pool = kiln_pool_create(rt, &(kiln_pool_desc){ .name = "left", .size = 16 });
+    teardown_reader.table = kiln_handles_create(rt, &(kiln_handles_desc){ .name = "left", .item_size = 8,
+                                                                          .capacity = 16 });
+    teardown_reader.arena = kiln_arena_create(rt, "left");
+    cr_assert(teardown_reader.pool && teardown_reader.table && teardown_reader.arena);
+    cr_assert_not_null(kiln_pool_alloc(ctx, teardown_reader.pool));
+    cr_assert_not_null(kiln_arena_alloc(teardown_reader.arena, 64, 8));
+    kiln_destroy(rt);   /* the context, the pool, the table and the arena are all still alive */
+    cr_assert_geq(teardown_reader.reads, 4, "a message for each of them");
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_CONTEXT_STILL_ATTACHED), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_STILL_ALIVE), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_STILL_ALIVE), 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_STILL_ALIVE), 1);
+}
+
+/* An error hook that makes a refused call again and again returns: the message of the
+ * call inside the hook goes to stderr only, never back into the hook. */
+static kiln_runtime *nesting_rt;
+static int           nesting_depth, nesting_deepest, nesting_calls;
+
+static void nesting_hook(void *user, const char *message) {
+    (void)user;
+    (void)message;
+    nesting_calls++;
+    if (++nesting_depth > nesting_deepest) nesting_deepest = nesting_depth;
+    kiln_stats_pools(nesting_rt, NULL, 1);   /* STATS_NULL_OUT, every time */
+    nesting_depth--;
+}
+
+Test(log, a_refusal_inside_a_callback_never_reenters_it) {
+    nesting_depth = nesting_deepest = nesting_calls = 0;
+    kiln_desc desc = { .worker_count = KILN_NO_WORKERS, .log = recording_log_fn, .log_user = rec,
+                       .log_item = recording_log_item_fn, .error_hook = nesting_hook };
+    nesting_rt = kiln_create(&desc);
+    cr_assert_not_null(nesting_rt);
+    stderr_capture cap;
+    stderr_capture_begin(&cap);
+    cr_assert_eq(kiln_stats_pools(nesting_rt, NULL, 1), 0);
+    char *err = stderr_capture_end(&cap);
+    cr_assert_eq(nesting_calls, 1);
+    cr_assert_eq(nesting_deepest, 1);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_STATS_NULL_OUT), 1, "the outer refusal only");
+    cr_assert_eq(count_substrings(err, "STATS_NULL_OUT: "), 1, "the inner one, on stderr: %s", err);
+    free(err);
+    kiln_stats s;
+    cr_assert(kiln_stats_get(nesting_rt, &s));
+    cr_assert_eq(s.api_errors, 2, "both counted");
+    kiln_destroy(nesting_rt);
 }

@@ -53,7 +53,9 @@ typedef enum kiln_log_level {
  *   kiln_stats_* and kiln_*_stats_get calls, kiln_stats_print, kiln_stats_write_json,
  *   kiln_history_read, kiln_frame_number, kiln_log_item_name and _level.
  * - Calls that create, destroy, attach, detach or drive the frame clock are refused in
- *   it (LOG_CALLBACK_CALL, on stderr only, counted in kiln_stats.api_errors).
+ *   it (LOG_CALLBACK_CALL, counted in kiln_stats.api_errors), kiln_create included.
+ * - A message logged from inside a callback (a call of the callback refused) goes to
+ *   stderr only, never back into the callbacks, and is counted as usual.
  * - It must not allocate from or free into kiln's pools, arenas or handle tables, nor
  *   run or wait for jobs: the message may come from inside that allocator. */
 typedef void (*kiln_log_fn)(void *user, kiln_log_level level, const char *message);
