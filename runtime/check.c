@@ -4,9 +4,36 @@
 
 #include <string.h>
 
-/* Whether rt is a live runtime; a pointer not aligned as one is not read. */
+/* The process's live runtimes, newest first: a runtime is on the list from kiln_create
+ * until kiln_destroy frees it. The runtime check finds a pointer here before it reads
+ * anything of it, so a destroyed runtime, a small object or an unreadable page passed as
+ * one is refused without a read. Under live_lock, which is never held while logging. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static kiln_runtime   *live_runtimes;
+
+void kiln_runtime_register(kiln_runtime *rt) {
+    pthread_mutex_lock(&live_lock);
+    rt->live_next = live_runtimes;
+    live_runtimes = rt;
+    pthread_mutex_unlock(&live_lock);
+}
+
+void kiln_runtime_unregister(kiln_runtime *rt) {
+    pthread_mutex_lock(&live_lock);
+    kiln_runtime **link = &live_runtimes;
+    while (*link && *link != rt) link = &(*link)->live_next;
+    if (*link) *link = rt->live_next;
+    pthread_mutex_unlock(&live_lock);
+}
+
+/* Whether rt is a live runtime: on the list (compared, not read), then its magic. */
 static bool runtime_live(const kiln_runtime *rt) {
-    return rt && kiln_aligned_as(rt, kiln_runtime) && rt->magic == KILN_RUNTIME_MAGIC;
+    if (!rt) return false;
+    pthread_mutex_lock(&live_lock);
+    const kiln_runtime *r = live_runtimes;
+    while (r && r != rt) r = r->live_next;
+    pthread_mutex_unlock(&live_lock);
+    return r != NULL && rt->magic == KILN_RUNTIME_MAGIC;
 }
 
 bool kiln_runtime_check(const kiln_runtime *rt, const char *function) {

@@ -7,8 +7,14 @@
 
 #include "types.h"
 
-/* Whether rt looks like a live runtime; logs RUNTIME_NULL / RUNTIME_INVALID otherwise.
- * Any thread. */
+/* kiln_create, once rt is whole, and kiln_destroy, just before it frees rt: rt joins and
+ * leaves the process's list of live runtimes that kiln_runtime_check consults. Any
+ * thread (a process-wide lock). */
+KILN_INTERNAL void kiln_runtime_register(kiln_runtime *rt);
+KILN_INTERNAL void kiln_runtime_unregister(kiln_runtime *rt);
+
+/* Whether rt is a live runtime (on the list, then its magic: a pointer that is none is
+ * never read); logs RUNTIME_NULL / RUNTIME_INVALID otherwise. Any thread. */
 KILN_INTERNAL bool kiln_runtime_check(const kiln_runtime *rt, const char *function);
 
 /* rt's log when rt is a live runtime, else NULL (the stderr default): a refusal of

@@ -114,6 +114,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     kiln_store_relaxed(&rt->handle_epoch, 1);
     kiln_store_relaxed(&rt->handle_safe_epoch, 1);
     rt->magic = KILN_RUNTIME_MAGIC;
+    kiln_runtime_register(rt);
     if (!kiln_workers_start(rt)) {   /* logged */
         kiln_destroy(rt);
         return NULL;
@@ -154,6 +155,7 @@ void kiln_destroy(kiln_runtime *rt) {
     kiln_runtime_handles_free(rt);
     kiln_runtime_arenas_fini(rt);
     pthread_mutex_destroy(&rt->registry_lock);
+    kiln_runtime_unregister(rt);
     rt->magic = 0;
     kiln_heap_free(rt);
 }

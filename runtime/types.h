@@ -158,6 +158,8 @@ struct kiln_runtime {
     kiln_block_pool  blocks;        /* the global block pool every allocator takes from;
                                        first: cache-line aligned */
     uint64_t         magic;         /* KILN_RUNTIME_MAGIC while alive */
+    struct kiln_runtime *live_next; /* the process's list of live runtimes (runtime/check.c),
+                                       under that list's lock */
     kiln_desc        desc;          /* every default filled in; read-only */
     kiln_log_sink    log;
     _Atomic uint64_t api_errors;    /* calls refused for misuse, any thread (relaxed) */

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "base/heap.h"
@@ -824,4 +825,36 @@ Test(runtime, runtime_desc_reads_back_as_kiln_create_takes_it) {
     kiln_destroy(again);
     kiln_destroy(rt);
     cr_assert_eq(recorded_count(rec), 0, "log:%s", recorded_summary(rec));
+}
+
+/* A pointer that is no live runtime is refused without kiln reading it: a destroyed
+ * runtime (its memory freed), a small object aligned as a runtime is, an unreadable
+ * page. ASan would report a read of the first two; the page would fault. */
+Test(runtime, a_pointer_that_is_no_live_runtime_is_never_read) {
+    kiln_runtime *dead = kiln_create(&(kiln_desc){ .worker_count = KILN_NO_WORKERS });
+    cr_assert_not_null(dead);
+    kiln_destroy(dead);
+    void *small = NULL;
+    cr_assert_eq(posix_memalign(&small, 64, 8), 0);
+    memset(small, 0, 8);
+    long page = sysconf(_SC_PAGESIZE);
+    void *unreadable = mmap(NULL, (size_t)page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    cr_assert_neq(unreadable, MAP_FAILED);
+    kiln_runtime *bad[] = { dead, small, unreadable };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        stderr_capture cap;
+        stderr_capture_begin(&cap);
+        kiln_stats s;
+        cr_assert_not(kiln_stats_get(bad[i], &s));
+        cr_assert_eq(kiln_frame_number(bad[i]), 0);
+        cr_assert_null(kiln_attach(bad[i]));
+        cr_assert_null(kiln_pool_create(bad[i], &(kiln_pool_desc){ .size = 16 }));
+        cr_assert_eq(kiln_stats_pools(bad[i], NULL, 0), 0);
+        kiln_destroy(bad[i]);
+        char *err = stderr_capture_end(&cap);
+        cr_assert_eq(count_substrings(err, "RUNTIME_INVALID: "), 6, "case %zu: %s", i, err);
+        free(err);
+    }
+    munmap(unreadable, (size_t)page);
+    free(small);
 }

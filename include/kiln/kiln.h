@@ -10,9 +10,12 @@
  * and calls from the wrong thread or from inside a job where a header forbids them.
  * The exceptions: a pool, handle table or arena pointer that never was one (a cast
  * from something else) is not detected, since checking it would cost every fast path a
- * load; a destroyed one is, until kiln_destroy. A context is checked by its first 8
- * bytes, so a "context" pointing at fewer readable bytes is read out of bounds. Nothing
- * in kiln aborts. */
+ * load; a destroyed one is, until kiln_destroy. A runtime is looked up in the process's
+ * list of live runtimes before anything of it is read, so any pointer that is none (a
+ * destroyed runtime, a small object, an unreadable page) is refused. A context is
+ * checked by its first 8 bytes (the fast paths' one load): a "context" pointing at fewer
+ * readable bytes is read out of bounds, and a context used after kiln_destroy (its
+ * memory is freed then) or a byte copy of one is not detected. Nothing in kiln aborts. */
 #ifndef KILN_KILN_H
 #define KILN_KILN_H
 
