@@ -281,7 +281,7 @@ static void wait_counter(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_s
 /* Halves task down to its grain, and submits the upper halves together, largest first
  * (what thieves take first), counted on pieces: one counter write and one wake-up
  * check (a fence) per split task instead of one per half. Not inlined: its 3.5 KiB of
- * halves leave the stack before kiln_jobs_run_range waits (nested waits stack up). */
+ * halves leave the stack before run_range waits (nested waits stack up). */
 static __attribute__((noinline)) void split_range(kiln_job_system *sys, kiln_job_queue *q,
                                                   kiln_task *task, kiln_counter_state *pieces) {
     kiln_task uppers[64];   /* halving a 64-bit range: at most 63 times */
@@ -299,8 +299,8 @@ static __attribute__((noinline)) void split_range(kiln_job_system *sys, kiln_job
 
 /* Splits [begin, end) by halving down to the grain, pushing upper halves for thieves
  * (each counted like a submitted job), runs the lowest piece here, then waits for the
- * upper halves. */
-void kiln_jobs_run_range(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
+ * upper halves. Inside call_task: a job running on q. */
+static void run_range(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
     if (task->end - task->begin <= task->grain) {
         task->fn.range((kiln_ctx *)q->owner, (size_t)task->begin, (size_t)task->end, task->arg);
         return;
@@ -319,7 +319,7 @@ void kiln_jobs_run_range(kiln_job_system *sys, kiln_job_queue *q, kiln_task *tas
 }
 
 static inline void call_fn(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
-    if (task->flags & KILN_TASK_RANGE) kiln_jobs_run_range(sys, q, task);
+    if (task->flags & KILN_TASK_RANGE) run_range(sys, q, task);
     else task->fn.job((kiln_ctx *)q->owner, task->arg);
 }
 
@@ -398,6 +398,14 @@ static inline void call_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task 
     work_end(q, frame_job);
     q->job_depth--;
     q->running_flags = outer;
+}
+
+/* The root is a job on q like its pieces (job_depth, running_flags, frame work), so
+ * what q's owner may not do inside a job it may not do in the root's lowest piece
+ * either; it was never submitted, so nothing counts it as run or completed, and the
+ * hook does not record it. */
+void kiln_jobs_run_range(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
+    call_task(sys, q, task);
 }
 
 /* Out of line, so that run_task keeps neither the hook nor its token in a register

@@ -144,8 +144,10 @@ KILN_INTERNAL bool kiln_jobs_run_one(kiln_job_system *sys, kiln_job_queue *q, bo
 /* Owner of q: runs tasks until the counter reads zero. */
 KILN_INTERNAL void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter);
 
-/* Owner of q: runs a range task's splitting loop in place (parallel_for's root), and
- * returns when every piece of it is done (the pieces count on a counter of its own). */
+/* Owner of q: runs a range task (KILN_TASK_RANGE) as a job on q, its splitting loop in
+ * place (parallel_for's root), and returns when every piece of it is done (the pieces
+ * count on a counter of their own; the task's counter is not touched). Not submitted:
+ * neither counted as run or completed nor traced. */
 KILN_INTERNAL void kiln_jobs_run_range(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task);
 
 /* Owner of q: runs tasks until every frame job submitted so far has finished. */

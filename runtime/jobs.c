@@ -125,12 +125,13 @@ void kiln_parallel_for(kiln_ctx *ctx, size_t count, size_t grain, kiln_range_fn 
         grain = count / (8 * (size_t)ctx->rt->jobs.threads);
         if (grain == 0) grain = 1;
     }
-    kiln_counter counter = { { 0, 0 } };
+    /* A job on the caller's context, its lowest range included: what a job may not do
+     * (the frame clock, detach, resetting this frame arena), no range may. Background
+     * inside a background job. */
     kiln_task root = {
-        .fn.range = fn, .arg = arg, .counter = kiln_counter_of(&counter),
+        .fn.range = fn, .arg = arg,
         .flags = KILN_TASK_RANGE | (ctx->queue.running_flags & KILN_TASK_BACKGROUND),
         .begin = 0, .end = count, .grain = grain,
     };
     kiln_jobs_run_range(&ctx->rt->jobs, &ctx->queue, &root);
-    kiln_jobs_wait(&ctx->rt->jobs, &ctx->queue, root.counter);
 }

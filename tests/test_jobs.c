@@ -1,7 +1,8 @@
 /* tests/test_jobs.c — the job scheduler: every job runs exactly once, nested jobs and
- * waits inside jobs, parallel_for coverage, frame end waiting for counter-less jobs,
- * frame memory from jobs, idle workers asleep, pinned jobs, priorities, background
- * jobs, bad input, a runtime without workers, and destroy with idle workers.
+ * waits inside jobs, parallel_for coverage and its ranges on the caller as jobs, frame
+ * end waiting for counter-less jobs, frame memory from jobs, idle workers asleep, pinned
+ * jobs, priorities, background jobs, bad input, a runtime without workers, and destroy
+ * with idle workers.
  *
  * Criterion's assertions must run on the test's own thread, so a job records what it
  * found wrong with JOB_CHECK and the test asserts afterwards that nothing was.
@@ -386,6 +387,68 @@ Test(jobs, parallel_for_covers_every_index_once) {
     }
     free(c.hits);
     assert_no_log();
+}
+
+/* The ranges of a parallel_for that run on the caller's context: every one of them,
+ * the lowest included (the caller runs it in place), is a job running on that context,
+ * so the calls refused inside a job are refused there. The other ranges, on workers,
+ * call nothing: which ones a worker steals varies from run to run. */
+#define PF_INSIDE_COUNT 4
+
+static _Atomic unsigned pf_inside_on_caller, pf_inside_first_on_caller;
+static uint64_t         pf_inside_frame;   /* the open frame; written before the call */
+
+static void pf_inside_fn(kiln_ctx *ctx, size_t begin, size_t end, void *arg) {
+    (void)end;
+    (void)arg;
+    if (ctx != main_ctx) return;
+    atomic_fetch_add(&pf_inside_on_caller, 1);
+    if (begin == 0) atomic_store(&pf_inside_first_on_caller, 1);
+    unsigned char *mine = kiln_frame_alloc(ctx, 256, 16);
+    JOB_CHECK(mine != NULL);
+    if (!mine) return;
+    memset(mine, 0x3C, 256);
+    kiln_arena_reset(kiln_frame_arena(ctx));    /* ARENA_RESET_INSIDE_JOB */
+    kiln_frame_end(ctx);                        /* FRAME_INSIDE_JOB */
+    JOB_CHECK(kiln_frame_begin(ctx) == pf_inside_frame);   /* FRAME_INSIDE_JOB */
+    kiln_detach(ctx);                           /* CONTEXT_INSIDE_JOB */
+    JOB_CHECK(kiln_frame_number(rt) == pf_inside_frame);   /* the frame stays open */
+    JOB_CHECK(kiln_frame_alloc(ctx, 16, 16) != NULL);      /* the context stays attached */
+    for (int i = 0; i < 256; i++) JOB_CHECK(mine[i] == 0x3C);   /* the arena was not reset */
+}
+
+/* One frame's parallel_for from the driver; the refusals come in fours, one of each
+ * per range that ran on main_ctx; returns how many did. */
+static unsigned pf_inside_run(void) {
+    atomic_store(&pf_inside_on_caller, 0);
+    atomic_store(&pf_inside_first_on_caller, 0);
+    pf_inside_frame = kiln_frame_begin(main_ctx);
+    kiln_parallel_for(main_ctx, PF_INSIDE_COUNT, 1, pf_inside_fn, NULL);
+    assert_no_job_failures();
+    unsigned n = atomic_load(&pf_inside_on_caller);
+    cr_assert_eq(atomic_load(&pf_inside_first_on_caller), 1, "range [0, 1) runs on the caller");
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_RESET_INSIDE_JOB), n, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_INSIDE_JOB), 2 * n, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_CONTEXT_INSIDE_JOB), n, "log:%s", recorded_summary(rec));
+    cr_assert_eq(recorded_count(rec), 4 * n, "log:%s", recorded_summary(rec));
+    /* Outside the loop again: the frame closes, and the next one opens. */
+    cr_assert_eq(kiln_frame_number(rt), pf_inside_frame, "the frame stays open");
+    kiln_frame_end(main_ctx);
+    cr_assert_eq(kiln_frame_begin(main_ctx), pf_inside_frame + 1);
+    cr_assert_not_null(kiln_frame_alloc(main_ctx, 16, 16));
+    kiln_frame_end(main_ctx);
+    cr_assert_eq(recorded_count(rec), 4 * n, "log:%s", recorded_summary(rec));
+    return n;
+}
+
+Test(jobs, parallel_for_ranges_on_the_caller_are_inside_a_job) {
+    start(1, 0);
+    cr_assert_geq(pf_inside_run(), 1);
+}
+
+Test(jobs, parallel_for_ranges_without_workers_are_all_inside_a_job) {
+    start(KILN_NO_WORKERS, 0);
+    cr_assert_eq(pf_inside_run(), PF_INSIDE_COUNT, "every range runs on the caller");
 }
 
 /* ---------- 4. kiln_wait from inside a job ---------- */

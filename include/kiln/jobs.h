@@ -119,6 +119,9 @@ typedef void (*kiln_range_fn)(kiln_ctx *ctx, size_t begin, size_t end, void *arg
  * - Ranges are split by halving: a running range pushes its upper half for thieves and
  *   goes on with the lower, down to grain indices.
  * - grain 0: kiln picks one (about 8 ranges per thread, at least 1 index).
+ * - Every range runs as a job on the context that runs it, the caller's lowest one
+ *   included: what a job may not do (drive the frame clock, detach, reset its frame
+ *   arena) is refused inside any range.
  * The context's thread. */
 KILN_API void kiln_parallel_for(kiln_ctx *ctx, size_t count, size_t grain, kiln_range_fn fn,
                                 void *arg);
