@@ -127,7 +127,11 @@ inline std::atomic<std::size_t> &destructor_drops() noexcept {
 // - a thread outside the clock that resets its frame arena under unfinished jobs of a
 //   group pulls the closures from under them: kiln does not refuse that reset from the
 //   thread's top level (it does from inside a job, ARENA_RESET_INSIDE_JOB). Keep the
-//   group inside one iteration of that thread's loop.
+//   group inside one iteration of that thread's loop;
+// - kiln_detach of the group's context runs the jobs still queued there, not those
+//   workers took, then frees the frame arena their closures live in; a wait() after it
+//   is refused (CONTEXT_DETACHED) and returns at once. Let the group go first (declared
+//   after the kiln::context it uses, its destructor runs before the detach).
 // Not inside a background job: its frame memory may be reset under it (kiln refuses the
 // allocation there with KILN_DEBUG_CHECKS, JOB_BACKGROUND_FRAME_ALLOC, and run() then
 // throws std::bad_alloc, see below).
