@@ -1,0 +1,698 @@
+// kiln/kiln.hpp — kiln for C++: RAII owners, standard allocators and pmr resources over
+// arenas and frame memory, typed pools and typed handle tables.
+//
+// Header-only C++17 over the public C API (kiln/kiln.h); the library itself stays C. Every
+// owner's .get() returns the C handle, so C and C++ calls mix freely.
+//
+//   kiln::runtime rt;                          // kiln_create(NULL)
+//   kiln::context main_ctx(rt.get());          // kiln_attach
+//   for (;;) {
+//       kiln::frame f(main_ctx.get());         // kiln_frame_begin ... kiln_frame_end
+//       kiln::frame_vector<int> ids(main_ctx.get());
+//       ids.push_back(42);                     // frame memory: gone at the frame's end
+//   }
+//
+// What the layer adds to the C API, and what it does not:
+// - Owners never throw: a create kiln refuses leaves .get() null (kiln has logged why),
+//   and every call through a null handle is refused by kiln as the C call would be.
+// - Allocators and memory resources throw std::bad_alloc when kiln returns NULL (kiln has
+//   logged why: MEMORY_LIMIT_REACHED, ARENA_BAD_ALIGN, ARENA_DESTROYED, ...), as the
+//   standard requires. Without exceptions (-fno-exceptions) they call std::abort, as the
+//   standard library's own allocators do then.
+// - Owners are destroyed before the runtime that made them (declare them after it): kiln
+//   cannot check a pointer into a runtime that kiln_destroy has freed.
+// - Thread contracts are the C calls': each class says which it follows.
+#ifndef KILN_KILN_HPP
+#define KILN_KILN_HPP
+
+#include <kiln/kiln.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <limits>
+#include <memory_resource>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace kiln {
+
+namespace detail {
+
+[[noreturn]] inline void throw_bad_alloc() {
+#if defined(__cpp_exceptions)
+    throw std::bad_alloc();
+#else
+    std::abort();
+#endif
+}
+
+[[noreturn]] inline void throw_bad_array_new_length() {
+#if defined(__cpp_exceptions)
+    throw std::bad_array_new_length();
+#else
+    std::abort();
+#endif
+}
+
+// The bytes of n objects of type T; throws std::bad_array_new_length when they overflow
+// size_t (as std::allocator does).
+template <class T>
+inline std::size_t array_bytes(std::size_t n) {
+    if (n > std::numeric_limits<std::size_t>::max() / sizeof(T)) throw_bad_array_new_length();
+    return n * sizeof(T);
+}
+
+// The most alignment a pool or a handle table serves (kiln_pool_desc.align,
+// kiln_handles_desc.item_align).
+inline constexpr std::size_t max_object_align = 4096;
+
+}  // namespace detail
+
+// ---------- RAII owners ----------
+// Move-only. A moved-from owner holds nothing: its .get() is null and its destructor does
+// nothing. Self-move-assignment leaves the owner as it was.
+
+// A runtime: kiln_create in the constructor, kiln_destroy in the destructor.
+// Thread contract: kiln_destroy's: no other thread uses the runtime during or after the
+// destructor.
+class runtime {
+public:
+    // kiln_create(NULL): every default. .get() is null when kiln refuses (logged).
+    runtime() noexcept : rt_(kiln_create(nullptr)) {}
+    // kiln_create(&desc). .get() is null when kiln refuses desc (logged as one ERROR).
+    explicit runtime(const kiln_desc &desc) noexcept : rt_(kiln_create(&desc)) {}
+    ~runtime() { kiln_destroy(rt_); }
+
+    runtime(runtime &&other) noexcept : rt_(std::exchange(other.rt_, nullptr)) {}
+    // Destroys the runtime held, then takes other's.
+    runtime &operator=(runtime &&other) noexcept {
+        if (this != &other) {
+            kiln_destroy(rt_);
+            rt_ = std::exchange(other.rt_, nullptr);
+        }
+        return *this;
+    }
+    runtime(const runtime &) = delete;
+    runtime &operator=(const runtime &) = delete;
+
+    kiln_runtime *get() const noexcept { return rt_; }
+    explicit operator bool() const noexcept { return rt_ != nullptr; }
+
+private:
+    kiln_runtime *rt_;
+};
+
+// The calling thread's context: kiln_attach in the constructor, kiln_detach in the
+// destructor. Thread contract: the attaching thread constructs, uses and destroys it (a
+// context is used only by the thread that attached it). kiln refuses a detach from inside
+// a job on the context (CONTEXT_INSIDE_JOB) and of a worker's context (CONTEXT_IS_WORKER);
+// the context then stays attached until kiln_destroy.
+class context {
+public:
+    // kiln_attach(rt). .get() is null when kiln refuses (logged: a bad rt, no memory).
+    explicit context(kiln_runtime *rt) noexcept : ctx_(kiln_attach(rt)) {}
+    ~context() { kiln_detach(ctx_); }
+
+    context(context &&other) noexcept : ctx_(std::exchange(other.ctx_, nullptr)) {}
+    // Detaches the context held, then takes other's.
+    context &operator=(context &&other) noexcept {
+        if (this != &other) {
+            kiln_detach(ctx_);
+            ctx_ = std::exchange(other.ctx_, nullptr);
+        }
+        return *this;
+    }
+    context(const context &) = delete;
+    context &operator=(const context &) = delete;
+
+    kiln_ctx *get() const noexcept { return ctx_; }
+    explicit operator bool() const noexcept { return ctx_ != nullptr; }
+
+private:
+    kiln_ctx *ctx_;
+};
+
+// A frame as a scope: kiln_frame_begin in the constructor, kiln_frame_end in the
+// destructor, which runs and waits for every frame job first. Thread contract: the
+// frame-driving context's thread.
+// - A begin kiln refuses (logged: FRAME_NOT_DRIVER, FRAME_ALREADY_OPEN,
+//   FRAME_WORKER_CONTEXT, FRAME_INSIDE_JOB, CONTEXT_DETACHED, ...) opens nothing, and the
+//   destructor then ends nothing: a frame nested in an open one, or made inside a job,
+//   never ends the frame that is open.
+// - How a refusal is told from a begin: kiln_frame_begin returns the frame number it
+//   opened, one more than kiln_frame_number before it, and a refusal returns the number
+//   as it is. That is exact on the driving context (only it moves the clock). On another
+//   context, the driver may open a frame between the two reads; the destructor's
+//   kiln_frame_end is then refused by kiln too (FRAME_NOT_DRIVER, logged).
+class frame {
+public:
+    explicit frame(kiln_ctx *ctx) noexcept : ctx_(ctx) {
+        kiln_runtime *rt = kiln_ctx_runtime(ctx);   // a bad ctx: refused here, logged once
+        if (!rt) return;
+        uint64_t before = kiln_frame_number(rt);
+        uint64_t number = kiln_frame_begin(ctx);
+        if (number != 0 && number == before + 1) {
+            number_ = number;
+            open_ = true;
+        }
+    }
+    ~frame() { end(); }
+
+    frame(frame &&other) noexcept
+        : ctx_(std::exchange(other.ctx_, nullptr)),
+          number_(std::exchange(other.number_, 0)),
+          open_(std::exchange(other.open_, false)) {}
+    // Ends the frame this object opened, then takes other's.
+    frame &operator=(frame &&other) noexcept {
+        if (this != &other) {
+            end();
+            ctx_ = std::exchange(other.ctx_, nullptr);
+            number_ = std::exchange(other.number_, 0);
+            open_ = std::exchange(other.open_, false);
+        }
+        return *this;
+    }
+    frame(const frame &) = delete;
+    frame &operator=(const frame &) = delete;
+
+    // The context the frame was begun on (null once moved from).
+    kiln_ctx *get() const noexcept { return ctx_; }
+    // The number of the frame this object opened; 0 when it opened none.
+    uint64_t number() const noexcept { return number_; }
+    // Whether this object opened a frame that its destructor will end.
+    explicit operator bool() const noexcept { return open_; }
+
+private:
+    void end() noexcept {
+        if (open_) kiln_frame_end(ctx_);
+        open_ = false;
+    }
+
+    kiln_ctx *ctx_;
+    uint64_t  number_ = 0;
+    bool      open_ = false;
+};
+
+// An arena: kiln_arena_create in the constructor, kiln_arena_destroy in the destructor.
+// Thread contract: kiln's (one owner thread at a time; create and destroy from any
+// thread). A call through a destroyed arena (an allocator or scope kept past it) is
+// refused by kiln (ARENA_DESTROYED).
+class arena {
+public:
+    // kiln_arena_create(rt, name); name is copied, NULL names it "arena". .get() is null
+    // when kiln refuses (logged).
+    arena(kiln_runtime *rt, const char *name) noexcept : arena_(kiln_arena_create(rt, name)) {}
+    ~arena() { kiln_arena_destroy(arena_); }
+
+    arena(arena &&other) noexcept : arena_(std::exchange(other.arena_, nullptr)) {}
+    // Destroys the arena held, then takes other's.
+    arena &operator=(arena &&other) noexcept {
+        if (this != &other) {
+            kiln_arena_destroy(arena_);
+            arena_ = std::exchange(other.arena_, nullptr);
+        }
+        return *this;
+    }
+    arena(const arena &) = delete;
+    arena &operator=(const arena &) = delete;
+
+    kiln_arena *get() const noexcept { return arena_; }
+    explicit operator bool() const noexcept { return arena_ != nullptr; }
+
+    // kiln_arena_stats_get: zeroed when refused (a moved-from arena: ARENA_NULL, logged).
+    // Any thread.
+    kiln_arena_stats stats() const noexcept {
+        kiln_arena_stats s{};
+        kiln_arena_stats_get(arena_, &s);
+        return s;
+    }
+
+private:
+    kiln_arena *arena_;
+};
+
+// A stack-allocator scope over an arena: kiln_arena_mark at construction,
+// kiln_arena_release to that mark at destruction, so everything allocated in the arena
+// during the scope is freed at its end. Thread contract: the arena's owner thread.
+// - Scopes nest; one released out of order (an outer scope ended first) is refused by
+//   kiln (ARENA_BAD_MARK, logged), as is a scope over a destroyed arena (ARENA_DESTROYED).
+// - A null arena is refused by kiln at construction (ARENA_NULL, logged); the destructor
+//   then releases nothing.
+class arena_scope {
+public:
+    explicit arena_scope(kiln_arena *arena) noexcept
+        : arena_(arena), mark_(kiln_arena_mark(arena)) {}
+    ~arena_scope() { end(); }
+
+    arena_scope(arena_scope &&other) noexcept
+        : arena_(std::exchange(other.arena_, nullptr)), mark_(other.mark_) {}
+    // Releases this scope's mark, then takes other's.
+    arena_scope &operator=(arena_scope &&other) noexcept {
+        if (this != &other) {
+            end();
+            arena_ = std::exchange(other.arena_, nullptr);
+            mark_ = other.mark_;
+        }
+        return *this;
+    }
+    arena_scope(const arena_scope &) = delete;
+    arena_scope &operator=(const arena_scope &) = delete;
+
+    // The arena the scope releases (null once moved from).
+    kiln_arena *get() const noexcept { return arena_; }
+    // The mark taken at construction.
+    kiln_mark mark() const noexcept { return mark_; }
+
+private:
+    void end() noexcept {
+        if (arena_) kiln_arena_release(arena_, mark_);
+        arena_ = nullptr;
+    }
+
+    kiln_arena *arena_;
+    kiln_mark   mark_;
+};
+
+// ---------- standard allocators ----------
+// C++17 Allocator requirements over kiln's bump arenas.
+// - allocate(n): n * sizeof(T) bytes aligned to alignof(T); std::bad_alloc when kiln
+//   returns NULL (logged by kiln: the limit reached, a bad context or arena, an
+//   alignment above the arena's block size: ARENA_BAD_ALIGN), std::bad_array_new_length
+//   when the bytes overflow size_t.
+// - deallocate frees nothing: the arena's reset or release does. No give-back of the
+//   arena's last allocation either: the C API frees only to a mark, and a release to a
+//   mark taken before an allocation also ends every mark taken after it (an arena_scope
+//   the allocator cannot see), so no release is ever safe from inside deallocate.
+// - Equal when they allocate from the same arena (the same context, for
+//   frame_allocator): memory from one may be handed to the other's deallocate.
+// - Propagation, deliberately as std::allocator, but for swap:
+//   - copy assignment does not propagate: a container copied into keeps its own arena,
+//     and the copy lands there;
+//   - move assignment propagates: the storage moves, and the arena goes with it (O(1),
+//     noexcept, never allocates);
+//   - swap propagates, so swapping two containers of different arenas is defined (with
+//     unequal allocators that do not propagate, it would be undefined behaviour);
+//   - a copy-constructed container uses the same arena as its source.
+//   So a container moved into another takes the source's arena: its lifetime and thread
+//   (for frame memory, the source's context) come with it.
+
+// Allocates from a context's frame memory (kiln_frame_alloc): valid until the next
+// kiln_frame_end (for an attached thread outside the frame clock, until it resets its own
+// frame arena).
+// - Thread contract: kiln_frame_alloc's: allocate only on the context's thread (inside a
+//   job, the ctx the job was given). With KILN_DEBUG_OWNERSHIP another thread's use of
+//   a frame arena is reported (ARENA_WRONG_THREAD).
+// - A frame container is destroyed before its frame ends: one kept longer reads reset
+//   memory (KILN_DEBUG_POISON reports it under AddressSanitizer and memcheck). The layer
+//   does not check it itself.
+// - Refused by kiln, then std::bad_alloc: a null or detached context (CONTEXT_NULL,
+//   CONTEXT_DETACHED); a background job's frame memory with KILN_DEBUG_CHECKS
+//   (JOB_BACKGROUND_FRAME_ALLOC).
+// The constructor from a context is implicit, so frame_vector<int> v(ctx) reads as the
+// declaration of a frame container.
+template <class T>
+class frame_allocator {
+public:
+    using value_type = T;
+    using propagate_on_container_copy_assignment = std::false_type;
+    using propagate_on_container_move_assignment = std::true_type;
+    using propagate_on_container_swap = std::true_type;
+    using is_always_equal = std::false_type;
+    template <class U>
+    struct rebind { using other = frame_allocator<U>; };
+
+    frame_allocator(kiln_ctx *ctx) noexcept : ctx_(ctx) {}
+    template <class U>
+    frame_allocator(const frame_allocator<U> &other) noexcept : ctx_(other.context()) {}
+
+    T *allocate(std::size_t n) {
+        void *p = (kiln_frame_alloc)(ctx_, detail::array_bytes<T>(n), alignof(T));
+        if (!p) detail::throw_bad_alloc();
+        return static_cast<T *>(p);
+    }
+    // Frees nothing (see above).
+    void deallocate(T *, std::size_t) noexcept {}
+
+    kiln_ctx *context() const noexcept { return ctx_; }
+
+private:
+    kiln_ctx *ctx_;
+};
+
+template <class T, class U>
+inline bool operator==(const frame_allocator<T> &a, const frame_allocator<U> &b) noexcept {
+    return a.context() == b.context();
+}
+template <class T, class U>
+inline bool operator!=(const frame_allocator<T> &a, const frame_allocator<U> &b) noexcept {
+    return !(a == b);
+}
+
+// Allocates from an arena (kiln_arena_alloc): valid until the arena's reset, a release
+// to a mark taken before it, or its destroy.
+// - Thread contract: the arena's (one owner thread at a time).
+// - Refused by kiln, then std::bad_alloc: a null arena (ARENA_NULL), a destroyed one
+//   (ARENA_DESTROYED).
+// Implicit from an arena, like frame_allocator from a context.
+template <class T>
+class arena_allocator {
+public:
+    using value_type = T;
+    using propagate_on_container_copy_assignment = std::false_type;
+    using propagate_on_container_move_assignment = std::true_type;
+    using propagate_on_container_swap = std::true_type;
+    using is_always_equal = std::false_type;
+    template <class U>
+    struct rebind { using other = arena_allocator<U>; };
+
+    arena_allocator(kiln_arena *arena) noexcept : arena_(arena) {}
+    template <class U>
+    arena_allocator(const arena_allocator<U> &other) noexcept : arena_(other.arena()) {}
+
+    T *allocate(std::size_t n) {
+        void *p = (kiln_arena_alloc)(arena_, detail::array_bytes<T>(n), alignof(T));
+        if (!p) detail::throw_bad_alloc();
+        return static_cast<T *>(p);
+    }
+    // Frees nothing (see above).
+    void deallocate(T *, std::size_t) noexcept {}
+
+    kiln_arena *arena() const noexcept { return arena_; }
+
+private:
+    kiln_arena *arena_;
+};
+
+template <class T, class U>
+inline bool operator==(const arena_allocator<T> &a, const arena_allocator<U> &b) noexcept {
+    return a.arena() == b.arena();
+}
+template <class T, class U>
+inline bool operator!=(const arena_allocator<T> &a, const arena_allocator<U> &b) noexcept {
+    return !(a == b);
+}
+
+// Containers whose type says where their memory lives.
+template <class T>
+using frame_vector = std::vector<T, frame_allocator<T>>;
+using frame_string = std::basic_string<char, std::char_traits<char>, frame_allocator<char>>;
+template <class T>
+using arena_vector = std::vector<T, arena_allocator<T>>;
+
+// ---------- pmr resources ----------
+// std::pmr::memory_resource over the same arenas, so every std::pmr container works on
+// kiln memory. The resource object must outlive the containers that use it (they keep
+// its address); it is neither copyable nor movable, like the standard's own resources.
+// - do_allocate: std::bad_alloc when kiln returns NULL (logged by kiln), an alignment
+//   above the arena's block size (ARENA_BAD_ALIGN) included.
+// - do_deallocate frees nothing, as the allocators above.
+// - do_is_equal, deliberately: equal to a resource of the same kind over the same
+//   context (frame_resource) or arena (arena_resource), and to nothing else. A pmr
+//   container move-assigned from an equal resource's container takes its storage; from
+//   any other it copies into its own, so a container's memory always has its own
+//   resource's lifetime. The kind is told by dynamic_cast; built without RTTI, a
+//   resource is equal only to itself.
+
+// Frame memory of a context (kiln_frame_alloc); the thread contract and refusals of
+// frame_allocator.
+class frame_resource final : public std::pmr::memory_resource {
+public:
+    explicit frame_resource(kiln_ctx *ctx) noexcept : ctx_(ctx) {}
+    frame_resource(const frame_resource &) = delete;
+    frame_resource &operator=(const frame_resource &) = delete;
+
+    kiln_ctx *context() const noexcept { return ctx_; }
+
+private:
+    void *do_allocate(std::size_t bytes, std::size_t alignment) override {
+        void *p = (kiln_frame_alloc)(ctx_, bytes, alignment);
+        if (!p) detail::throw_bad_alloc();
+        return p;
+    }
+    void do_deallocate(void *, std::size_t, std::size_t) noexcept override {}
+    bool do_is_equal(const std::pmr::memory_resource &other) const noexcept override {
+        if (this == &other) return true;
+#if defined(__cpp_rtti) || defined(__GXX_RTTI)
+        const auto *same_kind = dynamic_cast<const frame_resource *>(&other);
+        return same_kind && same_kind->ctx_ == ctx_;
+#else
+        return false;
+#endif
+    }
+
+    kiln_ctx *ctx_;
+};
+
+// An arena's memory (kiln_arena_alloc); the thread contract and refusals of
+// arena_allocator.
+class arena_resource final : public std::pmr::memory_resource {
+public:
+    explicit arena_resource(kiln_arena *arena) noexcept : arena_(arena) {}
+    arena_resource(const arena_resource &) = delete;
+    arena_resource &operator=(const arena_resource &) = delete;
+
+    kiln_arena *arena() const noexcept { return arena_; }
+
+private:
+    void *do_allocate(std::size_t bytes, std::size_t alignment) override {
+        void *p = (kiln_arena_alloc)(arena_, bytes, alignment);
+        if (!p) detail::throw_bad_alloc();
+        return p;
+    }
+    void do_deallocate(void *, std::size_t, std::size_t) noexcept override {}
+    bool do_is_equal(const std::pmr::memory_resource &other) const noexcept override {
+        if (this == &other) return true;
+#if defined(__cpp_rtti) || defined(__GXX_RTTI)
+        const auto *same_kind = dynamic_cast<const arena_resource *>(&other);
+        return same_kind && same_kind->arena_ == arena_;
+#else
+        return false;
+#endif
+    }
+
+    kiln_arena *arena_;
+};
+
+// ---------- typed pools ----------
+
+// A pool of T objects (kiln_pool_create with sizeof(T) and alignof(T)), destroyed with
+// the owner. Objects are constructed by create and destroyed by destroy; kiln_pool_destroy
+// (the owner's destructor) frees the blocks of objects still live without running their
+// destructors, after logging how many there are (POOL_OBJECTS_LIVE).
+// - Thread contract: kiln's. create on the context's thread; destroy from any thread
+//   with its own context, whoever created the object; no other thread uses the pool
+//   during or after the owner's destructor.
+// - sizeof(T) must be at most a quarter of the runtime's block size (kiln refuses the
+//   pool otherwise: POOL_BAD_SIZE, and .get() is null); alignof(T) at most 4096, checked
+//   at compile time.
+template <class T>
+class pool {
+    static_assert(alignof(T) <= detail::max_object_align,
+                  "kiln::pool: kiln pools align objects to at most 4096 bytes");
+
+public:
+    // kiln_pool_create(rt, {name, sizeof(T), alignof(T), capacity}); capacity 0: grows
+    // without limit. .get() is null when kiln refuses (logged).
+    pool(kiln_runtime *rt, const char *name, std::size_t capacity = 0) noexcept : rt_(rt) {
+        kiln_pool_desc desc{};
+        desc.name = name;
+        desc.size = sizeof(T);
+        desc.align = alignof(T);
+        desc.capacity = capacity;
+        pool_ = kiln_pool_create(rt, &desc);
+    }
+    ~pool() { kiln_pool_destroy(pool_); }
+
+    pool(pool &&other) noexcept
+        : rt_(std::exchange(other.rt_, nullptr)), pool_(std::exchange(other.pool_, nullptr)) {}
+    // Destroys the pool held, then takes other's.
+    pool &operator=(pool &&other) noexcept {
+        if (this != &other) {
+            kiln_pool_destroy(pool_);
+            rt_ = std::exchange(other.rt_, nullptr);
+            pool_ = std::exchange(other.pool_, nullptr);
+        }
+        return *this;
+    }
+    pool(const pool &) = delete;
+    pool &operator=(const pool &) = delete;
+
+    // A new T(args...) in a pool slot; nullptr when kiln_pool_alloc returns NULL (logged by
+    // kiln: capacity reached, no memory, a bad or foreign context, a moved-from pool). A
+    // constructor that throws: the slot is freed and the exception passed on.
+    template <class... Args>
+    T *create(kiln_ctx *ctx, Args &&...args) {
+        void *slot = (kiln_pool_alloc)(ctx, pool_);
+        if (!slot) return nullptr;
+#if defined(__cpp_exceptions)
+        try {
+            return ::new (slot) T(std::forward<Args>(args)...);
+        } catch (...) {
+            kiln_pool_free(ctx, pool_, slot);
+            throw;
+        }
+#else
+        return ::new (slot) T(std::forward<Args>(args)...);
+#endif
+    }
+
+    // Runs obj's destructor, then kiln_pool_free. nullptr is a no-op.
+    // - A context kiln would refuse is refused before the destructor runs, so obj stays a
+    //   live, constructed object: a null, detached or invalid one (CONTEXT_*, logged), one
+    //   of another runtime (POOL_WRONG_RUNTIME), a moved-from pool (POOL_NULL).
+    // - Not checked before the destructor runs (the C API has no call that says whether a
+    //   pointer is a live object of a pool): a pointer of another pool or a second destroy
+    //   of one object. kiln refuses the free itself (POOL_FOREIGN_POINTER; with
+    //   KILN_DEBUG_CHECKS, POOL_DOUBLE_FREE), but the destructor has run by then.
+    void destroy(kiln_ctx *ctx, T *obj) noexcept(std::is_nothrow_destructible_v<T>) {
+        if (!obj) return;
+        if (!pool_ || !ctx) {
+            kiln_pool_free(ctx, pool_, obj);   // refused and logged by kiln
+            return;
+        }
+        kiln_runtime *owner = kiln_ctx_runtime(ctx);   // NULL: refused and logged
+        if (owner != rt_) {
+            if (owner) kiln_pool_free(ctx, pool_, obj);   // POOL_WRONG_RUNTIME
+            return;
+        }
+        obj->~T();
+        kiln_pool_free(ctx, pool_, obj);
+    }
+
+    // kiln_pool_stats_get: zeroed when refused (a moved-from pool: POOL_NULL, logged).
+    // Any thread.
+    kiln_pool_stats stats() const noexcept {
+        kiln_pool_stats s{};
+        kiln_pool_stats_get(pool_, &s);
+        return s;
+    }
+
+    kiln_pool *get() const noexcept { return pool_; }
+    explicit operator bool() const noexcept { return pool_ != nullptr; }
+
+private:
+    kiln_runtime *rt_;
+    kiln_pool    *pool_;
+};
+
+// ---------- typed handle tables ----------
+
+// A handle to a T of a handle_table<T>: a kiln_handle whose type names its items, so a
+// handle<bullet> does not convert to a handle<enemy>. The default one is the null handle.
+template <class T>
+class handle {
+public:
+    constexpr handle() noexcept = default;
+    constexpr explicit handle(kiln_handle raw) noexcept : raw_(raw) {}
+
+    constexpr kiln_handle raw() const noexcept { return raw_; }
+    constexpr bool is_null() const noexcept { return raw_.bits == 0; }
+    constexpr explicit operator bool() const noexcept { return raw_.bits != 0; }
+
+    friend constexpr bool operator==(handle a, handle b) noexcept { return a.raw_.bits == b.raw_.bits; }
+    friend constexpr bool operator!=(handle a, handle b) noexcept { return a.raw_.bits != b.raw_.bits; }
+
+private:
+    kiln_handle raw_{};
+};
+
+// A generational handle table of T items (kiln_handles_create with sizeof(T) and
+// alignof(T)), destroyed with the owner. kiln/handles.h tells the reuse rule: how long
+// a pointer from get stays valid.
+// - Thread contract: kiln's. alloc on the context's thread; get and free from any
+//   thread (free with its own context); no other thread uses the table during or after
+//   the owner's destructor.
+// - T is trivially destructible: free runs no destructor, since other threads may still
+//   read the item until the reuse rule lets its slot go (items keep their last contents
+//   until then).
+// - sizeof(T) at most 1 MiB and alignof(T) at most 4096, checked at compile time.
+// A walk over live items is not offered: the C API has none.
+template <class T>
+class handle_table {
+    static_assert(std::is_trivially_destructible_v<T>,
+                  "kiln::handle_table: free runs no destructor, so T must be trivially destructible");
+    static_assert(alignof(T) <= detail::max_object_align,
+                  "kiln::handle_table: kiln handle tables align items to at most 4096 bytes");
+    static_assert(sizeof(T) <= (std::size_t{1} << 20),
+                  "kiln::handle_table: kiln handle tables hold items of at most 1 MiB");
+
+public:
+    // kiln_handles_create(rt, {name, sizeof(T), alignof(T), capacity}); capacity 0: 65536.
+    // .get() is null when kiln refuses (logged).
+    handle_table(kiln_runtime *rt, const char *name, uint32_t capacity = 0) noexcept {
+        kiln_handles_desc desc{};
+        desc.name = name;
+        desc.item_size = sizeof(T);
+        desc.item_align = alignof(T);
+        desc.capacity = capacity;
+        table_ = kiln_handles_create(rt, &desc);
+    }
+    ~handle_table() { kiln_handles_destroy(table_); }
+
+    handle_table(handle_table &&other) noexcept : table_(std::exchange(other.table_, nullptr)) {}
+    // Destroys the table held, then takes other's.
+    handle_table &operator=(handle_table &&other) noexcept {
+        if (this != &other) {
+            kiln_handles_destroy(table_);
+            table_ = std::exchange(other.table_, nullptr);
+        }
+        return *this;
+    }
+    handle_table(const handle_table &) = delete;
+    handle_table &operator=(const handle_table &) = delete;
+
+    // A handle to a new value-initialised T (T()); the null handle when kiln_handle_alloc
+    // refuses (logged by kiln: HANDLES_FULL, a bad or foreign context, a moved-from table).
+    // A T() that throws: the item is freed and the exception passed on.
+    handle<T> alloc(kiln_ctx *ctx) {
+        void *item = nullptr;
+        kiln_handle raw = (kiln_handle_alloc)(ctx, table_, &item);
+        if (!item) return handle<T>();
+#if defined(__cpp_exceptions)
+        try {
+            ::new (item) T();
+        } catch (...) {
+            kiln_handle_free(ctx, table_, raw);
+            throw;
+        }
+#else
+        ::new (item) T();
+#endif
+        return handle<T>(raw);
+    }
+
+    // The item, or nullptr for a stale, freed, null or foreign handle (and for a
+    // moved-from table). Wait-free, any thread; not logged (a stale lookup is normal use).
+    T *get(handle<T> h) const noexcept {
+        T *item = static_cast<T *>(kiln_handle_get(table_, h.raw()));
+        return item ? std::launder(item) : nullptr;   // the T that alloc constructed there
+    }
+
+    // Frees the item: h is stale at once on every thread. false when kiln refuses
+    // (logged: HANDLE_DOUBLE_FREE, HANDLE_NULL, HANDLE_FOREIGN, a bad or foreign context).
+    bool free(kiln_ctx *ctx, handle<T> h) noexcept { return kiln_handle_free(ctx, table_, h.raw()); }
+
+    // kiln_handles_stats_get: zeroed when refused (a moved-from table: HANDLES_NULL,
+    // logged). Any thread.
+    kiln_handles_stats stats() const noexcept {
+        kiln_handles_stats s{};
+        kiln_handles_stats_get(table_, &s);
+        return s;
+    }
+
+    kiln_handles *get() const noexcept { return table_; }
+    explicit operator bool() const noexcept { return table_ != nullptr; }
+
+private:
+    kiln_handles *table_;
+};
+
+// ---------- jobs: kiln::task_group and kiln::parallel_for (kiln/jobs.hpp) ----------
+
+}  // namespace kiln
+
+#endif  // KILN_KILN_HPP
