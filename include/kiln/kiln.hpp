@@ -665,8 +665,9 @@ public:
         return handle<T>(raw);
     }
 
-    // The item, or nullptr for a stale, freed, null or foreign handle (and for a
-    // moved-from table). Wait-free, any thread; not logged (a stale lookup is normal use).
+    // The item, or nullptr for a stale, freed, null or foreign handle (not logged: a stale
+    // lookup is normal use). Wait-free, any thread. A moved-from table: nullptr, refused
+    // by kiln (HANDLES_NULL, on stderr).
     T *get(handle<T> h) const noexcept {
         T *item = static_cast<T *>(kiln_handle_get(table_, h.raw()));
         return item ? std::launder(item) : nullptr;   // the T that alloc constructed there
