@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs a built kiln into a scratch root, then builds and runs a consumer against it
-# through pkg-config, once linked shared and once static. Usage: check-install.sh BUILD_DIR
+# through pkg-config, once linked shared and once static, and a C++ one over kiln/kiln.hpp.
+# Usage: check-install.sh BUILD_DIR
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=$1
@@ -22,3 +23,7 @@ cc -std=c11 -Wall -Wextra -Werror -pedantic "$here/consumer.c" -o "$dest/consume
    $(pkgconf --cflags kiln) "$libdir/libkiln.a" \
    $(pkgconf --static --libs-only-other --libs-only-l kiln | sed 's/-lkiln//')
 "$dest/consumer-static"
+# The C++ layer (kiln/kiln.hpp) is installed too and found through the same pkg-config.
+c++ -std=c++17 -Wall -Wextra -Werror -pedantic "$here/../headers_hpp.cpp" -o "$dest/consumer-cpp" \
+    $(pkgconf --cflags --libs kiln)
+LD_LIBRARY_PATH="$libdir" "$dest/consumer-cpp"
