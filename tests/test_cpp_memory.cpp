@@ -3,8 +3,8 @@
 // destroyed when they should, rebinding into node containers, equality, propagation),
 // the pmr resources under std::pmr containers, allocation failure as std::bad_alloc with
 // kiln's logged item, typed pools (constructor and destructor counts) and typed handle
-// tables (stale after free and after frame end), and misuse through the wrappers ending
-// in kiln's own refusals.
+// tables (stale after free and after frame end), every container under the debug layer,
+// and misuse through the wrappers ending in kiln's own refusals.
 #include <kiln/kiln.hpp>
 
 #include <pthread.h>
@@ -887,4 +887,67 @@ Test(cpp_memory, handles_of_one_type_name_distinct_tables) {
     cr_assert_null(others.get(h), "another table's handle is foreign");
     cr_assert_geq(others.stats().foreign_handles + others.stats().stale_lookups, 1u);
     cr_assert(enemies.free(e.ctx.get(), h));
+}
+
+// ---------- with the debug layer ----------
+
+Test(cpp_memory, containers_under_every_debug_bit) {
+    recorder log;
+    kiln_desc desc = desc_for(log.rec);
+    desc.debug = KILN_DEBUG_ALL;
+    env e(desc);
+    counted::reset();
+    kiln::pool<counted> p(e.rt.get(), "counted");
+    kiln::arena level(e.rt.get(), "level");
+    for (int frame = 0; frame < 3; frame++) {
+        kiln::frame f(e.ctx.get());
+        kiln::frame_vector<counted> v(e.ctx.get());
+        for (int i = 0; i < 300; i++) v.emplace_back(i);
+        kiln::frame_string s(e.ctx.get());
+        for (int i = 0; i < 50; i++) s += "text ";
+        kiln::arena_scope scope(level.get());
+        kiln::arena_vector<int> w(level.get());
+        w.assign(5000, frame);
+        counted *c = p.create(e.ctx.get(), frame);
+        p.destroy(e.ctx.get(), c);
+        cr_assert_eq(v[299].value, 299);
+    }
+    cr_assert_eq(counted::live(), 0);
+    cr_assert_eq(recorded_count(log.rec), 0u, "no guard, poison or ownership report:%s",
+                 recorded_summary(log.rec));
+}
+
+namespace {
+struct background_try {
+    bool threw = false;
+    bool ran = false;
+};
+void background_frame_vector(kiln_ctx *ctx, void *arg) {
+    auto *t = static_cast<background_try *>(arg);
+    t->ran = true;
+    try {   // no exception may leave a job: kiln's C frames are below it
+        kiln::frame_vector<int> v(ctx);
+        v.push_back(1);
+    } catch (const std::bad_alloc &) {
+        t->threw = true;
+    }
+}
+}  // namespace
+
+Test(cpp_memory, frame_memory_in_a_background_job_is_refused_with_checks) {
+    recorder log;
+    kiln_desc desc = desc_for(log.rec);
+    desc.debug = KILN_DEBUG_CHECKS;
+    env e(desc);
+    background_try t;
+    kiln_counter counter{};
+    kiln_job job{ background_frame_vector, &t };
+    kiln_run_desc run{};
+    run.background = true;
+    kiln_run_ex(e.ctx.get(), &job, 1, &counter, &run);
+    kiln_wait(e.ctx.get(), &counter);   // no workers: the wait runs it
+    cr_assert(t.ran);
+    cr_assert(t.threw, "kiln refused, the allocator threw");
+    cr_assert_eq(count_items(log.rec, KILN_LOGITEM_JOB_BACKGROUND_FRAME_ALLOC), 1u, "log:%s",
+                 recorded_summary(log.rec));
 }
