@@ -1,5 +1,6 @@
 // kiln/kiln.hpp — kiln for C++: RAII owners, standard allocators and pmr resources over
-// arenas and frame memory, typed pools and typed handle tables.
+// arenas and frame memory, typed pools and typed handle tables; and, through kiln/jobs.hpp,
+// lambda jobs (kiln::task_group, kiln::parallel_for). Include only this header.
 //
 // Header-only C++17 over the public C API (kiln/kiln.h); the library itself stays C. Every
 // owner's .get() returns the C handle, so C and C++ calls mix freely.
@@ -26,6 +27,7 @@
 #define KILN_KILN_HPP
 
 #include <kiln/kiln.h>
+#include <kiln/jobs.hpp>   // kiln::task_group, kiln::parallel_for
 
 #include <cstddef>
 #include <cstdint>
@@ -691,8 +693,6 @@ public:
 private:
     kiln_handles *table_;
 };
-
-// ---------- jobs: kiln::task_group and kiln::parallel_for (kiln/jobs.hpp) ----------
 
 }  // namespace kiln
 
