@@ -132,6 +132,7 @@ if build build-test; then
     for t in build-test/tests/test-*; do [ -f "$t" ] && [ -x "$t" ] && criterion default "$t"; done
     for t in build-test/tests/check-*; do [ -f "$t" ] && [ -x "$t" ] && check "default $(basename "$t")" "$t"; done
     check "example frame-loop" build-test/examples/frame-loop 120 20000
+    check "example frame-loop-cpp" build-test/examples/frame-loop-cpp 120 2000
     check "demo check-demo" tests/demo/check-demo.sh build-test
     check "bench --quick" bench/run-all.sh build-test --quick
     check "install + pkg-config consumer" tests/consumer/check-install.sh build-test
