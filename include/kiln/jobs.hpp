@@ -12,11 +12,23 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdlib>
 #include <exception>
 #include <memory>
 #include <new>
 #include <type_traits>
 #include <utility>
+
+// Without exceptions (-fno-exceptions) nothing can throw: the trampolines call the
+// callable directly, nothing is captured or rethrown, and a closure that finds no frame
+// memory aborts, as kiln.hpp's allocators do. Undefined again at the end of this header.
+#if defined(__cpp_exceptions)
+#  define KILN_HPP_TRY try
+#  define KILN_HPP_CATCH_ALL(handler) catch (...) { handler; }
+#else
+#  define KILN_HPP_TRY if (true)
+#  define KILN_HPP_CATCH_ALL(handler) else { handler; }   /* never runs */
+#endif
 
 namespace kiln {
 
@@ -72,22 +84,18 @@ struct job_record {
     static void call(kiln_ctx *ctx, void *arg) noexcept {
         job_record *self = static_cast<job_record *>(arg);
         exception_slot *slot = self->slot;
-        try {
+        KILN_HPP_TRY {
             self->fn(ctx);
-        } catch (...) {
-            slot->capture();
-        }
+        } KILN_HPP_CATCH_ALL(slot->capture())
         destroy(self);
     }
 
     // Runs the callable's destructor; one that throws is captured like a call's throw.
     static void destroy(job_record *self) noexcept {
         exception_slot *slot = self->slot;
-        try {
+        KILN_HPP_TRY {
             self->~job_record();
-        } catch (...) {
-            slot->capture();
-        }
+        } KILN_HPP_CATCH_ALL(slot->capture())
     }
 };
 
@@ -202,7 +210,9 @@ public:
     // The thread of the group's context.
     void wait() {
         drain();
+#if defined(__cpp_exceptions)
         if (std::exception_ptr first = slot_.take()) std::rethrow_exception(first);
+#endif
     }
 
     // Exceptions the group's jobs threw that wait() did not rethrow: every one after the
@@ -227,7 +237,13 @@ private:
         static_assert(std::is_invocable_v<fn_type &, kiln_ctx *>,
                       "kiln::task_group::run: f must be callable as f(kiln_ctx *)");
         void *memory = (kiln_frame_alloc)(ctx_, sizeof(record), alignof(record));
-        if (!memory) throw std::bad_alloc();
+        if (!memory) {
+#if defined(__cpp_exceptions)
+            throw std::bad_alloc();
+#else
+            std::abort();
+#endif
+        }
         record *r = ::new (memory) record(&slot_, std::forward<F>(f));
         kiln_job job{&record::call, r};
         if (priority == KILN_PRIORITY_NORMAL) {
@@ -282,18 +298,21 @@ void parallel_for(kiln_ctx *ctx, std::size_t count, std::size_t grain, F &&f) {
         static void call(kiln_ctx *range_ctx, std::size_t begin, std::size_t end,
                          void *arg) noexcept {
             state *self = static_cast<state *>(arg);
-            try {
+            KILN_HPP_TRY {
                 (*self->fn)(range_ctx, begin, end);
-            } catch (...) {
-                self->slot.capture();
-            }
+            } KILN_HPP_CATCH_ALL(self->slot.capture())
         }
     };
     state s{std::addressof(f), {}};
     kiln_parallel_for(ctx, count, grain, &state::call, &s);
+#if defined(__cpp_exceptions)
     if (std::exception_ptr first = s.slot.take()) std::rethrow_exception(first);
+#endif
 }
 
 } // namespace kiln
+
+#undef KILN_HPP_TRY
+#undef KILN_HPP_CATCH_ALL
 
 #endif // KILN_JOBS_HPP
