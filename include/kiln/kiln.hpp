@@ -60,6 +60,34 @@ namespace detail {
 #endif
 }
 
+// A move-only owner of one kiln object, Release(handle) when it goes: a moved-from or
+// refused owner holds nullptr, which every Release takes as a no-op. Move assignment
+// releases what it held, then takes the other's; a self-move changes nothing.
+template <class H, void (*Release)(H)>
+class owner {
+public:
+    owner(const owner &) = delete;
+    owner &operator=(const owner &) = delete;
+
+    H get() const noexcept { return handle_; }
+    explicit operator bool() const noexcept { return handle_ != nullptr; }
+
+protected:
+    explicit owner(H handle) noexcept : handle_(handle) {}
+    ~owner() { Release(handle_); }
+    owner(owner &&other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+    owner &operator=(owner &&other) noexcept {
+        if (this != &other) {
+            Release(handle_);
+            handle_ = std::exchange(other.handle_, nullptr);
+        }
+        return *this;
+    }
+
+    H handle_;
+};
+
+
 // The bytes of n objects of type T; throws std::bad_array_new_length when they overflow
 // size_t (as std::allocator does).
 template <class T>
@@ -81,31 +109,15 @@ inline constexpr std::size_t max_object_align = 4096;
 // A runtime: kiln_create in the constructor, kiln_destroy in the destructor.
 // Thread contract: kiln_destroy's: no other thread uses the runtime during or after the
 // destructor.
-class runtime {
+class runtime : public detail::owner<kiln_runtime *, kiln_destroy> {
 public:
     // kiln_create(NULL): every default. .get() is null when kiln refuses (logged).
-    runtime() noexcept : rt_(kiln_create(nullptr)) {}
+    runtime() noexcept : owner(kiln_create(nullptr)) {}
     // kiln_create(&desc). .get() is null when kiln refuses desc (logged as one ERROR).
-    explicit runtime(const kiln_desc &desc) noexcept : rt_(kiln_create(&desc)) {}
-    ~runtime() { kiln_destroy(rt_); }
-
-    runtime(runtime &&other) noexcept : rt_(std::exchange(other.rt_, nullptr)) {}
-    // Destroys the runtime held, then takes other's.
-    runtime &operator=(runtime &&other) noexcept {
-        if (this != &other) {
-            kiln_destroy(rt_);
-            rt_ = std::exchange(other.rt_, nullptr);
-        }
-        return *this;
-    }
-    runtime(const runtime &) = delete;
-    runtime &operator=(const runtime &) = delete;
-
-    kiln_runtime *get() const noexcept { return rt_; }
-    explicit operator bool() const noexcept { return rt_ != nullptr; }
-
-private:
-    kiln_runtime *rt_;
+    explicit runtime(const kiln_desc &desc) noexcept : owner(kiln_create(&desc)) {}
+    // A move destroys the runtime held, then takes other's.
+    runtime(runtime &&) noexcept = default;
+    runtime &operator=(runtime &&) noexcept = default;
 };
 
 // The calling thread's context: kiln_attach in the constructor, kiln_detach in the
@@ -113,29 +125,13 @@ private:
 // context is used only by the thread that attached it). kiln refuses a detach from inside
 // a job on the context (CONTEXT_INSIDE_JOB) and of a worker's context (CONTEXT_IS_WORKER);
 // the context then stays attached until kiln_destroy.
-class context {
+class context : public detail::owner<kiln_ctx *, kiln_detach> {
 public:
     // kiln_attach(rt). .get() is null when kiln refuses (logged: a bad rt, no memory).
-    explicit context(kiln_runtime *rt) noexcept : ctx_(kiln_attach(rt)) {}
-    ~context() { kiln_detach(ctx_); }
-
-    context(context &&other) noexcept : ctx_(std::exchange(other.ctx_, nullptr)) {}
-    // Detaches the context held, then takes other's.
-    context &operator=(context &&other) noexcept {
-        if (this != &other) {
-            kiln_detach(ctx_);
-            ctx_ = std::exchange(other.ctx_, nullptr);
-        }
-        return *this;
-    }
-    context(const context &) = delete;
-    context &operator=(const context &) = delete;
-
-    kiln_ctx *get() const noexcept { return ctx_; }
-    explicit operator bool() const noexcept { return ctx_ != nullptr; }
-
-private:
-    kiln_ctx *ctx_;
+    explicit context(kiln_runtime *rt) noexcept : owner(kiln_attach(rt)) {}
+    // A move detaches the context held, then takes other's.
+    context(context &&) noexcept = default;
+    context &operator=(context &&) noexcept = default;
 };
 
 // A frame as a scope: kiln_frame_begin in the constructor, kiln_frame_end in the
@@ -203,38 +199,22 @@ private:
 // Thread contract: kiln's (one owner thread at a time; create and destroy from any
 // thread). A call through a destroyed arena (an allocator or scope kept past it) is
 // refused by kiln (ARENA_DESTROYED).
-class arena {
+class arena : public detail::owner<kiln_arena *, kiln_arena_destroy> {
 public:
     // kiln_arena_create(rt, name); name is copied, NULL names it "arena". .get() is null
     // when kiln refuses (logged).
-    arena(kiln_runtime *rt, const char *name) noexcept : arena_(kiln_arena_create(rt, name)) {}
-    ~arena() { kiln_arena_destroy(arena_); }
-
-    arena(arena &&other) noexcept : arena_(std::exchange(other.arena_, nullptr)) {}
-    // Destroys the arena held, then takes other's.
-    arena &operator=(arena &&other) noexcept {
-        if (this != &other) {
-            kiln_arena_destroy(arena_);
-            arena_ = std::exchange(other.arena_, nullptr);
-        }
-        return *this;
-    }
-    arena(const arena &) = delete;
-    arena &operator=(const arena &) = delete;
-
-    kiln_arena *get() const noexcept { return arena_; }
-    explicit operator bool() const noexcept { return arena_ != nullptr; }
+    arena(kiln_runtime *rt, const char *name) noexcept : owner(kiln_arena_create(rt, name)) {}
+    // A move destroys the arena held, then takes other's.
+    arena(arena &&) noexcept = default;
+    arena &operator=(arena &&) noexcept = default;
 
     // kiln_arena_stats_get: zeroed when refused (a moved-from arena: ARENA_NULL, logged).
     // Any thread.
     kiln_arena_stats stats() const noexcept {
         kiln_arena_stats s{};
-        kiln_arena_stats_get(arena_, &s);
+        kiln_arena_stats_get(get(), &s);
         return s;
     }
-
-private:
-    kiln_arena *arena_;
 };
 
 // A stack-allocator scope over an arena: kiln_arena_mark at construction,
@@ -302,6 +282,61 @@ private:
 //   So a container moved into another takes the source's arena: its lifetime and thread
 //   (for frame memory, the source's context) come with it.
 
+namespace detail {
+
+// Where a bump allocator takes its memory: a context's frame memory or an arena.
+struct frame_source {
+    using handle = kiln_ctx *;
+    static void *alloc(kiln_ctx *ctx, std::size_t bytes, std::size_t align) noexcept {
+        return (kiln_frame_alloc)(ctx, bytes, align);
+    }
+};
+struct arena_source {
+    using handle = kiln_arena *;
+    static void *alloc(kiln_arena *arena, std::size_t bytes, std::size_t align) noexcept {
+        return (kiln_arena_alloc)(arena, bytes, align);
+    }
+};
+
+// What frame_allocator and arena_allocator share: the propagation choices above,
+// allocate through the source (std::bad_alloc when kiln refuses, having logged why),
+// deallocate that frees nothing, equality by source.
+template <class T, class Source>
+class bump_allocator {
+public:
+    using value_type = T;
+    using propagate_on_container_copy_assignment = std::false_type;
+    using propagate_on_container_move_assignment = std::true_type;
+    using propagate_on_container_swap = std::true_type;
+    using is_always_equal = std::false_type;
+
+    bump_allocator(typename Source::handle source) noexcept : source_(source) {}
+
+    T *allocate(std::size_t n) {
+        void *p = Source::alloc(source_, array_bytes<T>(n), alignof(T));
+        if (!p) throw_bad_alloc();
+        return static_cast<T *>(p);
+    }
+    // Frees nothing (see above).
+    void deallocate(T *, std::size_t) noexcept {}
+
+    typename Source::handle source() const noexcept { return source_; }
+
+private:
+    typename Source::handle source_;
+};
+
+template <class T, class U, class Source>
+inline bool operator==(const bump_allocator<T, Source> &a, const bump_allocator<U, Source> &b) noexcept {
+    return a.source() == b.source();
+}
+template <class T, class U, class Source>
+inline bool operator!=(const bump_allocator<T, Source> &a, const bump_allocator<U, Source> &b) noexcept {
+    return !(a == b);
+}
+
+}   // namespace detail
+
 // Allocates from a context's frame memory (kiln_frame_alloc): valid until the next
 // kiln_frame_end (for an attached thread outside the frame clock, until it resets its own
 // frame arena).
@@ -317,42 +352,17 @@ private:
 // The constructor from a context is implicit, so frame_vector<int> v(ctx) reads as the
 // declaration of a frame container.
 template <class T>
-class frame_allocator {
+class frame_allocator : public detail::bump_allocator<T, detail::frame_source> {
 public:
-    using value_type = T;
-    using propagate_on_container_copy_assignment = std::false_type;
-    using propagate_on_container_move_assignment = std::true_type;
-    using propagate_on_container_swap = std::true_type;
-    using is_always_equal = std::false_type;
+    using detail::bump_allocator<T, detail::frame_source>::bump_allocator;
     template <class U>
     struct rebind { using other = frame_allocator<U>; };
-
-    frame_allocator(kiln_ctx *ctx) noexcept : ctx_(ctx) {}
     template <class U>
-    frame_allocator(const frame_allocator<U> &other) noexcept : ctx_(other.context()) {}
+    frame_allocator(const frame_allocator<U> &other) noexcept
+        : detail::bump_allocator<T, detail::frame_source>(other.context()) {}
 
-    T *allocate(std::size_t n) {
-        void *p = (kiln_frame_alloc)(ctx_, detail::array_bytes<T>(n), alignof(T));
-        if (!p) detail::throw_bad_alloc();
-        return static_cast<T *>(p);
-    }
-    // Frees nothing (see above).
-    void deallocate(T *, std::size_t) noexcept {}
-
-    kiln_ctx *context() const noexcept { return ctx_; }
-
-private:
-    kiln_ctx *ctx_;
+    kiln_ctx *context() const noexcept { return this->source(); }
 };
-
-template <class T, class U>
-inline bool operator==(const frame_allocator<T> &a, const frame_allocator<U> &b) noexcept {
-    return a.context() == b.context();
-}
-template <class T, class U>
-inline bool operator!=(const frame_allocator<T> &a, const frame_allocator<U> &b) noexcept {
-    return !(a == b);
-}
 
 // Allocates from an arena (kiln_arena_alloc): valid until the arena's reset, a release
 // to a mark taken before it, or its destroy.
@@ -361,42 +371,17 @@ inline bool operator!=(const frame_allocator<T> &a, const frame_allocator<U> &b)
 //   (ARENA_DESTROYED).
 // Implicit from an arena, like frame_allocator from a context.
 template <class T>
-class arena_allocator {
+class arena_allocator : public detail::bump_allocator<T, detail::arena_source> {
 public:
-    using value_type = T;
-    using propagate_on_container_copy_assignment = std::false_type;
-    using propagate_on_container_move_assignment = std::true_type;
-    using propagate_on_container_swap = std::true_type;
-    using is_always_equal = std::false_type;
+    using detail::bump_allocator<T, detail::arena_source>::bump_allocator;
     template <class U>
     struct rebind { using other = arena_allocator<U>; };
-
-    arena_allocator(kiln_arena *arena) noexcept : arena_(arena) {}
     template <class U>
-    arena_allocator(const arena_allocator<U> &other) noexcept : arena_(other.arena()) {}
+    arena_allocator(const arena_allocator<U> &other) noexcept
+        : detail::bump_allocator<T, detail::arena_source>(other.arena()) {}
 
-    T *allocate(std::size_t n) {
-        void *p = (kiln_arena_alloc)(arena_, detail::array_bytes<T>(n), alignof(T));
-        if (!p) detail::throw_bad_alloc();
-        return static_cast<T *>(p);
-    }
-    // Frees nothing (see above).
-    void deallocate(T *, std::size_t) noexcept {}
-
-    kiln_arena *arena() const noexcept { return arena_; }
-
-private:
-    kiln_arena *arena_;
+    kiln_arena *arena() const noexcept { return this->source(); }
 };
-
-template <class T, class U>
-inline bool operator==(const arena_allocator<T> &a, const arena_allocator<U> &b) noexcept {
-    return a.arena() == b.arena();
-}
-template <class T, class U>
-inline bool operator!=(const arena_allocator<T> &a, const arena_allocator<U> &b) noexcept {
-    return !(a == b);
-}
 
 // Containers whose type says where their memory lives.
 template <class T>
@@ -419,64 +404,57 @@ using arena_vector = std::vector<T, arena_allocator<T>>;
 //   resource's lifetime. The kind is told by dynamic_cast; built without RTTI, a
 //   resource is equal only to itself.
 
-// Frame memory of a context (kiln_frame_alloc); the thread contract and refusals of
-// frame_allocator.
-class frame_resource final : public std::pmr::memory_resource {
-public:
-    explicit frame_resource(kiln_ctx *ctx) noexcept : ctx_(ctx) {}
-    frame_resource(const frame_resource &) = delete;
-    frame_resource &operator=(const frame_resource &) = delete;
+namespace detail {
 
-    kiln_ctx *context() const noexcept { return ctx_; }
+// What frame_resource and arena_resource share (see above), over a Source as the
+// allocators' bump_allocator.
+template <class Source>
+class bump_resource : public std::pmr::memory_resource {
+public:
+    bump_resource(const bump_resource &) = delete;
+    bump_resource &operator=(const bump_resource &) = delete;
+
+protected:
+    explicit bump_resource(typename Source::handle source) noexcept : source_(source) {}
+    ~bump_resource() override = default;
+    typename Source::handle source() const noexcept { return source_; }
 
 private:
     void *do_allocate(std::size_t bytes, std::size_t alignment) override {
-        void *p = (kiln_frame_alloc)(ctx_, bytes, alignment);
-        if (!p) detail::throw_bad_alloc();
+        void *p = Source::alloc(source_, bytes, alignment);
+        if (!p) throw_bad_alloc();
         return p;
     }
     void do_deallocate(void *, std::size_t, std::size_t) noexcept override {}
     bool do_is_equal(const std::pmr::memory_resource &other) const noexcept override {
         if (this == &other) return true;
 #if defined(__cpp_rtti) || defined(__GXX_RTTI)
-        const auto *same_kind = dynamic_cast<const frame_resource *>(&other);
-        return same_kind && same_kind->ctx_ == ctx_;
+        const auto *same_kind = dynamic_cast<const bump_resource *>(&other);
+        return same_kind && same_kind->source_ == source_;
 #else
         return false;
 #endif
     }
 
-    kiln_ctx *ctx_;
+    typename Source::handle source_;
+};
+
+}   // namespace detail
+
+// Frame memory of a context (kiln_frame_alloc); the thread contract and refusals of
+// frame_allocator.
+class frame_resource final : public detail::bump_resource<detail::frame_source> {
+public:
+    explicit frame_resource(kiln_ctx *ctx) noexcept : bump_resource(ctx) {}
+    kiln_ctx *context() const noexcept { return source(); }
 };
 
 // An arena's memory (kiln_arena_alloc); the thread contract and refusals of
 // arena_allocator.
-class arena_resource final : public std::pmr::memory_resource {
+class arena_resource final : public detail::bump_resource<detail::arena_source> {
 public:
-    explicit arena_resource(kiln_arena *arena) noexcept : arena_(arena) {}
-    arena_resource(const arena_resource &) = delete;
-    arena_resource &operator=(const arena_resource &) = delete;
-
-    kiln_arena *arena() const noexcept { return arena_; }
-
-private:
-    void *do_allocate(std::size_t bytes, std::size_t alignment) override {
-        void *p = (kiln_arena_alloc)(arena_, bytes, alignment);
-        if (!p) detail::throw_bad_alloc();
-        return p;
-    }
-    void do_deallocate(void *, std::size_t, std::size_t) noexcept override {}
-    bool do_is_equal(const std::pmr::memory_resource &other) const noexcept override {
-        if (this == &other) return true;
-#if defined(__cpp_rtti) || defined(__GXX_RTTI)
-        const auto *same_kind = dynamic_cast<const arena_resource *>(&other);
-        return same_kind && same_kind->arena_ == arena_;
-#else
-        return false;
-#endif
-    }
-
-    kiln_arena *arena_;
+    explicit arena_resource(kiln_arena *arena) noexcept : bump_resource(arena) {}
+    kiln_arena *arena() const noexcept { return source(); }
 };
 
 // ---------- typed pools ----------
