@@ -470,49 +470,37 @@ public:
 //   pool otherwise: POOL_BAD_SIZE, and .get() is null); alignof(T) at most 4096, checked
 //   at compile time.
 template <class T>
-class pool {
+class pool : public detail::owner<kiln_pool *, kiln_pool_destroy> {
     static_assert(alignof(T) <= detail::max_object_align,
                   "kiln::pool: kiln pools align objects to at most 4096 bytes");
 
 public:
     // kiln_pool_create(rt, {name, sizeof(T), alignof(T), capacity}); capacity 0: grows
     // without limit. .get() is null when kiln refuses (logged).
-    pool(kiln_runtime *rt, const char *name, std::size_t capacity = 0) noexcept : rt_(rt) {
-        kiln_pool_desc desc{};
-        desc.name = name;
-        desc.size = sizeof(T);
-        desc.align = alignof(T);
-        desc.capacity = capacity;
-        pool_ = kiln_pool_create(rt, &desc);
-    }
-    ~pool() { kiln_pool_destroy(pool_); }
-
-    pool(pool &&other) noexcept
-        : rt_(std::exchange(other.rt_, nullptr)), pool_(std::exchange(other.pool_, nullptr)) {}
-    // Destroys the pool held, then takes other's.
+    pool(kiln_runtime *rt, const char *name, std::size_t capacity = 0) noexcept
+        : owner(create_pool(rt, name, capacity)), rt_(rt) {}
+    // A move destroys the pool held, then takes other's (and its runtime).
+    pool(pool &&other) noexcept : owner(std::move(other)), rt_(std::exchange(other.rt_, nullptr)) {}
     pool &operator=(pool &&other) noexcept {
         if (this != &other) {
-            kiln_pool_destroy(pool_);
+            owner::operator=(std::move(other));
             rt_ = std::exchange(other.rt_, nullptr);
-            pool_ = std::exchange(other.pool_, nullptr);
         }
         return *this;
     }
-    pool(const pool &) = delete;
-    pool &operator=(const pool &) = delete;
 
     // A new T(args...) in a pool slot; nullptr when kiln_pool_alloc returns NULL (logged by
     // kiln: capacity reached, no memory, a bad or foreign context, a moved-from pool). A
     // constructor that throws: the slot is freed and the exception passed on.
     template <class... Args>
     T *create(kiln_ctx *ctx, Args &&...args) {
-        void *slot = (kiln_pool_alloc)(ctx, pool_);
+        void *slot = (kiln_pool_alloc)(ctx, this->get());
         if (!slot) return nullptr;
 #if defined(__cpp_exceptions)
         try {
             return ::new (slot) T(std::forward<Args>(args)...);
         } catch (...) {
-            kiln_pool_free(ctx, pool_, slot);
+            kiln_pool_free(ctx, this->get(), slot);
             throw;
         }
 #else
@@ -530,33 +518,38 @@ public:
     //   KILN_DEBUG_CHECKS, POOL_DOUBLE_FREE), but the destructor has run by then.
     void destroy(kiln_ctx *ctx, T *obj) noexcept(std::is_nothrow_destructible_v<T>) {
         if (!obj) return;
-        if (!pool_ || !ctx) {
-            kiln_pool_free(ctx, pool_, obj);   // refused and logged by kiln
+        if (!this->get() || !ctx) {
+            kiln_pool_free(ctx, this->get(), obj);   // refused and logged by kiln
             return;
         }
-        kiln_runtime *owner = kiln_ctx_runtime(ctx);   // NULL: refused and logged
-        if (owner != rt_) {
-            if (owner) kiln_pool_free(ctx, pool_, obj);   // POOL_WRONG_RUNTIME
+        kiln_runtime *ctx_rt = kiln_ctx_runtime(ctx);   // NULL: refused and logged
+        if (ctx_rt != rt_) {
+            if (ctx_rt) kiln_pool_free(ctx, this->get(), obj);   // POOL_WRONG_RUNTIME
             return;
         }
         obj->~T();
-        kiln_pool_free(ctx, pool_, obj);
+        kiln_pool_free(ctx, this->get(), obj);
     }
 
     // kiln_pool_stats_get: zeroed when refused (a moved-from pool: POOL_NULL, logged).
     // Any thread.
     kiln_pool_stats stats() const noexcept {
         kiln_pool_stats s{};
-        kiln_pool_stats_get(pool_, &s);
+        kiln_pool_stats_get(this->get(), &s);
         return s;
     }
 
-    kiln_pool *get() const noexcept { return pool_; }
-    explicit operator bool() const noexcept { return pool_ != nullptr; }
-
 private:
+    static kiln_pool *create_pool(kiln_runtime *rt, const char *name, std::size_t capacity) noexcept {
+        kiln_pool_desc desc{};
+        desc.name = name;
+        desc.size = sizeof(T);
+        desc.align = alignof(T);
+        desc.capacity = capacity;
+        return kiln_pool_create(rt, &desc);
+    }
+
     kiln_runtime *rt_;
-    kiln_pool    *pool_;
 };
 
 // ---------- typed handle tables ----------
@@ -592,7 +585,7 @@ private:
 // - sizeof(T) at most 1 MiB and alignof(T) at most 4096, checked at compile time.
 // A walk over live items is not offered: the C API has none.
 template <class T>
-class handle_table {
+class handle_table : public detail::owner<kiln_handles *, kiln_handles_destroy> {
     static_assert(std::is_trivially_destructible_v<T>,
                   "kiln::handle_table: free runs no destructor, so T must be trivially destructible");
     static_assert(alignof(T) <= detail::max_object_align,
@@ -603,40 +596,25 @@ class handle_table {
 public:
     // kiln_handles_create(rt, {name, sizeof(T), alignof(T), capacity}); capacity 0: 65536.
     // .get() is null when kiln refuses (logged).
-    handle_table(kiln_runtime *rt, const char *name, uint32_t capacity = 0) noexcept {
-        kiln_handles_desc desc{};
-        desc.name = name;
-        desc.item_size = sizeof(T);
-        desc.item_align = alignof(T);
-        desc.capacity = capacity;
-        table_ = kiln_handles_create(rt, &desc);
-    }
-    ~handle_table() { kiln_handles_destroy(table_); }
-
-    handle_table(handle_table &&other) noexcept : table_(std::exchange(other.table_, nullptr)) {}
-    // Destroys the table held, then takes other's.
-    handle_table &operator=(handle_table &&other) noexcept {
-        if (this != &other) {
-            kiln_handles_destroy(table_);
-            table_ = std::exchange(other.table_, nullptr);
-        }
-        return *this;
-    }
-    handle_table(const handle_table &) = delete;
-    handle_table &operator=(const handle_table &) = delete;
+    handle_table(kiln_runtime *rt, const char *name, uint32_t capacity = 0) noexcept
+        : owner(create_table(rt, name, capacity)) {}
+    // A move destroys the table held, then takes other's.
+    handle_table(handle_table &&) noexcept = default;
+    handle_table &operator=(handle_table &&) noexcept = default;
+    using owner::get;   // .get(): the C table, beside get(handle) below
 
     // A handle to a new value-initialised T (T()); the null handle when kiln_handle_alloc
     // refuses (logged by kiln: HANDLES_FULL, a bad or foreign context, a moved-from table).
     // A T() that throws: the item is freed and the exception passed on.
     handle<T> alloc(kiln_ctx *ctx) {
         void *item = nullptr;
-        kiln_handle raw = (kiln_handle_alloc)(ctx, table_, &item);
+        kiln_handle raw = (kiln_handle_alloc)(ctx, this->handle_, &item);
         if (!item) return handle<T>();
 #if defined(__cpp_exceptions)
         try {
             ::new (item) T();
         } catch (...) {
-            kiln_handle_free(ctx, table_, raw);
+            kiln_handle_free(ctx, this->handle_, raw);
             throw;
         }
 #else
@@ -649,27 +627,32 @@ public:
     // lookup is normal use). Wait-free, any thread. A moved-from table: nullptr, refused
     // by kiln (HANDLES_NULL, on stderr).
     T *get(handle<T> h) const noexcept {
-        T *item = static_cast<T *>(kiln_handle_get(table_, h.raw()));
+        T *item = static_cast<T *>(kiln_handle_get(this->handle_, h.raw()));
         return item ? std::launder(item) : nullptr;   // the T that alloc constructed there
     }
 
     // Frees the item: h is stale at once on every thread. false when kiln refuses
     // (logged: HANDLE_DOUBLE_FREE, HANDLE_NULL, HANDLE_FOREIGN, a bad or foreign context).
-    bool free(kiln_ctx *ctx, handle<T> h) noexcept { return kiln_handle_free(ctx, table_, h.raw()); }
+    bool free(kiln_ctx *ctx, handle<T> h) noexcept { return kiln_handle_free(ctx, this->handle_, h.raw()); }
 
     // kiln_handles_stats_get: zeroed when refused (a moved-from table: HANDLES_NULL,
     // logged). Any thread.
     kiln_handles_stats stats() const noexcept {
         kiln_handles_stats s{};
-        kiln_handles_stats_get(table_, &s);
+        kiln_handles_stats_get(this->handle_, &s);
         return s;
     }
 
-    kiln_handles *get() const noexcept { return table_; }
-    explicit operator bool() const noexcept { return table_ != nullptr; }
 
 private:
-    kiln_handles *table_;
+    static kiln_handles *create_table(kiln_runtime *rt, const char *name, uint32_t capacity) noexcept {
+        kiln_handles_desc desc{};
+        desc.name = name;
+        desc.item_size = sizeof(T);
+        desc.item_align = alignof(T);
+        desc.capacity = capacity;
+        return kiln_handles_create(rt, &desc);
+    }
 };
 
 }  // namespace kiln
