@@ -328,7 +328,8 @@ Test(cpp_memory, arena_owner_moves_and_reports_stats) {
     cr_assert(a);
     cr_assert_not_null(kiln_arena_alloc(a.get(), 100, 8));
     cr_assert_geq(a.stats().bytes_in_use, 100u);
-    cr_assert_str_eq(a.stats().name, "level");
+    kiln_arena_stats named = a.stats();   // the name lives in the struct: keep it alive
+    cr_assert_str_eq(named.name, "level");
     kiln_arena *raw = a.get();
     kiln::arena b(std::move(a));
     cr_assert_null(a.get());
