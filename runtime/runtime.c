@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "../base/heap.h"
+#include "../base/near_limit.h"
 
 /* Every worker holds a job queue slot, and an attached thread needs one too. */
 _Static_assert(KILN_MAX_WORKERS == KILN_MAX_QUEUES - 1, "one queue slot left for an attached thread");
@@ -30,6 +31,7 @@ static kiln_desc desc_with_defaults(const kiln_desc *desc) {
     d.reserve_size = KILN_DEFAULT(d.reserve_size, 64 * d.block_size);
     d.log = KILN_DEFAULT(d.log, kiln_log_stderr);
     d.audit_sample = KILN_DEFAULT(d.audit_sample, 64);
+    d.warn_percent = KILN_DEFAULT(d.warn_percent, KILN_WARN_PERCENT_DEFAULT);
     return d;
 }
 
@@ -49,7 +51,13 @@ static bool desc_check(kiln_desc *d, const kiln_log_sink *early) {
                  d->worker_count, (unsigned)KILN_MAX_WORKERS);
         return false;
     }
-    uint32_t unknown = d->debug & ~(uint32_t)KILN_DEBUG_ALL;
+    if (d->warn_percent > 100) {
+        kiln_log(early, KILN_LOGITEM_WARN_PERCENT_INVALID,
+                 "kiln_create: warn_percent %u is over 100 (a share of a limit, 1-100; 0: %u)",
+                 d->warn_percent, KILN_WARN_PERCENT_DEFAULT);
+        return false;
+    }
+        uint32_t unknown = d->debug & ~(uint32_t)KILN_DEBUG_ALL;
     if (unknown) {
         kiln_log(early, KILN_LOGITEM_DEBUG_UNKNOWN_BITS,
                  "kiln_create: debug bits 0x%x are not KILN_DEBUG_* bits; ignored", unknown);

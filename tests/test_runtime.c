@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/heap.h"
+#include "base/near_limit.h"
 #include "recording_log.h"
 
 #define BS ((size_t)64 << 10)
@@ -694,6 +695,45 @@ Test(runtime, absurd_worker_count_is_refused) {
                  "worker_count %u is more than the 63 workers", bad[i]);
     }
     assert_each_refused(cases, 3, KILN_LOGITEM_WORKER_COUNT_INVALID);
+}
+
+/* desc.warn_percent is a share of a limit: over 100 is refused with its item; 100 and
+ * the default are accepted. */
+Test(runtime, warn_percent_over_100_is_refused) {
+    const uint32_t bad[] = { 101, 1000, UINT32_MAX };
+    refused_desc cases[3];
+    for (size_t i = 0; i < 3; i++) {
+        cases[i].desc = recording_desc(rec);
+        cases[i].desc.warn_percent = bad[i];
+        snprintf(cases[i].figure, sizeof cases[i].figure, "warn_percent %u is over 100", bad[i]);
+    }
+    assert_each_refused(cases, 3, KILN_LOGITEM_WARN_PERCENT_INVALID);
+    kiln_desc desc = recording_desc(rec);
+    desc.warn_percent = 100;
+    kiln_runtime *rt = kiln_create(&desc);
+    cr_assert_not_null(rt);
+    kiln_destroy(rt);
+}
+
+/* The episode rule every "near its limit" warning shares (base/near_limit.h): the
+ * threshold is exact at the rounding edge and at sizes near SIZE_MAX, and an episode
+ * ends only 10 points under it. */
+Test(runtime, near_limit_episodes_have_hysteresis) {
+    cr_assert(!kiln_near_limit_over(79, 100, 80));
+    cr_assert(kiln_near_limit_over(80, 100, 80));
+    cr_assert(!kiln_near_limit_over(7, 9, 80), "7.2 is the threshold of 80%% of 9");
+    cr_assert(kiln_near_limit_over(8, 9, 80));
+    cr_assert(!kiln_near_limit_over(UINT64_MAX - 1, UINT64_MAX, 100));
+    cr_assert(kiln_near_limit_over(UINT64_MAX, UINT64_MAX, 100));
+    cr_assert(!kiln_near_limit_over(UINT64_MAX, 0, 80), "limit 0 is no limit");
+    cr_assert_eq(kiln_near_limit_next(false, 80, 100, 80), KILN_NEAR_LIMIT_START);
+    cr_assert_eq(kiln_near_limit_next(true, 95, 100, 80), KILN_NEAR_LIMIT_STAY);
+    cr_assert_eq(kiln_near_limit_next(true, 75, 100, 80), KILN_NEAR_LIMIT_STAY, "hovering at the line");
+    cr_assert_eq(kiln_near_limit_next(true, 70, 100, 80), KILN_NEAR_LIMIT_STAY, "exactly 10 points under");
+    cr_assert_eq(kiln_near_limit_next(true, 69, 100, 80), KILN_NEAR_LIMIT_END);
+    cr_assert_eq(kiln_near_limit_next(false, 69, 100, 80), KILN_NEAR_LIMIT_STAY);
+    cr_assert_eq(kiln_near_limit_next(true, 1, 100, 5), KILN_NEAR_LIMIT_STAY, "a low share ends at zero");
+    cr_assert_eq(kiln_near_limit_next(true, 0, 100, 5), KILN_NEAR_LIMIT_END);
 }
 
 /* The worker table is the first allocation a runtime with workers makes beyond those of

@@ -192,11 +192,18 @@ typedef struct kiln_desc {
     void       *error_hook_user;    /* passed to error_hook unchanged */
     kiln_log_item_fn log_item;      /* NULL: none. Every message, with its item's id, besides
                                        log (which keeps its default); see kiln_log_item_fn */
+    uint32_t    warn_percent;  /* share of a limit, 1-100, at which kiln warns once per
+                                  episode: a frame arena of frame_budget (FRAME_BUDGET_NEAR),
+                                  the block pool of memory_limit (MEMORY_LIMIT_NEAR), a pool of
+                                  its capacity (POOL_CAPACITY_NEAR), a handle table of its
+                                  capacity (HANDLES_CAPACITY_NEAR). An episode ends when usage
+                                  falls more than 10 percentage points under the share. 0: 80; over 100:
+                                  refused (WARN_PERCENT_INVALID) */
 } kiln_desc;
 
 /* Creates a runtime. NULL on failure, with the reason logged as one ERROR (through
  * desc->log when given): a refused desc field (BLOCK_SIZE_INVALID, MEMORY_LIMIT_INVALID,
- * RESERVE_SIZE_INVALID, WORKER_COUNT_INVALID), no memory (RUNTIME_OUT_OF_MEMORY,
+ * RESERVE_SIZE_INVALID, WORKER_COUNT_INVALID, WARN_PERCENT_INVALID), no memory (RUNTIME_OUT_OF_MEMORY,
  * CONTEXT_OUT_OF_MEMORY, JOB_OUT_OF_MEMORY), the block pool refusing a worker's first
  * block, or a worker thread that cannot start (WORKER_START_FAILED). desc may be NULL;
  * every zero field means the default written beside it.

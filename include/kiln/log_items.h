@@ -20,6 +20,7 @@
     /* ---- creation: kiln_create's desc and resources ---- */ \
     X(BLOCK_SIZE_INVALID, ERROR, "desc.block_size is not a power of two from the page size to 1 GiB") \
     X(MEMORY_LIMIT_INVALID, ERROR, "desc.memory_limit is smaller than one block") \
+    X(WARN_PERCENT_INVALID, ERROR, "desc.warn_percent is over 100") \
     X(RESERVE_SIZE_INVALID, ERROR, "desc.reserve_size is more than one reservation may be") \
     X(WORKER_COUNT_INVALID, ERROR, "desc.worker_count is above KILN_MAX_WORKERS") \
     X(DEBUG_UNKNOWN_BITS, WARN, "desc.debug has bits that are no KILN_DEBUG_* bit; they are dropped") \
@@ -32,6 +33,7 @@
     /* ---- the block pool: memory from the OS ---- */ \
     X(BLOCK_POOL_OUT_OF_MEMORY, ERROR, "no heap memory for the record and address map of a new reservation") \
     X(MEMORY_LIMIT_REACHED, ERROR, "a reservation or a large mapping would cross desc.memory_limit") \
+    X(MEMORY_LIMIT_NEAR, WARN, "the block pool's reserved bytes reached desc.warn_percent of desc.memory_limit") \
     X(BLOCK_COUNT_LIMIT, ERROR, "the block pool holds as many blocks as its free list can count") \
     X(OS_MAP_FAILED, ERROR, "the OS refused a mapping") \
     X(BLOCK_POOL_BLOCKS_LIVE, WARN, "blocks are still in use when the block pool is destroyed; they are unmapped") \
@@ -51,6 +53,7 @@
     X(FRAME_WORKER_CONTEXT, ERROR, "a frame clock call with a worker's context") \
     X(FRAME_INSIDE_JOB, ERROR, "a frame clock call from inside a job") \
     X(FRAME_BUDGET_EXCEEDED, WARN, "a frame arena used more than desc.frame_budget in one frame") \
+    X(FRAME_BUDGET_NEAR, WARN, "a frame arena's frame reached desc.warn_percent of desc.frame_budget") \
     /* ---- arenas ---- */ \
     X(ARENA_NULL, ERROR, "the arena argument is NULL") \
     X(ARENA_DESTROYED, ERROR, "a call on an arena that was destroyed") \
@@ -79,6 +82,7 @@
     X(POOL_DESTROYED, ERROR, "a call on a pool that was destroyed") \
     X(POOL_WRONG_RUNTIME, ERROR, "a pool used with a context of another runtime") \
     X(POOL_CAPACITY_REACHED, WARN, "a pool's whole capacity is live or cached; its alloc returns NULL") \
+    X(POOL_CAPACITY_NEAR, WARN, "a pool's live objects reached desc.warn_percent of its capacity") \
     X(POOL_FREE_NO_MAGAZINE, ERROR, "no heap memory for a cache magazine on a free; the object stays unusable") \
     X(POOL_FOREIGN_POINTER, ERROR, "kiln_pool_free of a pointer that is no object of the pool") \
     X(POOL_DOUBLE_FREE, ERROR, "kiln_pool_free of an object that is not live (checked pools)") \
@@ -99,6 +103,7 @@
     X(HANDLES_DESTROYED, ERROR, "a call on a handle table that was destroyed") \
     X(HANDLES_WRONG_RUNTIME, ERROR, "a handle table used with a context of another runtime") \
     X(HANDLES_FULL, WARN, "a handle table has no free slot; its alloc returns the zero handle") \
+    X(HANDLES_CAPACITY_NEAR, WARN, "a handle table's live items reached desc.warn_percent of its capacity") \
     X(HANDLES_RECLAIM_STALLED, WARN, "an attached thread passed no quiescent point for many frames; freed slots wait") \
     X(HANDLES_ITEMS_LIVE, WARN, "kiln_handles_destroy of a table with live items; their memory is returned") \
     X(HANDLES_STILL_ALIVE, WARN, "kiln_destroy found a handle table still alive; it destroys it") \
