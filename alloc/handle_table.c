@@ -1,6 +1,6 @@
 /* alloc/handle_table.c — generational handle tables: desc validation and the layout,
  * the slow paths of get, alloc and free, the batch exchanges of a cache with the reuse
- * ring, flushing and retiring caches, and the figures. The layout and the ownership of
+ * ring, flushing and retiring caches, the live-item walk, and the figures. The layout and the ownership of
  * every field: alloc/handle_table.h. */
 #include "handle_table.h"
 
@@ -244,6 +244,26 @@ void kiln_handle_cache_retire(kiln_handle_table *table, kiln_handle_cache *cache
     kiln_store_relaxed(&cache->ready_count, 0);
     kiln_store_relaxed(&cache->freed_count, 0);
     kiln_store_relaxed(&cache->serial, 0);
+}
+
+/* ---------- the live-item walk ---------- */
+
+uint32_t kiln_handle_table_used_slots(kiln_handle_table *table) {
+    pthread_mutex_lock(&table->lock);   /* fresh is the exchanges' */
+    uint32_t used = table->fresh;
+    pthread_mutex_unlock(&table->lock);
+    return used;
+}
+
+void kiln_handle_table_walk(const kiln_handle_table *table, uint32_t begin, uint32_t end,
+                            kiln_handle_visit_fn fn, void *user) {
+    for (uint32_t index = begin; index < end; index++) {
+        kiln_handle_slot *slot = kiln_handle_slot_at(table, index);
+        /* acquire: pairs with alloc's release store, as in get: the zeroed item, and what
+         * the allocating thread wrote before publishing the slot, is visible to fn. */
+        uint32_t gen = kiln_load_acquire(&slot->gen);
+        if (gen & 1u) fn(user, kiln_handle_make(table, index, gen), kiln_handle_item_of(table, slot));
+    }
 }
 
 /* ---------- reuse and figures ---------- */

@@ -280,6 +280,18 @@ KILN_INTERNAL void kiln_handle_cache_flush(kiln_handle_table *table, kiln_handle
  * destroyed, its slots go with it). No thread may use the table. */
 KILN_INTERNAL void kiln_handle_cache_retire(kiln_handle_table *table, kiln_handle_cache *cache);
 
+/* ---------- the live-item walk ---------- */
+
+/* How many slots have been handed out at least once ([0, fresh)): the slots after them
+ * were never live, and a walk must not touch their pages. Any thread; takes the lock. */
+KILN_INTERNAL uint32_t kiln_handle_table_used_slots(kiln_handle_table *table);
+
+/* Calls fn for each slot of [begin, end) that is live when its generation is read
+ * (acquire, as get). end at most kiln_handle_table_used_slots. Any thread, while the
+ * table lives. */
+KILN_INTERNAL void kiln_handle_table_walk(const kiln_handle_table *table, uint32_t begin,
+                                          uint32_t end, kiln_handle_visit_fn fn, void *user);
+
 /* ---------- reuse and figures ---------- */
 
 /* Moves the entries that the safe epoch safe makes reusable out of limbo. The owner,

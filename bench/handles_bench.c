@@ -8,7 +8,7 @@
  *     loads, a free list reused at once: the reference for what the check costs).
  *
  * Usage:
- *   handles_bench [--quick] [--only get|stale|pair|contended]
+ *   handles_bench [--quick] [--only get|stale|pair|walk|contended]
  *       the tables; --quick: tiny rounds, every workload and peer in about a second
  *   handles_bench --callgrind get|stale|pair|ref-get|ref-pair N
  *       N gets (or pairs) of kiln or of the generational reference, counted by callgrind
@@ -19,7 +19,12 @@
  * that misses shows. Handles are visited in a fixed-seed random order, 4096 of them:
  * the items (and kiln's 16-byte slot headers: 80-byte slots) fit in L2. The single-thread
  * rows share one kiln runtime with no workers, driven by the main thread; the
- * contended rows run on a team of two threads with a runtime of their own. */
+ * contended rows run on a team of two threads with a runtime of their own.
+ *
+ * H2, the walk over every live item ("update every live entity"), is measured per
+ * visited item: kiln_handles_foreach over a table with a hole in every fourth slot,
+ * against a dense array of the same live items (the floor) and a vector of pointers to
+ * items malloc'd one by one (the usual alternative). */
 #define _GNU_SOURCE
 #include <kiln/kiln.h>
 
@@ -59,12 +64,17 @@ typedef struct run_size {
     int pair_count;     /* pairs per burst */
     int pair_bursts;
     int pair_rounds;
+    int walk_passes;    /* walks per burst */
+    int walk_bursts;
+    int walk_rounds;
 } run_size;
 
 static const run_size full_run  = { .get_passes = 25, .get_bursts = 20, .get_rounds = 21,
-                                    .pair_count = 10000, .pair_bursts = 20, .pair_rounds = 21 };
+                                    .pair_count = 10000, .pair_bursts = 20, .pair_rounds = 21,
+                                    .walk_passes = 20, .walk_bursts = 10, .walk_rounds = 21 };
 static const run_size quick_run = { .get_passes = 2, .get_bursts = 2, .get_rounds = 3,
-                                    .pair_count = 2000, .pair_bursts = 2, .pair_rounds = 3 };
+                                    .pair_count = 2000, .pair_bursts = 2, .pair_rounds = 3,
+                                    .walk_passes = 2, .walk_bursts = 2, .walk_rounds = 3 };
 
 /* ==== The implementations ============================================================ */
 
@@ -753,10 +763,108 @@ static int callgrind_count(const char *what, long n) {
 #endif
 }
 
+/* ==== H2: the walk over every live item ============================================ */
+
+enum { WALK_SLOTS = 20000 };   /* every fourth slot freed: 15000 live items */
+
+typedef enum walk_kind { WALK_KILN, WALK_ARRAY, WALK_POINTERS } walk_kind;
+
+typedef struct walk_row {
+    walk_kind     kind;
+    kiln_handles *table;     /* WALK_KILN */
+    entity       *dense;     /* WALK_ARRAY: the live items, packed */
+    entity      **pointers;  /* WALK_POINTERS: one malloc each, in allocation order */
+    size_t        live;
+    int           passes, bursts;
+    uint64_t      expected;  /* the sum one pass must find */
+} walk_row;
+
+static void walk_add(void *user, kiln_handle h, void *item) {
+    (void)h;
+    *(uint64_t *)user += ((entity *)item)->value;
+}
+
+/* One pass: every live item's value into the sum, as a game's update reads its items. */
+static uint64_t walk_pass(const walk_row *r) {
+    uint64_t sum = 0;
+    switch (r->kind) {
+    case WALK_KILN: kiln_handles_foreach(r->table, walk_add, &sum); break;
+    case WALK_ARRAY:
+        for (size_t i = 0; i < r->live; i++) sum += r->dense[i].value;
+        break;
+    case WALK_POINTERS:
+        for (size_t i = 0; i < r->live; i++) sum += r->pointers[i]->value;
+        break;
+    }
+    return sum;
+}
+
+static void walk_round(void *state, bench_series *s) {
+    walk_row *r = state;
+    for (int burst = 0; burst < r->bursts; burst++) {
+        uint64_t t0 = bench_now_ns();
+        for (int pass = 0; pass < r->passes; pass++)
+            if (walk_pass(r) != r->expected) bench_die("H2: a walk missed an item");
+        bench_add_sample(s, (double)(bench_now_ns() - t0), (double)r->live * r->passes);
+    }
+}
+
+static void run_walk(const run_size *size, kiln_runtime *rt, kiln_ctx *ctx) {
+    kiln_handles *table = checked(kiln_handles_create(rt, &(kiln_handles_desc){
+        .name = "h2 walk", .item_size = sizeof(entity), .capacity = WALK_SLOTS }), "h2 table");
+    kiln_handle *hs = checked(malloc(WALK_SLOTS * sizeof *hs), "h2 handles");
+    entity *dense = checked(malloc(WALK_SLOTS * sizeof *dense), "h2 array");
+    entity **pointers = checked(malloc(WALK_SLOTS * sizeof *pointers), "h2 pointers");
+    size_t live = 0;
+    uint64_t expected = 0;
+    for (uint32_t i = 0; i < WALK_SLOTS; i++) {
+        entity *e;
+        hs[i] = kiln_handle_alloc(ctx, table, (void **)&e);
+        if (kiln_handle_is_null(hs[i])) bench_die("H2: alloc failed");
+        e->value = i;
+    }
+    for (uint32_t i = 0; i < WALK_SLOTS; i++) {
+        if (i % 4 == 3) {
+            kiln_handle_free(ctx, table, hs[i]);
+            continue;
+        }
+        dense[live].value = i;
+        pointers[live] = checked(malloc(sizeof(entity)), "h2 item");
+        pointers[live]->value = i;
+        live++;
+        expected += i;
+    }
+    char detail[320];
+    snprintf(detail, sizeof detail,
+             "%zu live 64-byte items (a table of %d slots, every fourth one freed); a pass "
+             "reads every live item's first word; 1 thread; per round %d bursts of %d passes",
+             live, WALK_SLOTS, size->walk_bursts, size->walk_passes);
+    bench_workload w = { .title = "H2 walk every live item (1 thread)", .detail = detail,
+                         .op = "item", .sample = "burst", .rounds = size->walk_rounds };
+    walk_row rows[3];
+    const char *names[3] = { "kiln_handles_foreach", "dense array (the floor)",
+                             "vector of malloc'd pointers" };
+    for (int k = 0; k < 3; k++) {
+        rows[k] = (walk_row){ (walk_kind)k, table, dense, pointers, live,
+                              size->walk_passes, size->walk_bursts, expected };
+        bench_add_entry(&w, names[k], walk_round, &rows[k]);
+    }
+    bench_run(&w);
+    bench_print(&w);
+    bench_workload_free(&w);
+    for (uint32_t i = 0; i < WALK_SLOTS; i++)
+        if (i % 4 != 3) kiln_handle_free(ctx, table, hs[i]);
+    kiln_handles_destroy(table);
+    for (size_t i = 0; i < live; i++) free(pointers[i]);
+    free(pointers);
+    free(dense);
+    free(hs);
+}
+
 /* ==== main ============================================================================== */
 
 static void usage(void) {
-    fprintf(stderr, "usage: handles_bench [--quick] [--only get|stale|pair|contended]\n"
+    fprintf(stderr, "usage: handles_bench [--quick] [--only get|stale|pair|walk|contended]\n"
                     "       handles_bench --callgrind get|stale|pair|ref-get|ref-pair N\n");
     exit(2);
 }
@@ -772,7 +880,7 @@ int main(int argc, char **argv) {
         else usage();
     }
     if (only && strcmp(only, "get") && strcmp(only, "stale") && strcmp(only, "pair") &&
-        strcmp(only, "contended"))
+        strcmp(only, "walk") && strcmp(only, "contended"))
         usage();
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     if (cpus < 1) cpus = 1;
@@ -788,6 +896,7 @@ int main(int argc, char **argv) {
     if (!only || strcmp(only, "get") == 0) run_get(size, rt, ctx, false);
     if (!only || strcmp(only, "stale") == 0) run_get(size, rt, ctx, true);
     if (!only || strcmp(only, "pair") == 0) run_pair(size, rt, ctx);
+    if (!only || strcmp(only, "walk") == 0) run_walk(size, rt, ctx);
     kiln_frame_end(ctx);
     kiln_detach(ctx);
     kiln_destroy(rt);

@@ -64,6 +64,15 @@ void kiln_handles_destroy(kiln_handles *table) {
     if (!table || kiln_handle_table_refuse_dead(&table->core, "kiln_handles_destroy")) return;
     kiln_runtime *rt = table->owner;
     if (!kiln_outside_log_callback(&rt->log, "kiln_handles_destroy")) return;
+    /* relaxed: a walk that matters runs on this thread or in jobs that happen-before
+     * this call (runtime/handle_walk.c); one on another thread at once breaks the
+     * contract above. */
+    if (kiln_load_relaxed(&table->walks) != 0) {
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_HANDLES_WALK_ACTIVE,
+                        "kiln_handles_destroy: table '%s' is being walked (kiln_handles_foreach or "
+                        "_parallel_for); not destroyed", table->core.name);
+        return;
+    }
     pthread_mutex_lock(&rt->registry_lock);
     kiln_handle_tally tally;
     kiln_handles_tally(table, &tally);

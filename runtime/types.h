@@ -87,6 +87,8 @@ struct kiln_handles {
                                          pointer; core.index is the table's slot */
     struct kiln_runtime *owner;       /* read-only while the table lives */
     struct kiln_handles *dead_next;   /* the runtime's list of destroyed tables */
+    _Atomic uint32_t     walks;       /* walks in progress (runtime/handle_walk.c);
+                                         destroy refuses while not 0 */
 };
 
 /* A context's memory is kept until kiln_destroy, even after kiln_detach (it is reused

@@ -12,6 +12,9 @@
  *     the pointers across a sleep (so across frame ends) until its next quiescent point:
  *     kiln_handles_quiescent, or the reset of its own frame arena; it replaces entries
  *     too, and reads the tables' figures (single counters never go down);
+ *   - the live-item walks run beside all of it: the render thread walks a table every
+ *     turn (kiln_handles_foreach), the driver every eighth frame walks the big one over
+ *     the workers (kiln_handles_parallel_for) while phase one's jobs run;
  *   - a churn thread attaches and detaches over and over (kiln_detach is its quiescent
  *     point), keeping pointers across sleeps in between, and now and then makes a
  *     transient table of its own, fills it, destroys it and is refused on it afterwards.
@@ -357,6 +360,28 @@ static void check_job(kiln_ctx *ctx, void *arg) {
     actor_flush(&a);
 }
 
+/* ---- the live-item walks --------------------------------------------------------- */
+
+static _Atomic uint64_t g_walk_visits;   /* relaxed tally */
+
+/* A visit while others allocate and free: the handle is of this table, live-shaped, and
+ * names this item (a lookup gives it, or NULL once freed: the slot is not reused while
+ * the walking thread may still hold the pointer). Reads no item word: the allocating
+ * thread writes the canary after alloc, unordered with a walk (as in a game, an item's
+ * contents are the client's to publish). */
+static void walk_visit(void *user, kiln_handle h, void *item) {
+    const table_state *ts = user;
+    unsigned t = (unsigned)(ts - g_tables);
+    STRESS_CHECK((h.bits & 0xff000000u) == ts->tag_bits && kiln_handle_index(h) < specs[t].capacity &&
+                 (kiln_handle_generation(h) & 1u),
+                 "walk of table %s: handle %016" PRIx64 " out of shape", specs[t].name, h.bits);
+    void *p = kiln_handle_get(ts->table, h);
+    STRESS_CHECK(p == item || p == NULL, "walk of table %s: handle %016" PRIx64 " visited with "
+                 "item %p, but get gives %p", specs[t].name, h.bits, item, p);
+    atomic_fetch_add_explicit(&g_counts[t][p ? C_GET : C_STALE], 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&g_walk_visits, 1, memory_order_relaxed);
+}
+
 /* One frame: phase one (jobs, and the driver's own operations while they run), phase
  * two, the driver's re-check, frame end. */
 static void drive_frame(kiln_ctx *ctx, uint64_t expected, stress_rng *rng) {
@@ -383,6 +408,8 @@ static void drive_frame(kiln_ctx *ctx, uint64_t expected, stress_rng *rng) {
     kept hold[HOLD_MAX];   /* the driver's pointers: valid until the frame ends */
     actor a = actor_make(ctx, opt.seed, stress_next(rng), hold, HOLD_MAX, "driver");
     for (unsigned i = 0; i < OPS_PER_JOB; i++) op_random(&a);
+    if (frame % 8 == 0)   /* the walk's ranges run beside phase one's jobs */
+        kiln_handles_parallel_for(ctx, g_tables[BIG].table, 256, walk_visit, &g_tables[BIG]);
     kiln_wait(ctx, &phase1);
 
     for (unsigned c = 0; c < checks; c++) {
@@ -448,6 +475,8 @@ static void *render_main(void *arg) {
             if (stress_below(&a.rng, 6) == 0) op_replace(&a, t);
             else op_get(&a, t);
         }
+        kiln_handles_foreach(g_tables[rs->turns % NTABLES].table, walk_visit,
+                             &g_tables[rs->turns % NTABLES]);
         /* Holding the pointers across a pause, and so across frame ends. */
         nanosleep(&(struct timespec){ 0, 200000 + 200000 * (long)stress_below(&a.rng, 5) }, NULL);
         recheck(&a, a.hold, a.held, "render thread after a pause");
@@ -785,9 +814,10 @@ int main(int argc, char **argv) {
         printf("%s%s %" PRIu64, c ? ", " : " ", count_names[c], totals[c]);
     printf(" (small table: %" PRIu64 " alloc failures) | render %" PRIu64 " turns, %" PRIu64
            " quiescent calls, %" PRIu64 " arena resets, %" PRIu64 " stats reads | churn %" PRIu64
-           " attaches, %" PRIu64 " transient tables | %" PRIu64 " log items | %" PRIu64
-           " failures\n", small_fails, render.turns, render.quiescent_calls, render.arena_resets,
-           render.stats_reads, churn.attaches, churn.transients,
+           " attaches, %" PRIu64 " transient tables | %" PRIu64 " items walked | %" PRIu64
+           " log items | %" PRIu64 " failures\n", small_fails, render.turns, render.quiescent_calls,
+           render.arena_resets, render.stats_reads, churn.attaches, churn.transients,
+           atomic_load(&g_walk_visits),
            atomic_load(&log.expected_seen), failures);
     return failures ? 1 : 0;
 }

@@ -1061,6 +1061,57 @@ ROW(handles_stats_get_destroyed, "kiln_handles_stats_get", "destroyed table (leg
     cr_expect_str_eq(s.name, "dead", "%s", "want equal: s.name, \"dead\"");
 })
 
+/* kiln_handles_foreach / kiln_handles_parallel_for: a refused walk visits nothing. */
+ROW(handles_foreach_null_table, "kiln_handles_foreach", "NULL table: nothing visited, HANDLES_NULL", KILN_LOGITEM_HANDLES_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    int visits = 0;
+    kiln_handles_foreach(NULL, visit_count, &visits);
+    WANT_EQ(visits, 0);
+})
+ROW(handles_foreach_destroyed, "kiln_handles_foreach", "destroyed table: nothing visited", KILN_LOGITEM_HANDLES_DESTROYED, SINK_A, COUNTED, 0, DOC, {
+    int visits = 0;
+    kiln_handles_foreach(f->dead_table, visit_count, &visits);
+    WANT_EQ(visits, 0);
+})
+ROW(handles_foreach_null_fn, "kiln_handles_foreach", "NULL fn: nothing visited, HANDLES_NULL_VISIT", KILN_LOGITEM_HANDLES_NULL_VISIT, SINK_A, COUNTED, 0, DOC, {
+    kiln_handle h = kiln_handle_alloc(f->ctx_a, f->table_a, NULL);
+    kiln_handles_foreach(f->table_a, NULL, NULL);
+    WANT(kiln_handle_free(f->ctx_a, f->table_a, h));
+})
+ROW(handles_foreach_destroy_inside, "kiln_handles_foreach", "kiln_handles_destroy from inside a visit: refused, the walk finishes", KILN_LOGITEM_HANDLES_WALK_ACTIVE, SINK_A, COUNTED, 0, DOC, {
+    kiln_handle h = kiln_handle_alloc(f->ctx_a, f->table_a, NULL);
+    kiln_handles_foreach(f->table_a, visit_destroy, f->table_a);
+    WANT_NOT_NULL(kiln_handle_get(f->table_a, h));
+    WANT(kiln_handle_free(f->ctx_a, f->table_a, h));
+})
+ROW(handles_parallel_for_null_ctx, "kiln_handles_parallel_for", "NULL ctx: nothing visited, CONTEXT_NULL", KILN_LOGITEM_CONTEXT_NULL, SINK_A, COUNTED, 0, DOC, {
+    int visits = 0;
+    kiln_handles_parallel_for(NULL, f->table_a, 0, visit_count, &visits);
+    WANT_EQ(visits, 0);
+})
+ROW(handles_parallel_for_detached, "kiln_handles_parallel_for", "detached ctx: nothing visited", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
+    int visits = 0;
+    kiln_handles_parallel_for(f->detached, f->table_a, 0, visit_count, &visits);
+    WANT_EQ(visits, 0);
+})
+ROW(handles_parallel_for_other_runtime, "kiln_handles_parallel_for", "ctx of another runtime: nothing visited, HANDLES_WRONG_RUNTIME", KILN_LOGITEM_HANDLES_WRONG_RUNTIME, SINK_A, COUNTED, 0, DOC, {
+    int visits = 0;
+    kiln_handles_parallel_for(f->ctx_b, f->table_a, 0, visit_count, &visits);
+    WANT_EQ(visits, 0);
+})
+ROW(handles_parallel_for_null_table, "kiln_handles_parallel_for", "NULL table: nothing visited, HANDLES_NULL", KILN_LOGITEM_HANDLES_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    int visits = 0;
+    kiln_handles_parallel_for(f->ctx_a, NULL, 0, visit_count, &visits);
+    WANT_EQ(visits, 0);
+})
+ROW(handles_parallel_for_destroyed, "kiln_handles_parallel_for", "destroyed table: nothing visited", KILN_LOGITEM_HANDLES_DESTROYED, SINK_A, COUNTED, 0, DOC, {
+    int visits = 0;
+    kiln_handles_parallel_for(f->ctx_a, f->dead_table, 0, visit_count, &visits);
+    WANT_EQ(visits, 0);
+})
+ROW(handles_parallel_for_null_fn, "kiln_handles_parallel_for", "NULL fn: nothing visited, HANDLES_NULL_VISIT", KILN_LOGITEM_HANDLES_NULL_VISIT, SINK_A, COUNTED, 0, DOC, {
+    kiln_handles_parallel_for(f->ctx_a, f->table_a, 0, NULL, NULL);
+})
+
 /* The typed wrappers of KILN_HANDLE_TYPE(mob, struct mob) */
 ROW(typed_create_null_rt, "KILN_HANDLE_TYPE name_table_create", "UNDOC NULL runtime: {NULL}, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     cr_expect_null(mob_table_create(NULL, "mobs", 16).raw, "%s", "want NULL: mob_table_create(NULL, \"mobs\", 16).raw");

@@ -288,6 +288,19 @@ static void job_nop(kiln_ctx *ctx, void *arg) {
     if (arg) (*(int *)arg)++;
 }
 
+/* The walks' visits: count, or try to destroy the table being walked. */
+static void visit_count(void *user, kiln_handle h, void *item) {
+    (void)h;
+    (void)item;
+    (*(int *)user)++;
+}
+
+static void visit_destroy(void *user, kiln_handle h, void *item) {
+    (void)h;
+    (void)item;
+    kiln_handles_destroy(user);
+}
+
 static void range_nop(kiln_ctx *ctx, size_t begin, size_t end, void *arg) {
     (void)ctx;
     if (arg) *(size_t *)arg += end - begin;

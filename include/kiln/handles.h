@@ -194,6 +194,43 @@ KILN_API bool kiln_handle_free(kiln_ctx *ctx, kiln_handles *table, kiln_handle h
  * Concurrency: the context's thread only. */
 KILN_API void kiln_handles_quiescent(kiln_ctx *ctx);
 
+/* ---------- the live-item walk ---------- */
+
+/* Called once per live item a walk finds: its handle and its address. */
+typedef void (*kiln_handle_visit_fn)(void *user, kiln_handle h, void *item);
+
+/* Calls fn(user, h, item) for every live item of the table, in slot order: the loop
+ * "update every live entity" of a game.
+ * - The walk reads each slot's generation (an acquire load, as kiln_handle_get), so it
+ *   costs a pass over the slots handed out so far, live or not, and no lock but one
+ *   short one at its start.
+ * - Items allocated or freed during the walk (by fn or by other threads) may or may not
+ *   be visited. A visited item's pointer follows kiln_handle_get's lifetime rule (the
+ *   reuse rule above): fn may free the item it is given (or any other) with its own
+ *   context, and the pointer stays valid until the reuse rule lets the slot go.
+ * - fn may call kiln_handle_get, alloc and free on this table and may start another
+ *   walk. kiln_handles_destroy of a table that is being walked is refused
+ *   (HANDLES_WALK_ACTIVE), so a walk never reads a returned mapping.
+ * - Refused, logged, nothing visited: a NULL table (HANDLES_NULL), a destroyed table
+ *   (HANDLES_DESTROYED), a NULL fn (HANDLES_NULL_VISIT).
+ * Concurrency: any thread, while others get, alloc and free. */
+KILN_API void kiln_handles_foreach(kiln_handles *table, kiln_handle_visit_fn fn, void *user);
+
+/* kiln_handles_foreach split over jobs (kiln_parallel_for over the slots handed out so
+ * far, grain slots per range; grain 0: kiln picks), returning when every range is done.
+ * fn runs on many threads at once, each with the item it was given; ranges are disjoint,
+ * so no item is visited twice. The walk's rules above hold, and fn runs inside a job
+ * (what a job may not do is refused there too). fn is given no context and must not use
+ * the caller's, which belongs to the calling thread: to free the items a parallel walk
+ * picks, collect their handles (one list per range, say) and free them after it returns,
+ * or free them from kiln_handles_foreach.
+ * - Refused, logged, nothing visited: the refusals of kiln_handles_foreach, and a NULL
+ *   ctx (CONTEXT_NULL), a detached one (CONTEXT_DETACHED), or one of another runtime
+ *   than the table's (HANDLES_WRONG_RUNTIME).
+ * Concurrency: the context's thread (like kiln_parallel_for); inside a job too. */
+KILN_API void kiln_handles_parallel_for(kiln_ctx *ctx, kiln_handles *table, size_t grain,
+                                        kiln_handle_visit_fn fn, void *user);
+
 /* Copies the figures of up to cap live tables (in slot order) and returns how many
  * tables are live, which may exceed cap. out may be NULL when cap is 0. Any thread. */
 KILN_API size_t kiln_stats_handles(kiln_runtime *rt, kiln_handles_stats *out, size_t cap);
@@ -226,7 +263,9 @@ static inline bool kiln_handle_equal(kiln_handle a, kiln_handle b) { return a.bi
  * - Inline functions: name##_table_create(rt, label, capacity), name##_table_destroy(t),
  *   name##_alloc(ctx, t, T **item), name##_get(t, h), name##_free(ctx, t, h),
  *   name##_handle_is_null(h), and name##_alloc_at(ctx, t, item, file, line), which
- *   records the site (name##_alloc records none). */
+ *   records the site (name##_alloc records none).
+ * - The walks: name##_foreach(t, fn, user) and name##_parallel_for(ctx, t, grain, fn,
+ *   user), with fn a name##_visit_fn, void fn(void *user, name##_handle h, T *item). */
 #define KILN_HANDLE_TYPE(name, T)                                                         \
     typedef struct name##_handle { kiln_handle raw; } name##_handle;                      \
     typedef struct name##_table { kiln_handles *raw; } name##_table;                      \
@@ -253,7 +292,23 @@ static inline bool kiln_handle_equal(kiln_handle a, kiln_handle b) { return a.bi
     KILN_TYPED_FN bool name##_free(kiln_ctx *ctx, name##_table t, name##_handle h) {      \
         return kiln_handle_free(ctx, t.raw, h.raw);                                       \
     }                                                                                     \
-    KILN_TYPED_FN bool name##_handle_is_null(name##_handle h) { return h.raw.bits == 0; }
+    KILN_TYPED_FN bool name##_handle_is_null(name##_handle h) { return h.raw.bits == 0; } \
+    typedef void (*name##_visit_fn)(void *user, name##_handle h, T *item);                \
+    typedef struct name##_visit { name##_visit_fn fn; void *user; } name##_visit;         \
+    KILN_TYPED_FN void name##_visit_untyped(void *user, kiln_handle h, void *item) {      \
+        const name##_visit *v = (const name##_visit *)user;                               \
+        name##_handle typed = { h };                                                      \
+        v->fn(v->user, typed, (T *)item);                                                 \
+    }                                                                                     \
+    KILN_TYPED_FN void name##_foreach(name##_table t, name##_visit_fn fn, void *user) {   \
+        name##_visit v = { fn, user };                                                    \
+        kiln_handles_foreach(t.raw, fn ? name##_visit_untyped : 0, &v);                   \
+    }                                                                                     \
+    KILN_TYPED_FN void name##_parallel_for(kiln_ctx *ctx, name##_table t, size_t grain,   \
+                                           name##_visit_fn fn, void *user) {              \
+        name##_visit v = { fn, user };                                                    \
+        kiln_handles_parallel_for(ctx, t.raw, grain, fn ? name##_visit_untyped : 0, &v);  \
+    }
 
 #ifdef __cplusplus
 }

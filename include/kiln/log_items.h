@@ -94,6 +94,8 @@
     X(POOL_STILL_ALIVE, WARN, "kiln_destroy found a pool still alive; it destroys it") \
     /* ---- handle tables ---- */ \
     X(HANDLES_NULL, ERROR, "the handle table argument is NULL") \
+    X(HANDLES_NULL_VISIT, ERROR, "kiln_handles_foreach or kiln_handles_parallel_for with a NULL fn") \
+    X(HANDLES_WALK_ACTIVE, ERROR, "kiln_handles_destroy of a table that a walk is visiting") \
     X(HANDLES_NULL_DESC, ERROR, "kiln_handles_create with a NULL desc") \
     X(HANDLES_BAD_ITEM_SIZE, ERROR, "a table's item_size is not from 1 byte to 1 MiB") \
     X(HANDLES_BAD_ALIGN, ERROR, "a table's item_align is not a power of two up to 4096") \
