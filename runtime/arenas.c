@@ -262,3 +262,26 @@ void *kiln_frame_alloc_at(kiln_ctx *ctx, size_t size, size_t align, const char *
     if (kiln_unlikely(!frame_alloc_ok(ctx))) return refuse_frame_alloc(ctx, "kiln_frame_alloc_at");
     return kiln_arena_alloc_site(ctx->frame_arena, size, align, (kiln_debug_site){ file, line });
 }
+
+/* A stamped allocation whose container was made before the frame arena's last reset. */
+static KILN_COLD void *refuse_stale_frame_memory(const kiln_ctx *ctx, uint64_t stamp, uint64_t now) {
+    kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_FRAME_MEMORY_STALE,
+                    "kiln_frame_alloc_stamped: context %u: a frame container made %llu frame "
+                    "resets ago grows in frame %llu; its memory was reset, so growing would copy "
+                    "reset memory; refused", ctx->id, (unsigned long long)(now - stamp),
+                    (unsigned long long)kiln_frame_number(ctx->rt));
+    return NULL;
+}
+
+void *kiln_frame_alloc_stamped(kiln_ctx *ctx, size_t size, size_t align, uint64_t *stamp) {
+    if (kiln_unlikely(!frame_alloc_ok(ctx))) return refuse_frame_alloc(ctx, "kiln_frame_alloc_stamped");
+    kiln_arena *arena = ctx->frame_arena;
+    if (stamp) {
+        /* relaxed: the reset count is this thread's own (the frame arena's owner). */
+        uint64_t now = kiln_load_relaxed(&arena->resets) + 1;
+        if (*stamp == 0) *stamp = now;
+        else if (kiln_unlikely(ctx->debug_checks && *stamp != now))
+            return refuse_stale_frame_memory(ctx, *stamp, now);
+    }
+    return kiln_arena_bump(arena, size, align);
+}

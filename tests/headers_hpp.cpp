@@ -57,6 +57,11 @@ int main() {
     if (!h || !targets.get(h) || targets.get(h)->health != 0 || !targets.free(ctx.get(), h))
         return 8;
     if (targets.get(h) != nullptr) return 9;
+    kiln::handle<enemy> alive = targets.alloc(ctx.get());
+    int visits = 0;
+    targets.foreach([&](kiln::handle<enemy> seen, enemy &item) { visits += seen == alive && item.health == 0; });
+    targets.parallel_for(ctx.get(), 0, [](kiln::handle<enemy>, enemy &item) { item.health = 1; });
+    if (visits != 1 || targets.get(alive)->health != 1 || !targets.free(ctx.get(), alive)) return 10;
     std::puts("check-headers-hpp: ok");
     return 0;
 }

@@ -33,5 +33,11 @@ int main() {
         if (v.size() != 1000 || v[999] != 999) return 3;
     }
     particles.destroy(ctx.get(), p);
-    return ran == 108 ? 0 : 4;
+    struct spark_item { int lit = 1; };
+    kiln::handle_table<spark_item> sparks(rt.get(), "sparks", 8);
+    kiln::handle<spark_item> spark = sparks.alloc(ctx.get());
+    sparks.foreach([&](kiln::handle<spark_item>, spark_item &s) { ran += s.lit; });
+    sparks.parallel_for(ctx.get(), 0, [&](kiln::handle<spark_item>, spark_item &s) { ran += s.lit; });
+    if (!sparks.free(ctx.get(), spark)) return 5;
+    return ran == 110 ? 0 : 4;
 }

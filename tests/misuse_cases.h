@@ -539,6 +539,37 @@ ROW(frame_alloc_wrong_thread, "kiln_frame_alloc", "wrong thread (KILN_DEBUG_OWNE
     cr_expect_not_null(f->rp, "the call proceeds");
 })
 
+/* kiln_frame_alloc_stamped: the stamp of a frame container's first allocation. The
+ * fixture's ctx_a resets its own frame arena (it drives no clock): a reset is a frame. */
+ROW(frame_alloc_stamped_null, "kiln_frame_alloc_stamped", "NULL ctx: NULL, the stamp untouched", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    uint64_t stamp = 0;
+    WANT_NULL(kiln_frame_alloc_stamped(NULL, 64, 0, &stamp));
+    WANT_EQ(stamp, 0u);
+})
+ROW(frame_alloc_stamped_detached, "kiln_frame_alloc_stamped", "detached ctx: NULL", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
+    uint64_t stamp = 0;
+    WANT_NULL(kiln_frame_alloc_stamped(f->detached, 64, 0, &stamp));
+})
+ROW(frame_alloc_stamped_null_stamp, "kiln_frame_alloc_stamped", "NULL stamp (legal: kiln_frame_alloc)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, FX_CHECKS, DOC, {
+    WANT_NOT_NULL(kiln_frame_alloc_stamped(f->ctx_a, 64, 0, NULL));
+})
+ROW(frame_alloc_stamped_stale, "kiln_frame_alloc_stamped", "a stamp from before the last reset (KILN_DEBUG_CHECKS): NULL", KILN_LOGITEM_FRAME_MEMORY_STALE, SINK_A, COUNTED, FX_CHECKS, DOC, {
+    uint64_t stamp = 0;
+    WANT_NOT_NULL(kiln_frame_alloc_stamped(f->ctx_a, 64, 0, &stamp));
+    WANT(stamp != 0);
+    WANT_NOT_NULL(kiln_frame_alloc_stamped(f->ctx_a, 64, 0, &stamp));
+    kiln_arena_reset(kiln_frame_arena(f->ctx_a));
+    WANT_NULL(kiln_frame_alloc_stamped(f->ctx_a, 64, 0, &stamp));
+    uint64_t fresh = 0;
+    WANT_NOT_NULL(kiln_frame_alloc_stamped(f->ctx_a, 64, 0, &fresh));
+})
+ROW(frame_alloc_stamped_stale_unchecked, "kiln_frame_alloc_stamped", "a stale stamp without KILN_DEBUG_CHECKS (legal: not compared)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    uint64_t stamp = 0;
+    WANT_NOT_NULL(kiln_frame_alloc_stamped(f->ctx_a, 64, 0, &stamp));
+    kiln_arena_reset(kiln_frame_arena(f->ctx_a));
+    WANT_NOT_NULL(kiln_frame_alloc_stamped(f->ctx_a, 64, 0, &stamp));
+})
+
 /* kiln_frame_alloc_at */
 ROW(frame_alloc_at_null, "kiln_frame_alloc_at", "NULL ctx: NULL", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     WANT_NULL(kiln_frame_alloc_at(NULL, 64, 0, __FILE__, __LINE__));

@@ -890,6 +890,151 @@ Test(cpp_memory, handles_of_one_type_name_distinct_tables) {
     cr_assert(enemies.free(e.ctx.get(), h));
 }
 
+// ---------- the live-item walks ----------
+
+Test(cpp_memory, handle_table_foreach_visits_live_items_with_typed_handles) {
+    env e;
+    kiln::handle_table<enemy> enemies(e.rt.get(), "enemies", 256);
+    std::vector<kiln::handle<enemy>> hs;
+    for (int i = 0; i < 100; i++) {
+        hs.push_back(enemies.alloc(e.ctx.get()));
+        enemies.get(hs.back())->health = i;
+    }
+    for (int i = 0; i < 100; i += 2) cr_assert(enemies.free(e.ctx.get(), hs[(size_t)i]));
+    int visits = 0, sum = 0;
+    enemies.foreach([&](kiln::handle<enemy> h, enemy &x) {
+        cr_assert_eq(enemies.get(h), &x, "the visit's reference is get's item");
+        visits++;
+        sum += x.health;
+    });
+    cr_assert_eq(visits, 50);
+    cr_assert_eq(sum, 50 * 50, "the odd healths 1..99");
+    // "despawn what died": the visit frees its own item.
+    enemies.foreach([&](kiln::handle<enemy> h, enemy &x) {
+        if (x.health > 50) cr_assert(enemies.free(e.ctx.get(), h));
+    });
+    cr_assert_eq(enemies.stats().live, 25u);
+    std::atomic<int> parallel{0};
+    enemies.parallel_for(e.ctx.get(), 4, [&](kiln::handle<enemy>, enemy &x) {
+        parallel.fetch_add(x.health, std::memory_order_relaxed);
+    });
+    cr_assert_eq(parallel.load(), 25 * 25, "the odd healths 1..49");
+    enemies.foreach([&](kiln::handle<enemy> h, enemy &) { enemies.free(e.ctx.get(), h); });
+    cr_assert_eq(enemies.stats().live, 0u);
+    cr_assert_eq(recorded_count(e.rec()), 0u, "log:%s", recorded_summary(e.rec()));
+}
+
+Test(cpp_memory, handle_table_walk_rethrows_the_first_exception_and_stops_visiting) {
+    env e(2);
+    kiln::handle_table<enemy> enemies(e.rt.get(), "enemies", 2048);
+    std::vector<kiln::handle<enemy>> hs;
+    for (int i = 0; i < 1000; i++) hs.push_back(enemies.alloc(e.ctx.get()));
+    int visits = 0;
+    bool caught = false;
+    try {
+        enemies.foreach([&](kiln::handle<enemy>, enemy &) {
+            if (++visits == 10) throw std::runtime_error("tenth");
+        });
+    } catch (const std::runtime_error &err) {
+        caught = std::string(err.what()) == "tenth";
+    }
+    cr_assert(caught, "the visit's exception reaches the caller");
+    cr_assert_eq(visits, 10, "no visit after the one that threw");
+    std::atomic<int> thrown{0}, parallel_visits{0};
+    caught = false;
+    try {
+        enemies.parallel_for(e.ctx.get(), 16, [&](kiln::handle<enemy>, enemy &) {
+            parallel_visits.fetch_add(1, std::memory_order_relaxed);
+            thrown.fetch_add(1, std::memory_order_relaxed);
+            throw std::logic_error("every visit");
+        });
+    } catch (const std::logic_error &) {
+        caught = true;
+    }
+    cr_assert(caught);
+    cr_assert_geq(thrown.load(), 1);
+    cr_assert_lt(parallel_visits.load(), 1000, "ranges stop visiting once one threw");
+    for (auto h : hs) cr_assert(enemies.free(e.ctx.get(), h));
+    cr_assert_eq(recorded_count(e.rec()), 0u, "log:%s", recorded_summary(e.rec()));
+}
+
+Test(cpp_memory, handle_table_walk_of_a_moved_from_table_is_refused_by_kiln) {
+    env e;
+    kiln::handle_table<enemy> a(e.rt.get(), "enemies");
+    kiln::handle_table<enemy> b(std::move(a));
+    int visits = 0;
+    std::string err = stderr_of([&] { a.foreach([&](kiln::handle<enemy>, enemy &) { visits++; }); });
+    cr_assert_eq(count_substrings(err.c_str(), "HANDLES_NULL"), 1u, "stderr: %s", err.c_str());
+    err = stderr_of([&] { a.parallel_for(e.ctx.get(), 0, [&](kiln::handle<enemy>, enemy &) { visits++; }); });
+    cr_assert_eq(count_substrings(err.c_str(), "HANDLES_NULL"), 1u, "stderr: %s", err.c_str());
+    cr_assert_eq(visits, 0);
+}
+
+// ---------- frame lifetime: FRAME_MEMORY_STALE ----------
+
+// A frame container that grows after its frame ended is refused, with KILN_DEBUG_CHECKS,
+// before it copies anything out of reset memory; an allocator that never allocated may
+// live across frames.
+Test(cpp_memory, frame_container_growing_after_its_frame_is_refused_with_checks) {
+    recorder log;
+    kiln_desc desc = desc_for(log.rec);
+    desc.debug = KILN_DEBUG_CHECKS;
+    env e(desc);
+    kiln_ctx *ctx = e.ctx.get();
+    kiln::frame_allocator<int> kept_allocator(ctx);   // a system's, made once
+    std::aligned_storage_t<sizeof(kiln::frame_vector<int>), alignof(kiln::frame_vector<int>)> storage;
+    kiln::frame_vector<int> *stale = nullptr;
+    {
+        kiln::frame f(ctx);
+        stale = new (&storage) kiln::frame_vector<int>(kept_allocator);
+        for (int i = 0; i < 4; i++) stale->push_back(i);
+        stale->shrink_to_fit();
+    }
+    bool refused = false;
+    {
+        kiln::frame f(ctx);
+        try {
+            stale->push_back(4);   // full: grows, in a frame after its own
+        } catch (const std::bad_alloc &) {
+            refused = true;
+        }
+        cr_assert(refused, "a stale frame container grew");
+        cr_assert_eq(count_items(log.rec, KILN_LOGITEM_FRAME_MEMORY_STALE), 1u, "log:%s",
+                     recorded_summary(log.rec));
+        cr_assert_eq(count_items_with(log.rec, KILN_LOGITEM_FRAME_MEMORY_STALE, "made 1 frame resets ago"), 1u,
+                     "log:%s", recorded_summary(log.rec));
+        // The kept allocator made this frame's containers fine, and they grow freely.
+        kiln::frame_vector<int> fresh(kept_allocator);
+        for (int i = 0; i < 1000; i++) fresh.push_back(i);
+        kiln::frame_vector<int> copy(fresh);
+        copy.push_back(1);
+        std::list<int, kiln::frame_allocator<int>> nodes(kept_allocator);
+        for (int i = 0; i < 100; i++) nodes.push_back(i);
+    }
+    stale->~vector();   // frees nothing: only reset memory's bookkeeping goes
+    cr_assert_eq(recorded_count(log.rec), 1u, "log:%s", recorded_summary(log.rec));
+    cr_assert_eq(runtime_stats(e.rt.get()).api_errors, 1u);
+}
+
+// Without KILN_DEBUG_CHECKS the stamp is not compared: the same growth allocates.
+Test(cpp_memory, frame_container_stale_check_is_off_without_checks) {
+    env e;
+    kiln_ctx *ctx = e.ctx.get();
+    std::aligned_storage_t<sizeof(kiln::frame_vector<int>), alignof(kiln::frame_vector<int>)> storage;
+    kiln::frame_vector<int> *stale = nullptr;
+    {
+        kiln::frame f(ctx);
+        stale = new (&storage) kiln::frame_vector<int>(ctx);
+        stale->reserve(1);
+    }
+    {
+        kiln::frame f(ctx);
+        stale->reserve(64);   // its one element slot was never written: nothing is read
+    }
+    stale->~vector();
+    cr_assert_eq(recorded_count(e.rec()), 0u, "log:%s", recorded_summary(e.rec()));
+}
+
 // ---------- with the debug layer ----------
 
 Test(cpp_memory, containers_under_every_debug_bit) {

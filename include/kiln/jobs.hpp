@@ -21,7 +21,8 @@
 
 // Without exceptions (-fno-exceptions) nothing can throw: the trampolines call the
 // callable directly, nothing is captured or rethrown, and a closure that finds no frame
-// memory aborts, as kiln.hpp's allocators do. Undefined again at the end of this header.
+// memory aborts, as kiln.hpp's allocators do. kiln.hpp's handle-table walks use them
+// too, so they stay defined (kiln's own names).
 #if defined(__cpp_exceptions)
 #  define KILN_HPP_TRY try
 #  define KILN_HPP_CATCH_ALL(handler) catch (...) { handler; }
@@ -59,6 +60,10 @@ public:
     }
 
     bool pending() const noexcept { return first_ != nullptr; }
+
+    // Whether some call of this batch threw already. Any thread (relaxed: a hint to skip
+    // work that would be thrown away; the first exception itself is read after the wait).
+    bool claimed() const noexcept { return claimed_.load(std::memory_order_relaxed); }
 
     // Exceptions dropped so far (every one after a batch's first). Any thread: a
     // relaxed count that jobs still running may raise.
@@ -311,8 +316,5 @@ void parallel_for(kiln_ctx *ctx, std::size_t count, std::size_t grain, F &&f) {
 }
 
 } // namespace kiln
-
-#undef KILN_HPP_TRY
-#undef KILN_HPP_CATCH_ALL
 
 #endif // KILN_JOBS_HPP

@@ -32,7 +32,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <limits>
+#include <memory>
 #include <memory_resource>
 #include <new>
 #include <string>
@@ -284,25 +286,39 @@ private:
 
 namespace detail {
 
-// Where a bump allocator takes its memory: a context's frame memory or an arena.
+// Where a bump allocator takes its memory: a context's frame memory or an arena. alloc
+// serves the allocators, whose copies each carry a state (the frame stamp of
+// kiln_frame_alloc_stamped for frame memory, nothing for an arena); alloc_plain serves
+// the pmr resources, which are shared by many containers and so carry none.
 struct frame_source {
     using handle = kiln_ctx *;
-    static void *alloc(kiln_ctx *ctx, std::size_t bytes, std::size_t align) noexcept {
+    struct state {
+        std::uint64_t stamp = 0;   // the frame of this copy's first allocation; 0: none yet
+    };
+    static void *alloc(kiln_ctx *ctx, state &s, std::size_t bytes, std::size_t align) noexcept {
+        return kiln_frame_alloc_stamped(ctx, bytes, align, &s.stamp);
+    }
+    static void *alloc_plain(kiln_ctx *ctx, std::size_t bytes, std::size_t align) noexcept {
         return (kiln_frame_alloc)(ctx, bytes, align);
     }
 };
 struct arena_source {
     using handle = kiln_arena *;
-    static void *alloc(kiln_arena *arena, std::size_t bytes, std::size_t align) noexcept {
+    struct state {};
+    static void *alloc(kiln_arena *arena, state &, std::size_t bytes, std::size_t align) noexcept {
+        return (kiln_arena_alloc)(arena, bytes, align);
+    }
+    static void *alloc_plain(kiln_arena *arena, std::size_t bytes, std::size_t align) noexcept {
         return (kiln_arena_alloc)(arena, bytes, align);
     }
 };
 
 // What frame_allocator and arena_allocator share: the propagation choices above,
 // allocate through the source (std::bad_alloc when kiln refuses, having logged why),
-// deallocate that frees nothing, equality by source.
+// deallocate that frees nothing, equality by source. The source's state is a base, so
+// an empty one (an arena's) costs nothing.
 template <class T, class Source>
-class bump_allocator {
+class bump_allocator : private Source::state {
 public:
     using value_type = T;
     using propagate_on_container_copy_assignment = std::false_type;
@@ -311,9 +327,14 @@ public:
     using is_always_equal = std::false_type;
 
     bump_allocator(typename Source::handle source) noexcept : source_(source) {}
+    // A rebound copy: the same source and state (a container's node allocator made from
+    // its allocator keeps the container's frame stamp).
+    template <class U>
+    bump_allocator(const bump_allocator<U, Source> &other) noexcept
+        : Source::state(other.source_state()), source_(other.source()) {}
 
     T *allocate(std::size_t n) {
-        void *p = Source::alloc(source_, array_bytes<T>(n), alignof(T));
+        void *p = Source::alloc(source_, *this, array_bytes<T>(n), alignof(T));
         if (!p) throw_bad_alloc();
         return static_cast<T *>(p);
     }
@@ -321,6 +342,7 @@ public:
     void deallocate(T *, std::size_t) noexcept {}
 
     typename Source::handle source() const noexcept { return source_; }
+    const typename Source::state &source_state() const noexcept { return *this; }
 
 private:
     typename Source::handle source_;
@@ -344,8 +366,14 @@ inline bool operator!=(const bump_allocator<T, Source> &a, const bump_allocator<
 //   job, the ctx the job was given). With KILN_DEBUG_OWNERSHIP another thread's use of
 //   a frame arena is reported (ARENA_WRONG_THREAD).
 // - A frame container is destroyed before its frame ends: one kept longer reads reset
-//   memory (KILN_DEBUG_POISON reports it under AddressSanitizer and memcheck). The layer
-//   does not check it itself.
+//   memory (KILN_DEBUG_POISON reports it under AddressSanitizer and memcheck).
+// - With KILN_DEBUG_CHECKS, a container that grows after the frame of its first
+//   allocation has ended is refused (FRAME_MEMORY_STALE, then std::bad_alloc) before it
+//   copies a single element out of reset memory: each allocator copy carries the frame
+//   of its first allocation (kiln_frame_alloc_stamped). An allocator that has not
+//   allocated yet may live across frames: a system can keep one and make each frame's
+//   containers from it. frame_resource carries no stamp (many containers share it), so
+//   pmr containers are not checked.
 // - Refused by kiln, then std::bad_alloc: a null or detached context (CONTEXT_NULL,
 //   CONTEXT_DETACHED); a background job's frame memory with KILN_DEBUG_CHECKS
 //   (JOB_BACKGROUND_FRAME_ALLOC).
@@ -359,7 +387,7 @@ public:
     struct rebind { using other = frame_allocator<U>; };
     template <class U>
     frame_allocator(const frame_allocator<U> &other) noexcept
-        : detail::bump_allocator<T, detail::frame_source>(other.context()) {}
+        : detail::bump_allocator<T, detail::frame_source>(other) {}
 
     kiln_ctx *context() const noexcept { return this->source(); }
 };
@@ -378,7 +406,7 @@ public:
     struct rebind { using other = arena_allocator<U>; };
     template <class U>
     arena_allocator(const arena_allocator<U> &other) noexcept
-        : detail::bump_allocator<T, detail::arena_source>(other.arena()) {}
+        : detail::bump_allocator<T, detail::arena_source>(other) {}
 
     kiln_arena *arena() const noexcept { return this->source(); }
 };
@@ -421,7 +449,7 @@ protected:
 
 private:
     void *do_allocate(std::size_t bytes, std::size_t alignment) override {
-        void *p = Source::alloc(source_, bytes, alignment);
+        void *p = Source::alloc_plain(source_, bytes, alignment);
         if (!p) throw_bad_alloc();
         return p;
     }
@@ -583,7 +611,13 @@ private:
 //   read the item until the reuse rule lets its slot go (items keep their last contents
 //   until then).
 // - sizeof(T) at most 1 MiB and alignof(T) at most 4096, checked at compile time.
-// A walk over live items is not offered: the C API has none.
+// - The walks over live items (foreach, parallel_for) call f(handle<T> h, T &item) under
+//   kiln_handles_foreach's rules (items allocated or freed meanwhile may or may not be
+//   visited; the reference follows get's lifetime rule). An exception from f never
+//   crosses kiln's C frames: it is caught, the walk visits nothing more (kiln's loop runs
+//   on to its end calling nothing; a parallel walk's other ranges stop visiting as soon
+//   as they see it), and the first exception is rethrown once the walk has returned;
+//   the others are dropped.
 template <class T>
 class handle_table : public detail::owner<kiln_handles *, kiln_handles_destroy> {
     static_assert(std::is_trivially_destructible_v<T>,
@@ -643,8 +677,49 @@ public:
         return s;
     }
 
+    // f(handle<T>, T &) for every live item, in slot order, on this thread
+    // (kiln_handles_foreach). f may free the item it is given, with its own context. Any
+    // thread. A moved-from table: refused by kiln (HANDLES_NULL), nothing visited.
+    template <class F>
+    void foreach(F &&f) {
+        walk(nullptr, 0, f, false);
+    }
+
+    // The same walk over the workers (kiln_handles_parallel_for, grain slots per range,
+    // 0: kiln picks): f is called on many threads at once, so its call must be safe to
+    // make concurrently, and it must not use the caller's context (it is given none). The
+    // thread of ctx.
+    template <class F>
+    void parallel_for(kiln_ctx *ctx, std::size_t grain, F &&f) {
+        walk(ctx, grain, f, true);
+    }
 
 private:
+    template <class F>
+    void walk(kiln_ctx *ctx, std::size_t grain, F &f, bool parallel) {
+        using fn_type = std::remove_reference_t<F>;
+        static_assert(std::is_invocable_v<fn_type &, handle<T>, T &>,
+                      "kiln::handle_table: a walk's f must be callable as f(handle<T>, T &)");
+        struct state {
+            fn_type               *fn;
+            detail::exception_slot slot;
+
+            static void visit(void *user, kiln_handle h, void *item) noexcept {
+                state *self = static_cast<state *>(user);
+                if (self->slot.claimed()) return;   // a visit threw: the walk is over
+                KILN_HPP_TRY {
+                    (*self->fn)(handle<T>(h), *std::launder(static_cast<T *>(item)));
+                } KILN_HPP_CATCH_ALL(self->slot.capture())
+            }
+        };
+        state s{std::addressof(f), {}};
+        if (parallel) kiln_handles_parallel_for(ctx, this->handle_, grain, &state::visit, &s);
+        else kiln_handles_foreach(this->handle_, &state::visit, &s);
+#if defined(__cpp_exceptions)
+        if (std::exception_ptr first = s.slot.take()) std::rethrow_exception(first);
+#endif
+    }
+
     static kiln_handles *create_table(kiln_runtime *rt, const char *name, uint32_t capacity) noexcept {
         kiln_handles_desc desc{};
         desc.name = name;

@@ -53,6 +53,7 @@
     X(FRAME_WORKER_CONTEXT, ERROR, "a frame clock call with a worker's context") \
     X(FRAME_INSIDE_JOB, ERROR, "a frame clock call from inside a job") \
     X(FRAME_BUDGET_EXCEEDED, WARN, "a frame arena used more than desc.frame_budget in one frame") \
+    X(FRAME_MEMORY_STALE, ERROR, "a frame container grew after the frame it was made in had ended (KILN_DEBUG_CHECKS)") \
     X(FRAME_BUDGET_NEAR, WARN, "a frame arena's frame reached desc.warn_percent of desc.frame_budget") \
     /* ---- arenas ---- */ \
     X(ARENA_NULL, ERROR, "the arena argument is NULL") \

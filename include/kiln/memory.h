@@ -140,6 +140,19 @@ KILN_API kiln_arena *kiln_frame_arena(kiln_ctx *ctx);
  * The context's thread only. */
 KILN_API void *kiln_frame_alloc(kiln_ctx *ctx, size_t size, size_t align);
 
+/* kiln_frame_alloc for an allocator that keeps allocating for one container (kiln.hpp's
+ * frame_allocator): *stamp names the frame of the container's first allocation.
+ * - *stamp 0: this is the first; it is set to the frame arena's current reset count
+ *   (plus one, so never 0 again).
+ * - With KILN_DEBUG_CHECKS, a stamp from before the frame arena's last reset is a
+ *   container that grows after its frame ended: growing would copy its elements out of
+ *   reset memory into the new frame. NULL, logged and counted (FRAME_MEMORY_STALE, naming
+ *   the context, the frame and how many resets ago the container was made). Without the
+ *   bit the stamp is not compared: kiln_frame_alloc.
+ * - stamp NULL: kiln_frame_alloc. The other refusals are kiln_frame_alloc's.
+ * The context's thread only. */
+KILN_API void *kiln_frame_alloc_stamped(kiln_ctx *ctx, size_t size, size_t align, uint64_t *stamp);
+
 /* kiln_arena_alloc and kiln_frame_alloc with the caller's site (file, line), kept
  * under KILN_DEBUG_SITES; see "Allocation sites" above. file must outlive the arena
  * (a string literal such as __FILE__). */
