@@ -262,3 +262,8 @@ void *kiln_frame_alloc_at(kiln_ctx *ctx, size_t size, size_t align, const char *
     if (kiln_unlikely(!frame_alloc_ok(ctx))) return refuse_frame_alloc(ctx, "kiln_frame_alloc_at");
     return kiln_arena_alloc_site(ctx->frame_arena, size, align, (kiln_debug_site){ file, line });
 }
+
+kiln_arena *kiln_frame_arena_for(kiln_ctx *ctx, const char *function) {
+    if (kiln_unlikely(!frame_alloc_ok(ctx))) return refuse_frame_alloc(ctx, function);
+    return ctx->frame_arena;
+}
