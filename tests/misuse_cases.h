@@ -621,10 +621,10 @@ ROW(arena_printf_bad_format, "kiln_arena_printf", "a wide string the C locale ca
     WANT_NULL(kiln_arena_printf(f->arena_a, "%ls", unencodable));
 })
 ROW(arena_vprintf_null, "kiln_arena_vprintf", "NULL arena: NULL", KILN_LOGITEM_ARENA_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
-    WANT_NULL(misuse_arena_vprintf(NULL, "%d", 1));
+    WANT_NULL(call_arena_vprintf(NULL, "%d", 1));
 })
 ROW(arena_vprintf_destroyed, "kiln_arena_vprintf", "destroyed arena: NULL", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, 0, DOC, {
-    WANT_NULL(misuse_arena_vprintf(f->dead_arena, "%d", 1));
+    WANT_NULL(call_arena_vprintf(f->dead_arena, "%d", 1));
 })
 ROW(arena_strdup_null, "kiln_arena_strdup", "NULL arena: NULL", KILN_LOGITEM_ARENA_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     WANT_NULL(kiln_arena_strdup(NULL, "x"));
@@ -648,11 +648,11 @@ ROW(frame_printf_null_fmt, "kiln_frame_printf", "NULL fmt: NULL", KILN_LOGITEM_A
     WANT_NULL(kiln_frame_printf(f->ctx_a, fmt));
 })
 ROW(frame_vprintf_detached, "kiln_frame_vprintf", "detached ctx: NULL", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
-    WANT_NULL(misuse_frame_vprintf(f->detached, "%d", 1));
+    WANT_NULL(call_frame_vprintf(f->detached, "%d", 1));
 })
 ROW(frame_vprintf_bad_format, "kiln_frame_vprintf", "a wide string the C locale cannot encode: NULL", KILN_LOGITEM_ARENA_FORMAT_FAILED, SINK_A, COUNTED, 0, DOC, {
     static const wchar_t unencodable[] = { 0x263A, 0 };
-    WANT_NULL(misuse_frame_vprintf(f->ctx_a, "%ls", unencodable));
+    WANT_NULL(call_frame_vprintf(f->ctx_a, "%ls", unencodable));
 })
 ROW(frame_strdup_null, "kiln_frame_strdup", "NULL ctx: NULL", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     WANT_NULL(kiln_frame_strdup(NULL, "x"));

@@ -195,27 +195,9 @@ Test(arena_text, printf_and_strdup) {
     cr_assert_eq(recorded_count(rec), 0, "log:%s", recorded_summary(rec));
 }
 
-static char *via_arena_vprintf(kiln_arena *arena, const char *fmt, ...) KILN_FORMAT_CHECK(2, 3);
-static char *via_arena_vprintf(kiln_arena *arena, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = kiln_arena_vprintf(arena, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
-static char *via_frame_vprintf(kiln_ctx *c, const char *fmt, ...) KILN_FORMAT_CHECK(2, 3);
-static char *via_frame_vprintf(kiln_ctx *c, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = kiln_frame_vprintf(c, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
 Test(arena_text, vprintf) {
-    cr_assert_str_eq(via_arena_vprintf(level, "%s-%d", "a", 1), "a-1");
-    cr_assert_str_eq(via_frame_vprintf(ctx, "%x", 255u), "ff");
+    cr_assert_str_eq(call_arena_vprintf(level, "%s-%d", "a", 1), "a-1");
+    cr_assert_str_eq(call_frame_vprintf(ctx, "%x", 255u), "ff");
 }
 
 /* Strings of many blocks: nothing is truncated. */
@@ -266,7 +248,7 @@ Test(arena_text, string_refusals_of_the_arena) {
     kiln_arena_destroy(dead);
     cr_assert_null(kiln_arena_printf(dead, "%d", 1));
     cr_assert_null(kiln_arena_strdup(dead, "x"));
-    cr_assert_null(via_arena_vprintf(dead, "%d", 2));
+    cr_assert_null(call_arena_vprintf(dead, "%d", 2));
     cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_DESTROYED, "arena 'dead'"), 3,
                  "log:%s", recorded_summary(rec));
 }

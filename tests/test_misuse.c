@@ -313,25 +313,6 @@ typedef struct misuse_row {
     void      (*thunk)(fx *f);
 } misuse_row;
 
-/* The va_list calls through a variadic caller (the thunks cannot define functions). */
-static char *misuse_arena_vprintf(kiln_arena *arena, const char *fmt, ...) KILN_FORMAT_CHECK(2, 3);
-static char *misuse_arena_vprintf(kiln_arena *arena, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = kiln_arena_vprintf(arena, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
-static char *misuse_frame_vprintf(kiln_ctx *ctx, const char *fmt, ...) KILN_FORMAT_CHECK(2, 3);
-static char *misuse_frame_vprintf(kiln_ctx *ctx, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = kiln_frame_vprintf(ctx, fmt, ap);
-    va_end(ap);
-    return s;
-}
-
 /* The safe-return checks of the rows: the failure message is the expression itself. */
 #define WANT(expr)          cr_expect((expr), "want: %s", #expr)
 #define WANT_NULL(expr)     cr_expect_null((expr), "want NULL: %s", #expr)
