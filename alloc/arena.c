@@ -385,6 +385,7 @@ kiln_mark kiln_arena_take_mark(kiln_arena *arena) {
         arena->mark_depth++;
     *slot = serial;
     arena->mark_next = (arena->mark_next + 1) & (KILN_ARENA_MARK_STACK - 1);
+    arena->top_mark = kiln_load_relaxed(&arena->cursor);
     uint64_t tags = ((uint64_t)serial << 32) | arena->large_count;
     return (kiln_mark){ { (uint64_t)kiln_load_relaxed(&arena->cursor), tags } };
 }
@@ -399,6 +400,7 @@ static void clear_marks(kiln_arena *arena) {
     arena->mark_depth = 0;
     arena->cleared_serial = arena->marks_taken;
     arena->mark_floor = arena->marks_taken;
+    arena->top_mark = 0;
 }
 
 /* Owner: whether a release to the mark with serial may go ahead as far as the order of
@@ -474,6 +476,7 @@ void kiln_arena_release_to(kiln_arena *arena, kiln_mark mark) {
     free_large_down_to(arena, large_count);
     while (arena->current != block) pop_block(arena);
     kiln_store_relaxed(&arena->cursor, cursor);
+    if (!empty) arena->top_mark = cursor;   /* the mark released to is the newest live one */
     kiln_owner_add(&arena->releases, 1);
     set_limit(arena);
 }
@@ -547,4 +550,59 @@ bool kiln_arena_stats_read(const kiln_arena *arena, kiln_arena_stats *out) {
     };
     memcpy(out->name, a->name, sizeof out->name);
     return true;
+}
+
+/* ---- growing the last allocation in place (kiln_arena_grow, runtime/arena_text.c) ---- */
+
+bool kiln_arena_move_end(kiln_arena *arena, uintptr_t end, uintptr_t new_end) {
+    kiln_arena_block *block = arena->current;
+    if (end != kiln_load_relaxed(&arena->cursor) || end == arena->top_mark ||
+        new_end < data_start(block) || new_end > block_end(arena, block))
+        return false;
+    if (new_end > end) {
+        /* Past an unwarned budget only through the allocation path, which warns (or, by
+         * the frame's policy, refuses). */
+        if (arena->budget != 0 && !arena->budget_warned &&
+            bytes_in_use(arena) + (new_end - end) > arena->budget)
+            return false;
+    } else {
+        record_peak(arena);
+    }
+    kiln_store_relaxed(&arena->cursor, new_end);
+    return true;
+}
+
+bool kiln_arena_grow_in_place(kiln_arena *arena, void *ptr, size_t old_size, size_t new_size,
+                              size_t align) {
+    uintptr_t start = (uintptr_t)ptr;
+    if (align == 0) align = KILN_DEFAULT_ALIGN;
+    if ((start & (align - 1)) != 0) return false;
+    bool done;
+    if (arena->debug & KILN_ARENA_RECORD_BITS) {
+        done = arena->hooks->grow(arena, ptr, old_size, new_size);
+    } else {
+        uintptr_t cursor = kiln_load_relaxed(&arena->cursor);
+        done = start >= data_start(arena->current) && start <= cursor &&
+               cursor - start == old_size &&
+               new_size <= block_end(arena, arena->current) - start &&
+               kiln_arena_move_end(arena, cursor, start + new_size);
+    }
+    if (done && (arena->debug & KILN_DEBUG_OWNERSHIP)) arena->hooks->use(arena, "kiln_arena_grow");
+    return done;
+}
+
+bool kiln_arena_holds(const kiln_arena *arena, const void *ptr, size_t size) {
+    uintptr_t p = (uintptr_t)ptr;
+    const kiln_arena_block *above = NULL;
+    for (const kiln_arena_block *b = arena->current; b; above = b, b = b->prev) {
+        uintptr_t end = above ? data_start(b) + (above->used_before - b->used_before)
+                              : kiln_load_relaxed(&arena->cursor);
+        if (p >= data_start(b) && p <= end && size <= end - p) return true;
+    }
+    for (const kiln_large *large = arena->large; large; large = large->prev) {
+        uintptr_t map = (uintptr_t)large - large->guard;
+        uintptr_t end = map + large->map_size - large->guard;
+        if (p > (uintptr_t)large && p <= end && size <= end - p) return true;
+    }
+    return false;
 }

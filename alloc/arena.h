@@ -83,6 +83,9 @@ struct kiln_arena {
     uint32_t          mark_depth;    /* entries on the stack, at most KILN_ARENA_MARK_STACK */
     uint32_t          mark_next;     /* the slot the next mark takes */
     uint32_t          mark_stack[KILN_ARENA_MARK_STACK];
+    uintptr_t         top_mark;      /* the cursor of the newest live mark; 0: none live.
+                                        kiln_arena_grow_in_place never moves the cursor
+                                        while it equals this (the mark's scope starts there) */
     bool              budget_warned; /* this frame's warning was given */
     bool              is_frame;      /* a context's frame arena: destroyed with its context */
 
@@ -249,6 +252,10 @@ typedef struct kiln_arena_hooks {
      * (ARENA_GUARD_DAMAGED, found `when`), filling them with 0xDD and poisoning them as
      * the bits say. */
     void  (*release)(kiln_arena *arena, size_t pos, uint32_t large_count, const char *when);
+    /* kiln_arena_grow_in_place with a record bit: when object is the newest record (a
+     * block allocation of old_size bytes), moves its end through kiln_arena_move_end and
+     * its back guard, fill and poisoning with it; false, changing nothing, otherwise. */
+    bool  (*grow)(kiln_arena *arena, char *object, size_t old_size, size_t new_size);
 } kiln_arena_hooks;
 
 /* ---- the debug layer (arena_debug.c; see KILN_DEBUG_* in kiln/core.h) ----
@@ -272,5 +279,28 @@ KILN_INTERNAL void kiln_arena_audit(kiln_arena *arena);
 /* KILN_DEBUG_SITES: logs the live allocations grouped by site (ARENA_LEAK_SITE, then
  * ARENA_LEAK_SUMMARY). The owner, or anyone once the owner is done with the arena. */
 KILN_INTERNAL void kiln_arena_report_leaks(kiln_arena *arena);
+
+/* ---- growing the last allocation (kiln_arena_grow; arena.c's end) ---- */
+
+/* Moves the end of the arena's last block allocation from end (which must be the
+ * cursor) to new_end in the current block, growing or shrinking it. false, changing
+ * nothing, when end is not the cursor, a live mark sits at it (top_mark: its scope
+ * starts there), new_end lies outside the current block's data, or growing would cross
+ * an unwarned frame budget (the allocation path judges that). A shrink records the
+ * peak first. Owner thread only; the debug layer's grow hook calls it. */
+KILN_INTERNAL bool kiln_arena_move_end(kiln_arena *arena, uintptr_t end, uintptr_t new_end);
+
+/* Grows or shrinks ptr, the arena's last allocation of old_size bytes, to new_size in
+ * place; true when it did. false, changing nothing, when ptr is not the last allocation
+ * (or is a large one), is not aligned to align (valid; 0: alignof(max_align_t)), or
+ * kiln_arena_move_end refuses. With KILN_DEBUG_OWNERSHIP a grow from a thread that
+ * does not own the arena is logged and counted (it proceeds). Owner thread only. */
+KILN_INTERNAL bool kiln_arena_grow_in_place(kiln_arena *arena, void *ptr, size_t old_size,
+                                            size_t new_size, size_t align);
+
+/* Whether [ptr, ptr + size) lies in memory the arena has in use: the used part of a
+ * block on its chain, or a live large allocation's mapping (KILN_DEBUG_CHECKS' test of
+ * kiln_arena_grow's pointer; walks the chain). Owner thread only. */
+KILN_INTERNAL bool kiln_arena_holds(const kiln_arena *arena, const void *ptr, size_t size);
 
 #endif /* KILN_ALLOC_ARENA_H */

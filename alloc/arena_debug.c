@@ -152,6 +152,48 @@ static void debug_release(kiln_arena *arena, size_t pos, uint32_t large_count, c
     }
 }
 
+/* memcheck: the chunk at object is now size bytes long. */
+static void chunk_resized(const kiln_arena *arena, const char *object, size_t size) {
+#ifdef KILN_HAVE_VALGRIND
+    VALGRIND_MEMPOOL_CHANGE(arena, object, object, size);
+#endif
+    (void)arena;
+    (void)object;
+    (void)size;
+}
+
+/* The grow hook: the newest record's end moves, and its back guard with it. The old
+ * guards are checked first (a damage is reported "at grow": the bytes it hit are about
+ * to become the object's or the new guard's). Grown bytes are unpoisoned (a released
+ * object may have lain there) and read 0xCD with KILN_DEBUG_FILL; bytes a shrink gives
+ * up read 0xDD and are poisoned, as a release leaves them. */
+static bool debug_grow(kiln_arena *arena, char *object, size_t old_size, size_t new_size) {
+    kiln_arena_record *r = record_top(arena);
+    if (!r || r->large || r->object != object || r->size != old_size) return false;
+    size_t back = back_guard(arena);
+    uintptr_t end = (uintptr_t)object + old_size + back, new_end;
+    if (__builtin_add_overflow((uintptr_t)object + back, new_size, &new_end) ||
+        !kiln_arena_move_end(arena, end, new_end))
+        return false;
+    if (arena->debug & KILN_DEBUG_GUARDS) check_record(arena, r, "at grow", false);
+    r->size = new_size;
+    if (new_size > old_size) {
+        if (arena->debug & KILN_DEBUG_POISON) kiln_debug_unpoison(object + old_size, new_end - end + back);
+        if (arena->debug & KILN_DEBUG_FILL)
+            memset(object + old_size, KILN_FILL_FRESH, new_size - old_size);
+    } else {
+        char *freed = (char *)new_end;   /* after the new back guard, up to the old end */
+        if (arena->debug & KILN_DEBUG_FILL) memset(freed, KILN_FILL_FREED, end - new_end);
+        if (arena->debug & KILN_DEBUG_POISON) kiln_debug_poison(freed, end - new_end);
+    }
+    if (arena->debug & KILN_DEBUG_POISON) chunk_resized(arena, object, new_size);
+    if (r->front) {
+        kiln_guarded g = guarded(arena, r);
+        kiln_debug_guards_write(&g);
+    }
+    return true;
+}
+
 void kiln_arena_audit(kiln_arena *arena) {
     if (!(arena->debug & KILN_DEBUG_GUARDS) || arena->is_frame ||
         kiln_load_relaxed(&arena->owner_thread) != kiln_debug_thread())
@@ -205,6 +247,7 @@ static const kiln_arena_hooks debug_hooks = {
     .alloc = debug_alloc,
     .use = debug_use,
     .release = debug_release,
+    .grow = debug_grow,
 };
 
 /* The creating thread owns the arena, the first block gets its guard page, the arena

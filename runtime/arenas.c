@@ -285,3 +285,8 @@ void *kiln_frame_alloc_stamped(kiln_ctx *ctx, size_t size, size_t align, uint64_
     }
     return kiln_arena_bump(arena, size, align);
 }
+
+kiln_arena *kiln_frame_arena_for(kiln_ctx *ctx, const char *function) {
+    if (kiln_unlikely(!frame_alloc_ok(ctx))) return refuse_frame_alloc(ctx, function);
+    return ctx->frame_arena;
+}

@@ -18,4 +18,10 @@ KILN_INTERNAL void kiln_runtime_arena_delete(kiln_runtime *rt, kiln_arena *arena
  * none was ever made. */
 KILN_INTERNAL void kiln_runtime_arenas_fini(kiln_runtime *rt);
 
+/* ctx's frame arena when ctx may take frame memory now, as kiln_frame_alloc judges it;
+ * otherwise NULL, with kiln_frame_alloc's refusals logged under function's name
+ * (CONTEXT_NULL, CONTEXT_DETACHED, JOB_BACKGROUND_FRAME_ALLOC). The frame helpers of
+ * runtime/arena_text.c start with it. The context's thread only. */
+KILN_INTERNAL kiln_arena *kiln_frame_arena_for(kiln_ctx *ctx, const char *function);
+
 #endif /* KILN_RUNTIME_ARENAS_H */

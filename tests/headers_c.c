@@ -16,6 +16,16 @@ int headers_handles_c(kiln_runtime *rt, kiln_ctx *ctx);
 int headers_trace_c(kiln_runtime *rt);
 int headers_log_items_c(void);
 
+typedef struct headers_vec headers_vec;
+headers_vec *headers_memory_new(kiln_arena *arena, kiln_ctx *ctx, size_t count);
+
+/* The typed macros of kiln/memory.h (headers_memory_c.c compiles them on their own),
+ * run: aligned, and the frame string formatted. */
+static int headers_memory_typed(kiln_arena *level, kiln_ctx *ctx) {
+    headers_vec *v = headers_memory_new(level, ctx, 4);
+    return v && ((size_t)v & 31) == 0 ? 0 : 1;
+}
+
 int main(void) {
     if (headers_core_c() + headers_memory_c() + headers_stats_c() + headers_stats_fields_c() != 0)
         return 1;
@@ -33,6 +43,11 @@ int main(void) {
     kiln_mark mark = kiln_arena_mark(level);
     if (!kiln_arena_alloc(level, 100, 0)) return 6;
     kiln_arena_release(level, mark);
+    int *ids = KILN_ARENA_NEW(level, int, 8);
+    char *name = kiln_arena_printf(level, "level %d", 1);
+    char *grown = kiln_arena_grow(level, name, 8, 64, 1);
+    if (!ids || !name || strcmp(name, "level 1") != 0 || grown != name) return 11;
+    if (headers_memory_typed(level, ctx) != 0) return 12;
     kiln_stats stats;
     if (!kiln_stats_get(rt, &stats) || stats.arenas != 2 + stats.worker_count ||
         stats.contexts != 1 + stats.worker_count)

@@ -1,6 +1,7 @@
 // tests/headers_cpp.cpp — the public headers compile as C++17 (-Wall -Wextra
 // -Wpedantic -Werror -pedantic-errors) and work from C++: a zero desc with fields set
-// (designated initialisers are C++20), attach, frame memory, detach, destroy. Exits 0.
+// (designated initialisers are C++20), attach, frame memory (KILN_FRAME_NEW and
+// kiln_frame_printf too), detach, destroy. Exits 0.
 #include <kiln/kiln.h>
 
 #include <cstdint>
@@ -24,6 +25,12 @@ int main() {
     auto *scratch = static_cast<unsigned char *>(kiln_frame_alloc(ctx, 1024, 32));
     if (!scratch || reinterpret_cast<std::uintptr_t>(scratch) % 32 != 0) return 4;
     std::memset(scratch, 0x5A, 1024);
+    struct alignas(32) vec { float xyz[3]; };   // the typed macros and strings from C++
+    vec *vs = KILN_FRAME_NEW(ctx, vec, 4);
+    char *label = kiln_frame_printf(ctx, "%d vectors", 4);
+    if (!vs || reinterpret_cast<std::uintptr_t>(vs) % 32 != 0 || !label ||
+        std::strcmp(label, "4 vectors") != 0)
+        return 10;
     kiln_frame_end(ctx);
     kiln_stats stats{};
     if (!kiln_stats_get(rt, &stats) || stats.frame != 1 ||

@@ -587,6 +587,141 @@ ROW(frame_alloc_at_align_3_sites, "kiln_frame_alloc_at", "align 3 (KILN_DEBUG_SI
     WANT_NULL(kiln_frame_alloc_at(f->ctx_a, 64, 3, __FILE__, __LINE__));
 })
 
+/* memory.h: the typed and overflow-checked helpers */
+/* kiln_arena_alloc_array */
+ROW(arena_alloc_array_null, "kiln_arena_alloc_array", "NULL arena: NULL", KILN_LOGITEM_ARENA_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT_NULL(kiln_arena_alloc_array(NULL, 4, 4, 0));
+})
+ROW(arena_alloc_array_destroyed, "kiln_arena_alloc_array", "destroyed arena: NULL", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_arena_alloc_array(f->dead_arena, 4, 4, 0));
+})
+ROW(arena_alloc_array_overflow, "kiln_arena_alloc_array", "size: count SIZE_MAX/2+1 of 2 bytes overflows: NULL", KILN_LOGITEM_ARENA_SIZE_OVERFLOW, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_arena_alloc_array(f->arena_a, SIZE_MAX / 2 + 1, 2, 0));
+    cr_expect_not_null(kiln_arena_alloc_array(f->arena_a, 4, 4, 0), "the arena still works");
+})
+ROW(arena_alloc_array_align_3, "kiln_arena_alloc_array", "align 3: NULL", KILN_LOGITEM_ARENA_BAD_ALIGN, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_arena_alloc_array(f->arena_a, 4, 4, 3));
+})
+ROW(arena_alloc_array_count_0, "kiln_arena_alloc_array", "count 0 (legal: a valid aligned pointer)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    WANT_NOT_NULL(kiln_arena_alloc_array(f->arena_a, 0, 16, 16));
+})
+
+/* kiln_frame_alloc_array */
+ROW(frame_alloc_array_null, "kiln_frame_alloc_array", "NULL ctx: NULL", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT_NULL(kiln_frame_alloc_array(NULL, 4, 4, 0));
+})
+ROW(frame_alloc_array_detached, "kiln_frame_alloc_array", "detached ctx: NULL", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_frame_alloc_array(f->detached, 4, 4, 0));
+})
+ROW(frame_alloc_array_overflow, "kiln_frame_alloc_array", "size: count 2 of SIZE_MAX/2+1 bytes overflows: NULL", KILN_LOGITEM_ARENA_SIZE_OVERFLOW, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_frame_alloc_array(f->ctx_a, 2, SIZE_MAX / 2 + 1, 0));
+})
+ROW(frame_alloc_array_size_0, "kiln_frame_alloc_array", "size 0 (legal: a valid aligned pointer)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    WANT_NOT_NULL(kiln_frame_alloc_array(f->ctx_a, 8, 0, 0));
+})
+
+/* kiln_arena_alloc_array_at */
+ROW(arena_alloc_array_at_null, "kiln_arena_alloc_array_at", "NULL arena: NULL", KILN_LOGITEM_ARENA_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT_NULL(kiln_arena_alloc_array_at(NULL, 4, 4, 0, __FILE__, __LINE__));
+})
+ROW(arena_alloc_array_at_overflow_sites, "kiln_arena_alloc_array_at", "size: overflow (KILN_DEBUG_SITES): NULL", KILN_LOGITEM_ARENA_SIZE_OVERFLOW, SINK_A, COUNTED, FX_SITES, DOC, {
+    WANT_NULL(kiln_arena_alloc_array_at(f->arena_a, SIZE_MAX / 2 + 1, 2, 0, __FILE__, __LINE__));
+})
+
+/* kiln_frame_alloc_array_at */
+ROW(frame_alloc_array_at_detached, "kiln_frame_alloc_array_at", "detached ctx: NULL", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_frame_alloc_array_at(f->detached, 4, 4, 0, __FILE__, __LINE__));
+})
+ROW(frame_alloc_array_at_overflow_sites, "kiln_frame_alloc_array_at", "size: overflow (KILN_DEBUG_SITES): NULL", KILN_LOGITEM_ARENA_SIZE_OVERFLOW, SINK_A, COUNTED, FX_SITES, DOC, {
+    WANT_NULL(kiln_frame_alloc_array_at(f->ctx_a, SIZE_MAX / 2 + 1, 2, 0, __FILE__, __LINE__));
+})
+
+/* kiln_arena_printf, kiln_arena_vprintf (through a variadic helper), kiln_arena_strdup */
+ROW(arena_printf_null, "kiln_arena_printf", "NULL arena: NULL", KILN_LOGITEM_ARENA_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT_NULL(kiln_arena_printf(NULL, "%d", 1));
+})
+ROW(arena_printf_destroyed, "kiln_arena_printf", "destroyed arena: NULL", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_arena_printf(f->dead_arena, "%d", 1));
+})
+ROW(arena_printf_null_fmt, "kiln_arena_printf", "NULL fmt: NULL", KILN_LOGITEM_ARENA_STRING_NULL, SINK_A, COUNTED, 0, DOC, {
+    const char *fmt = NULL;
+    WANT_NULL(kiln_arena_printf(f->arena_a, fmt));
+})
+ROW(arena_printf_bad_format, "kiln_arena_printf", "a wide string the C locale cannot encode: NULL", KILN_LOGITEM_ARENA_FORMAT_FAILED, SINK_A, COUNTED, 0, DOC, {
+    static const wchar_t unencodable[] = { 0x263A, 0 };
+    WANT_NULL(kiln_arena_printf(f->arena_a, "%ls", unencodable));
+})
+ROW(arena_vprintf_null, "kiln_arena_vprintf", "NULL arena: NULL", KILN_LOGITEM_ARENA_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT_NULL(call_arena_vprintf(NULL, "%d", 1));
+})
+ROW(arena_vprintf_destroyed, "kiln_arena_vprintf", "destroyed arena: NULL", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(call_arena_vprintf(f->dead_arena, "%d", 1));
+})
+ROW(arena_strdup_null, "kiln_arena_strdup", "NULL arena: NULL", KILN_LOGITEM_ARENA_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT_NULL(kiln_arena_strdup(NULL, "x"));
+})
+ROW(arena_strdup_destroyed, "kiln_arena_strdup", "destroyed arena: NULL", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_arena_strdup(f->dead_arena, "x"));
+})
+ROW(arena_strdup_null_string, "kiln_arena_strdup", "NULL s: NULL", KILN_LOGITEM_ARENA_STRING_NULL, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_arena_strdup(f->arena_a, NULL));
+})
+
+/* kiln_frame_printf, kiln_frame_vprintf, kiln_frame_strdup */
+ROW(frame_printf_null, "kiln_frame_printf", "NULL ctx: NULL", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT_NULL(kiln_frame_printf(NULL, "%d", 1));
+})
+ROW(frame_printf_detached, "kiln_frame_printf", "detached ctx: NULL", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_frame_printf(f->detached, "%d", 1));
+})
+ROW(frame_printf_null_fmt, "kiln_frame_printf", "NULL fmt: NULL", KILN_LOGITEM_ARENA_STRING_NULL, SINK_A, COUNTED, 0, DOC, {
+    const char *fmt = NULL;
+    WANT_NULL(kiln_frame_printf(f->ctx_a, fmt));
+})
+ROW(frame_vprintf_detached, "kiln_frame_vprintf", "detached ctx: NULL", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(call_frame_vprintf(f->detached, "%d", 1));
+})
+ROW(frame_vprintf_bad_format, "kiln_frame_vprintf", "a wide string the C locale cannot encode: NULL", KILN_LOGITEM_ARENA_FORMAT_FAILED, SINK_A, COUNTED, 0, DOC, {
+    static const wchar_t unencodable[] = { 0x263A, 0 };
+    WANT_NULL(call_frame_vprintf(f->ctx_a, "%ls", unencodable));
+})
+ROW(frame_strdup_null, "kiln_frame_strdup", "NULL ctx: NULL", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT_NULL(kiln_frame_strdup(NULL, "x"));
+})
+ROW(frame_strdup_detached, "kiln_frame_strdup", "detached ctx: NULL", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_frame_strdup(f->detached, "x"));
+})
+ROW(frame_strdup_null_string, "kiln_frame_strdup", "NULL s: NULL", KILN_LOGITEM_ARENA_STRING_NULL, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_frame_strdup(f->ctx_a, NULL));
+})
+
+/* kiln_arena_grow */
+ROW(arena_grow_null, "kiln_arena_grow", "NULL arena: NULL", KILN_LOGITEM_ARENA_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT_NULL(kiln_arena_grow(NULL, NULL, 0, 16, 0));
+})
+ROW(arena_grow_destroyed, "kiln_arena_grow", "destroyed arena: NULL", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_arena_grow(f->dead_arena, NULL, 0, 16, 0));
+})
+ROW(arena_grow_align_24, "kiln_arena_grow", "align 24: NULL", KILN_LOGITEM_ARENA_BAD_ALIGN, SINK_A, COUNTED, 0, DOC, {
+    void *p = kiln_arena_alloc(f->arena_a, 16, 0);
+    WANT_NULL(kiln_arena_grow(f->arena_a, p, 16, 32, 24));
+})
+ROW(arena_grow_size_max, "kiln_arena_grow", "size: new_size SIZE_MAX: NULL, ptr kept", KILN_LOGITEM_ARENA_SIZE_OVERFLOW, SINK_A, COUNTED, 0, DOC, {
+    char *p = kiln_arena_alloc(f->arena_a, 16, 0);
+    WANT_NULL(kiln_arena_grow(f->arena_a, p, 16, SIZE_MAX, 0));
+    memset(p, 0, 16);
+})
+ROW(arena_grow_foreign, "kiln_arena_grow", "a pointer of another arena (KILN_DEBUG_CHECKS): NULL", KILN_LOGITEM_ARENA_GROW_FOREIGN, SINK_A, COUNTED, FX_CHECKS, DOC, {
+    void *p = kiln_arena_alloc(f->arena_b, 16, 0);
+    WANT_NULL(kiln_arena_grow(f->arena_a, p, 16, 32, 0));
+})
+ROW(arena_grow_wrong_thread, "kiln_arena_grow", "wrong thread (KILN_DEBUG_OWNERSHIP): proceeds", KILN_LOGITEM_ARENA_WRONG_THREAD, SINK_A, COUNTED, FX_OWNERSHIP, DOC, {
+    void *p = kiln_arena_alloc(f->arena_a, 64, 0);
+    f->rp = p;
+    on_thread(f, OP_ARENA_A_GROW);
+    cr_expect_eq(f->rp, p, "the call proceeds, in place");
+})
+
 /* ======================= pool.h ======================= */
 
 /* kiln_pool_create: "NULL on bad desc (logged)"; the items are the code's names. */

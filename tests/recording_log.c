@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <malloc.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -261,4 +262,20 @@ bool check_pattern(const void *p, size_t size, uint32_t seed) {
     for (size_t i = 0; i < size; i++)
         if (bytes[i] != pattern_byte(i, seed)) return false;
     return true;
+}
+
+char *call_arena_vprintf(kiln_arena *arena, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = kiln_arena_vprintf(arena, fmt, ap);
+    va_end(ap);
+    return s;
+}
+
+char *call_frame_vprintf(kiln_ctx *ctx, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    char *s = kiln_frame_vprintf(ctx, fmt, ap);
+    va_end(ap);
+    return s;
 }

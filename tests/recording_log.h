@@ -105,4 +105,9 @@ size_t heap_bytes_in_use(void);
 void fill_pattern(void *p, size_t size, uint32_t seed);
 bool check_pattern(const void *p, size_t size, uint32_t seed);
 
+/* kiln_arena_vprintf and kiln_frame_vprintf called through a variadic caller, as a
+ * user's logging wrapper calls them. */
+char *call_arena_vprintf(kiln_arena *arena, const char *fmt, ...) KILN_FORMAT_CHECK(2, 3);
+char *call_frame_vprintf(kiln_ctx *ctx, const char *fmt, ...) KILN_FORMAT_CHECK(2, 3);
+
 #endif /* KILN_TESTS_RECORDING_LOG_H */

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <wchar.h>
 
 #include "recording_log.h"
 
@@ -69,6 +70,7 @@ typedef enum op {
     OP_RESET_CTX_A_FRAME,      /* kiln_arena_reset(kiln_frame_arena(ctx_a)) */
     OP_FRAME_ALLOC_CTX_A,      /* rp = kiln_frame_alloc(ctx_a, 64, 0) */
     OP_ATTACH_KEEP_FRAME_ARENA,/* attach to A, rp = its frame arena, detach */
+    OP_ARENA_A_GROW,           /* rp = kiln_arena_grow(arena_a, rp, 64, 128, 0) */
 } op;
 
 typedef struct fx {
@@ -192,6 +194,7 @@ static void do_op(fx *f, kiln_ctx *ctx) {
         break;
     }
     case OP_ARENA_A_ALLOC: f->rp = kiln_arena_alloc(f->arena_a, 64, 0); break;
+    case OP_ARENA_A_GROW: f->rp = kiln_arena_grow(f->arena_a, f->rp, 64, 128, 0); break;
     case OP_ARENA_A_ALLOC_AT: f->rp = kiln_arena_alloc_at(f->arena_a, 64, 0, __FILE__, __LINE__); break;
     case OP_ARENA_A_MARK: f->mark = kiln_arena_mark(f->arena_a); break;
     case OP_ARENA_A_RELEASE: kiln_arena_release(f->arena_a, f->mark); break;

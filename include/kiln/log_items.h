@@ -60,6 +60,9 @@
     X(ARENA_DESTROYED, ERROR, "a call on an arena that was destroyed") \
     X(ARENA_BAD_ALIGN, ERROR, "an arena allocation's alignment is not a power of two up to the arena's largest") \
     X(ARENA_SIZE_OVERFLOW, ERROR, "an arena allocation's size cannot be represented") \
+    X(ARENA_STRING_NULL, ERROR, "kiln_frame_printf / kiln_arena_printf / the strdup calls with a NULL format or string") \
+    X(ARENA_FORMAT_FAILED, ERROR, "kiln_frame_printf / kiln_arena_printf: vsnprintf failed on the format (an encoding error, a length past INT_MAX)") \
+    X(ARENA_GROW_FOREIGN, ERROR, "KILN_DEBUG_CHECKS: kiln_arena_grow of a pointer that is no allocation in use in that arena") \
     X(ARENA_BAD_MARK, ERROR, "kiln_arena_release with a mark of another arena, from before a reset, or released past") \
     X(ARENA_IS_FRAME_ARENA, ERROR, "kiln_arena_destroy of a context's frame arena (it goes with kiln_detach)") \
     X(ARENA_WORKER_FRAME_RESET, ERROR, "kiln_arena_reset of a worker's frame arena (kiln_frame_end resets it)") \

@@ -57,6 +57,7 @@
 #define KILN_MEMORY_H
 
 #include <kiln/core.h>
+#include <stdarg.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -167,6 +168,145 @@ KILN_API void *kiln_frame_alloc_at(kiln_ctx *ctx, size_t size, size_t align,
 #  define kiln_frame_alloc(ctx, size, align) \
        kiln_frame_alloc_at((ctx), (size), (align), __FILE__, __LINE__)
 #endif
+
+/* ---- Typed and overflow-checked helpers: arrays, strings, growing ----
+ *
+ * Arrays of T, with count * sizeof(T) checked:
+ *   particle *ps = KILN_FRAME_NEW(ctx, particle, n);        // NULL when it overflows
+ *   node *nodes = KILN_ARENA_NEW(level, node, node_count);
+ *
+ * Strings that live as long as the frame or the arena, never truncated:
+ *   const char *label = kiln_frame_printf(ctx, "enemy %u (%s)", id, kind);
+ *
+ * A growing frame array (the last allocation grows in place while nothing else was
+ * allocated after it; otherwise it moves, its contents copied):
+ *   kiln_arena *frame = kiln_frame_arena(ctx);
+ *   hit *hits = NULL;
+ *   size_t count = 0, cap = 0;
+ *   for (size_t i = 0; i < candidates; i++) {
+ *       if (count == cap) {
+ *           size_t grown = cap ? 2 * cap : 16;
+ *           hit *more = (hit *)kiln_arena_grow(frame, hits, cap * sizeof *hits,
+ *                                              grown * sizeof *hits, KILN_ALIGNOF(hit));
+ *           if (!more) break;            // logged; hits still holds its count items
+ *           hits = more;
+ *           cap = grown;
+ *       }
+ *       hits[count++] = test_candidate(i);
+ *   }
+ *
+ * Every call here has the thread contract of the allocation it makes: kiln_frame_* the
+ * context's thread only, kiln_arena_* the arena's owner thread only. */
+
+#ifndef KILN_ALIGNOF   /* kiln/handles.h defines it the same way */
+#  ifdef __cplusplus
+#    define KILN_ALIGNOF(T) alignof(T)
+#  else
+#    define KILN_ALIGNOF(T) _Alignof(T)
+#  endif
+#endif
+
+/* Lets -Wformat check the callers of the printf calls (compilers without the attribute
+ * check nothing). */
+#if defined(__GNUC__) || defined(__clang__)
+#  define KILN_FORMAT_CHECK(fmt_arg, first_arg) \
+       __attribute__((format(printf, fmt_arg, first_arg)))
+#else
+#  define KILN_FORMAT_CHECK(fmt_arg, first_arg)
+#endif
+
+/* count elements of size bytes each, aligned to align: kiln_arena_alloc and
+ * kiln_frame_alloc of count * size bytes, with the same refusals (NULL, logged the
+ * same way) and the same thread contract.
+ * - NULL when count * size overflows: ARENA_SIZE_OVERFLOW, naming the arena (for the
+ *   frame call, the context too) and both figures, counted in api_errors.
+ * - count or size 0: a valid aligned pointer that must not be dereferenced.
+ * Concurrency: kiln_arena_alloc_array the arena's owner thread only;
+ * kiln_frame_alloc_array the context's thread only. */
+KILN_API void *kiln_arena_alloc_array(kiln_arena *arena, size_t count, size_t size,
+                                      size_t align);
+KILN_API void *kiln_frame_alloc_array(kiln_ctx *ctx, size_t count, size_t size, size_t align);
+
+/* The same with the caller's site (see "Allocation sites" above): with KILN_TRACK_SITES
+ * the two calls above, and so KILN_ARENA_NEW and KILN_FRAME_NEW, pass __FILE__ and
+ * __LINE__ to these. Concurrency: as the calls above. */
+KILN_API void *kiln_arena_alloc_array_at(kiln_arena *arena, size_t count, size_t size,
+                                         size_t align, const char *file, int line);
+KILN_API void *kiln_frame_alloc_array_at(kiln_ctx *ctx, size_t count, size_t size,
+                                         size_t align, const char *file, int line);
+
+#ifdef KILN_TRACK_SITES
+#  define kiln_arena_alloc_array(arena, count, size, align) \
+       kiln_arena_alloc_array_at((arena), (count), (size), (align), __FILE__, __LINE__)
+#  define kiln_frame_alloc_array(ctx, count, size, align) \
+       kiln_frame_alloc_array_at((ctx), (count), (size), (align), __FILE__, __LINE__)
+#endif
+
+/* T *: count objects of type T (uninitialised) from the arena or the context's frame
+ * arena, at T's size and alignment: the array calls above (NULL on overflow, logged). C11,
+ * C++17 and later. */
+#ifdef __cplusplus
+#  define KILN_MEMORY_AS(T, p) static_cast<T *>(p)
+#else
+#  define KILN_MEMORY_AS(T, p) ((T *)(p))
+#endif
+#define KILN_ARENA_NEW(arena, T, count) \
+    KILN_MEMORY_AS(T, kiln_arena_alloc_array((arena), (count), sizeof(T), KILN_ALIGNOF(T)))
+#define KILN_FRAME_NEW(ctx, T, count) \
+    KILN_MEMORY_AS(T, kiln_frame_alloc_array((ctx), (count), sizeof(T), KILN_ALIGNOF(T)))
+
+/* A formatted string in the arena (kiln_arena_*) or the context's frame arena
+ * (kiln_frame_*), as long as vsnprintf makes it: measured first, then allocated
+ * (align 1) and formatted, so it is never truncated.
+ * - NULL, logged, on failure: the allocation's refusals (ARENA_NULL, ARENA_DESTROYED,
+ *   CONTEXT_NULL, CONTEXT_DETACHED, JOB_BACKGROUND_FRAME_ALLOC, memory_limit reached); a
+ *   NULL fmt (ARENA_STRING_NULL); a format vsnprintf fails on, such as a wide string
+ *   the locale cannot encode or a result longer than INT_MAX (ARENA_FORMAT_FAILED). The
+ *   refusals of bad input are counted in api_errors.
+ * - vprintf leaves ap as vsnprintf does (indeterminate: va_end it, do not reuse it).
+ * Concurrency: the arena's owner thread only; the context's thread only. */
+KILN_API char *kiln_arena_printf(kiln_arena *arena, const char *fmt, ...) KILN_FORMAT_CHECK(2, 3);
+KILN_API char *kiln_arena_vprintf(kiln_arena *arena, const char *fmt, va_list ap)
+    KILN_FORMAT_CHECK(2, 0);
+KILN_API char *kiln_frame_printf(kiln_ctx *ctx, const char *fmt, ...) KILN_FORMAT_CHECK(2, 3);
+KILN_API char *kiln_frame_vprintf(kiln_ctx *ctx, const char *fmt, va_list ap)
+    KILN_FORMAT_CHECK(2, 0);
+
+/* A copy of s (of any length) in the arena or the frame arena. NULL, logged, on
+ * failure: the allocation's refusals, or a NULL s (ARENA_STRING_NULL, counted).
+ * Concurrency: the arena's owner thread only; the context's thread only. */
+KILN_API char *kiln_arena_strdup(kiln_arena *arena, const char *s);
+KILN_API char *kiln_frame_strdup(kiln_ctx *ctx, const char *s);
+
+/* Resizes ptr, an allocation of old_size bytes in arena, to new_size bytes at align
+ * (as kiln_arena_alloc takes it; 0: alignof(max_align_t)); returns where it is now.
+ * - In place when ptr is the arena's last allocation (nothing was allocated from the
+ *   arena after it), the current block has room for new_size, ptr is aligned to align,
+ *   and no mark was taken after it: a mark's scope starts at its position, so a grow
+ *   never moves the arena's position past or below a live mark taken after ptr (the
+ *   allocation then moves; a release to that mark leaves the moved copy).
+ * - Otherwise a new allocation of new_size bytes with the first old_size of them copied
+ *   from ptr; ptr itself stays allocated (until a release past it, a reset or a
+ *   destroy, like every arena allocation). Allocations larger than a block (dedicated
+ *   mappings) always move.
+ * - ptr NULL: kiln_arena_alloc(arena, new_size, align).
+ * - new_size <= old_size: shrinks in place when ptr is last as above (the freed tail
+ *   is the arena's again), else returns ptr unchanged (if it is aligned to align).
+ * - The frame budget: growing in place counts toward it like an allocation; a grow that
+ *   would cross it unwarned goes through the allocation path, which warns.
+ * - Debug bits: the grown allocation keeps its record and site; with KILN_DEBUG_GUARDS
+ *   its back guard moves to the new end (the old guards are checked first, "at grow"),
+ *   so a write past new_size is reported (ARENA_GUARD_DAMAGED) at release, reset or
+ *   destroy; KILN_DEBUG_FILL fills grown bytes with 0xCD and bytes a shrink gives up
+ *   with 0xDD; KILN_DEBUG_POISON unpoisons grown bytes and poisons given-up ones.
+ * - ptr must be an allocation of this arena still in use, and old_size at most its
+ *   size: the caller's contract. With KILN_DEBUG_CHECKS a ptr outside the memory the
+ *   arena has in use is refused (ARENA_GROW_FOREIGN, counted; NULL) before it is read.
+ * - NULL on failure, ptr still valid and unchanged: the allocation's refusals
+ *   (ARENA_NULL, ARENA_DESTROYED, ARENA_BAD_ALIGN, memory_limit reached).
+ * Concurrency: the arena's owner thread only (KILN_DEBUG_OWNERSHIP reports others). */
+KILN_API void *kiln_arena_grow(kiln_arena *arena, void *ptr, size_t old_size, size_t new_size,
+                               size_t align);
 
 #ifdef __cplusplus
 }
