@@ -5,6 +5,7 @@
 #include "handle_table.h"
 
 #include "../base/heap.h"
+#include "../base/near_limit.h"
 #include "os.h"
 
 #include <stddef.h>
@@ -35,10 +36,13 @@ bool kiln_handle_table_desc_ok(const kiln_handles_desc *desc, const char *name,
         item = KILN_LOGITEM_HANDLES_BAD_ALIGN, bad = "item_align must be a power of two up to 4096";
     else if (desc->capacity > KILN_HANDLES_MAX_CAPACITY)
         item = KILN_LOGITEM_HANDLES_BAD_CAPACITY, bad = "capacity must be at most 16777215";
+    else if (desc->reserve > (desc->capacity ? desc->capacity : HANDLES_DEFAULT_CAPACITY))
+        item = KILN_LOGITEM_HANDLES_BAD_RESERVE, bad = "reserve must be at most the capacity";
     if (bad)
         kiln_log_misuse(log, item,
                         "kiln_handles_create: table '%s': %s (item_size %zu, item_align %zu, "
-                        "capacity %u)", name, bad, desc->item_size, desc->item_align, desc->capacity);
+                        "capacity %u, reserve %u)", name, bad, desc->item_size, desc->item_align,
+                        desc->capacity, desc->reserve);
     return bad == NULL;
 }
 
@@ -59,6 +63,10 @@ bool kiln_handle_table_init(kiln_handle_table *table, const kiln_handle_table_co
     if (!table->slots) return false;   /* the block pool logged the refusal */
     kiln_handle_ring_init(&table->ring, (kiln_reuse_entry *)(table->slots + ring_offset),
                           table->capacity);
+    /* desc.reserve: fault the first slots' pages in now, one write of the zero they hold
+     * per page (a slot of generation 0 must read as zero). Volatile, so it is made. */
+    volatile char *touch = table->slots;
+    for (size_t at = 0; at < (size_t)desc->reserve * table->stride; at += kiln_os_page_size()) touch[at] = 0;
     /* KILN_DEBUG_SITES: the site of each slot's item, beside the slots. */
     if (config->sites) table->sites = kiln_heap_calloc(table->capacity, sizeof *table->sites);
     if (config->sites && !table->sites) {
@@ -77,6 +85,7 @@ bool kiln_handle_table_init(kiln_handle_table *table, const kiln_handle_table_co
     table->safe_epoch = config->safe_epoch;
     table->blocks = config->blocks;
     table->log = config->log;
+    table->warn_percent = config->warn_percent;
     pthread_mutex_init(&table->lock, NULL);
     return true;
 }
@@ -297,7 +306,18 @@ void kiln_handle_tally_cache(const kiln_handle_table *table, const kiln_handle_c
 }
 
 void kiln_handle_table_sample_peak(kiln_handle_table *table, const kiln_handle_tally *tally) {
-    kiln_max_relaxed_u64(&table->peak_live, tally->allocs - tally->frees);
+    uint64_t live = tally->allocs - tally->frees;
+    kiln_max_relaxed_u64(&table->peak_live, live);
+    bool in_episode = kiln_load_relaxed(&table->near_warned) != 0;
+    kiln_near_limit_step step = kiln_near_limit_next(in_episode, live, table->capacity, table->warn_percent);
+    if (step == KILN_NEAR_LIMIT_END) {
+        kiln_store_relaxed(&table->near_warned, 0);
+    } else if (step == KILN_NEAR_LIMIT_START && kiln_exchange_relaxed(&table->near_warned, 1) == 0) {
+        kiln_log(&table->log, KILN_LOGITEM_HANDLES_CAPACITY_NEAR,
+                 "handle table '%s': %llu of its capacity of %u items are live (%llu%%), at or over "
+                 "warn_percent %u%%", table->name, (unsigned long long)live, table->capacity,
+                 (unsigned long long)(live * 100 / table->capacity), table->warn_percent);
+    }
 }
 
 void kiln_handle_table_stats(kiln_handle_table *table, const kiln_handle_tally *tally,

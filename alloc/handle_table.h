@@ -88,6 +88,7 @@ typedef struct kiln_handle_table {
     uint32_t         capacity_asked;  /* kept for the stats of a destroyed table */
     kiln_debug_site *sites;           /* KILN_DEBUG_SITES: the site of each slot's item
                                          (alloc/handle_sites.h) */
+    uint32_t         warn_percent;    /* the owner's desc.warn_percent (HANDLES_CAPACITY_NEAR) */
 
     /* Statistics any thread adds to (relaxed). */
     kiln_handle_stripe stale[KILN_HANDLES_STALE_STRIPES];
@@ -97,6 +98,8 @@ typedef struct kiln_handle_table {
     _Atomic uint64_t failures;
     _Atomic uint64_t peak_live;
     _Atomic int      full_warned;     /* 1 after a full table was logged, 0 after a success */
+    _Atomic int      near_warned;     /* 1 in a HANDLES_CAPACITY_NEAR episode (base/near_limit.h);
+                                         whoever samples the peak steps it */
 
     /* Batch exchanges: under lock. The ring's entries lie in the slots' mapping. */
     pthread_mutex_t  lock;
@@ -112,6 +115,7 @@ typedef struct kiln_handle_table_config {
     const char             *name;
     uint32_t                index;          /* kiln_handle_table.index */
     bool                    sites;          /* KILN_DEBUG_SITES: keep a site per slot */
+    uint32_t                warn_percent;   /* the owner's desc.warn_percent, 1-100 */
     kiln_log_sink           log;
     const _Atomic uint64_t *reclaim_epoch;
     const _Atomic uint64_t *safe_epoch;
@@ -311,7 +315,8 @@ KILN_INTERNAL void kiln_handle_tally_cache(const kiln_handle_table *table,
                                            const kiln_handle_cache *cache,
                                            kiln_handle_tally *tally);
 
-/* Samples the live count of a complete tally for the peak. Any thread. */
+/* Samples the live count of a complete tally for the peak and the capacity warning (one
+ * HANDLES_CAPACITY_NEAR per episode). Any thread. */
 KILN_INTERNAL void kiln_handle_table_sample_peak(kiln_handle_table *table,
                                                  const kiln_handle_tally *tally);
 

@@ -5,6 +5,9 @@
  * (pool_check.c). */
 #include "pool.h"
 
+#include "../base/near_limit.h"
+#include "os.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -92,7 +95,7 @@ bool kiln_pool_init_core(kiln_pool *pool, const kiln_pool_config *config) {
                         name, align, KILN_POOL_MAX_ALIGN);
         return false;
     }
-    if (d->flags & ~(uint32_t)(KILN_POOL_ZERO | KILN_POOL_CHECKED)) {
+    if (d->flags & ~(uint32_t)(KILN_POOL_ZERO | KILN_POOL_CHECKED | KILN_POOL_CLEAR_ON_FREE)) {
         kiln_log_misuse(&config->log, KILN_LOGITEM_POOL_BAD_FLAGS,
                         "pool '%s': flags 0x%x has bits that are no KILN_POOL_* flag", name,
                         (unsigned)d->flags);
@@ -116,8 +119,10 @@ bool kiln_pool_init_core(kiln_pool *pool, const kiln_pool_config *config) {
         .log = config->log,
         .debug = config->debug & (KILN_POOL_HOOK_BITS | KILN_DEBUG_GUARD_PAGES),
         .audit_sample = config->audit_sample,
+        .reserve = d->reserve,
+        .warn_percent = config->warn_percent,
     };
-    made.flags = (d->flags & (KILN_POOL_ZERO | KILN_POOL_CHECKED)) |
+    made.flags = (d->flags & (KILN_POOL_ZERO | KILN_POOL_CHECKED | KILN_POOL_CLEAR_ON_FREE)) |
                  (config->checked ? KILN_POOL_CHECKED : 0) |
                  ((made.debug & KILN_POOL_HOOK_BITS) ? KILN_POOL_DEBUG_HOOKS : 0);
     made.usable = kiln_debug_block_usable(made.debug, block_size);
@@ -126,6 +131,14 @@ bool kiln_pool_init_core(kiln_pool *pool, const kiln_pool_config *config) {
                         "pool '%s': not one object of %zu bytes aligned to %zu fits a block of "
                         "%zu bytes with its header%s", name, d->size, align, block_size,
                         made.debug ? ", guards and guard page" : "");
+        return false;
+    }
+    if ((d->capacity != 0 && d->reserve > d->capacity) || d->reserve > SIZE_MAX / made.slot) {
+        kiln_log_misuse(&config->log, KILN_LOGITEM_POOL_BAD_RESERVE,
+                        "pool '%s': reserve %zu is over %s %zu", name, d->reserve,
+                        d->capacity != 0 && d->reserve > d->capacity ? "its capacity" : "the objects "
+                        "of that many bytes that fit in memory,", d->capacity != 0 && d->reserve > d->capacity
+                        ? d->capacity : SIZE_MAX / made.slot);
         return false;
     }
     memcpy(made.name, name, sizeof made.name);
@@ -155,11 +168,24 @@ void kiln_pool_fini(kiln_pool *pool) {
     pthread_mutex_destroy(&pool->carve_lock);
 }
 
+/* Page-faults [from, from + bytes) now, one write per page. keep: write back what each
+ * touched byte held (the memory may hold guard bytes); else write 0 (a block just
+ * taken, whose bytes mean nothing yet). Volatile, so the writes are made. */
+static void touch_pages(char *from, size_t bytes, bool keep) {
+    size_t page = kiln_os_page_size();
+    volatile char *p = from;
+    for (size_t at = 0; at < bytes; at += page) p[at] = keep ? p[at] : 0;
+}
+
 /* Under carve_lock: a fresh block on the pool's list with its header written. */
 static kiln_pool_block *new_block(kiln_pool *pool, uint64_t magic) {
     kiln_pool_block *block = kiln_block_get(pool->blocks);
     if (!block) return NULL;
     if (pool->debug) kiln_debug_block_taken(pool->debug, block, pool->blocks->block_size, &pool->log);
+    if (pool->touching) touch_pages((char *)block, pool->usable, false);
+    if (magic == KILN_POOL_BLOCK_MAGIC && (pool->flags & KILN_POOL_CLEAR_ON_FREE))
+        memset((char *)block + pool->first_offset - pool->debug_front, 0,
+               (size_t)pool->slots_per_block * pool->slot);   /* a recycled block's old bytes */
     size_t bitmap_words = (pool->flags & KILN_POOL_CHECKED) && magic == KILN_POOL_BLOCK_MAGIC
                               ? (pool->slots_per_block + 63) / 64 : 0;
     *block = (kiln_pool_block){
@@ -169,12 +195,15 @@ static kiln_pool_block *new_block(kiln_pool *pool, uint64_t magic) {
         .next = pool->block_list,
         .in_use = bitmap_words ? (_Atomic uint64_t *)(block + 1) : NULL,
         .first = (uintptr_t)block + pool->first_offset,
+        .trim_free = 0,
     };
     for (size_t i = 0; i < bitmap_words; i++) kiln_store_relaxed(&block->in_use[i], 0);
     if (magic == KILN_POOL_BLOCK_MAGIC && (pool->flags & KILN_POOL_DEBUG_HOOKS))
         pool->hooks->block(pool, block);
     pool->block_list = block;
     kiln_store_relaxed(&pool->blocks_held, kiln_load_relaxed(&pool->blocks_held) + 1);
+    if (magic == KILN_POOL_MAGAZINE_MAGIC)
+        kiln_store_relaxed(&pool->magazine_blocks, kiln_load_relaxed(&pool->magazine_blocks) + 1);
     return block;
 }
 
@@ -211,6 +240,7 @@ static uint32_t carve_into(kiln_pool *pool, kiln_magazine *mag) {
         if (pool->carve_next == 0 || pool->carve_end - pool->carve_next < pool->slot) {
             kiln_pool_block *block = new_block(pool, KILN_POOL_BLOCK_MAGIC);
             if (!block) break;   /* the block pool logged why */
+            pool->carve_block = block;
             pool->carve_next = block->first;
             know_block(pool, block);
             pool->carve_end = block->first + (uintptr_t)pool->slots_per_block * pool->slot;
@@ -224,10 +254,35 @@ static uint32_t carve_into(kiln_pool *pool, kiln_magazine *mag) {
     return n;
 }
 
-static void note_exchange(kiln_pool *pool) {
+/* POOL_CAPACITY_NEAR: adds the cache's allocs - frees since its last sample to the
+ * pool's live_sampled and steps the episode (base/near_limit.h). At every exchange and
+ * at a flush, so the figure lags each cache by at most its two magazines. */
+static void sample_live(kiln_pool *pool, kiln_pool_cache *cache) {
+    if (pool->capacity == 0) return;
+    uint32_t now = (uint32_t)(kiln_load_relaxed(&cache->allocs) - kiln_load_relaxed(&cache->frees));
+    uint64_t delta = (uint64_t)(int64_t)(int32_t)(now - cache->synced);
+    cache->synced = now;
+    int64_t sum = (int64_t)(kiln_add_relaxed(&pool->live_sampled, delta) + delta);
+    uint64_t live = sum > 0 ? (uint64_t)sum : 0;
+    bool in_episode = kiln_load_relaxed(&pool->near_reported) != 0;
+    kiln_near_limit_step step = kiln_near_limit_next(in_episode, live, pool->capacity, pool->warn_percent);
+    if (step == KILN_NEAR_LIMIT_END) {
+        kiln_store_relaxed(&pool->near_reported, 0);
+    } else if (step == KILN_NEAR_LIMIT_START && kiln_exchange_relaxed(&pool->near_reported, 1) == 0) {
+        kiln_log(&pool->log, KILN_LOGITEM_POOL_CAPACITY_NEAR,
+                 "pool '%s': %llu of its capacity of %zu objects are live (%llu%%), at or over "
+                 "warn_percent %u%%", pool->name, (unsigned long long)live, pool->capacity,
+                 (unsigned long long)(live * 100 / pool->capacity), pool->warn_percent);
+    }
+}
+
+static void note_exchange(kiln_pool *pool, kiln_pool_cache *cache) {
     kiln_add_relaxed(&pool->exchanges, 1);
-    uint64_t outside = kiln_load_relaxed(&pool->carved) - kiln_load_relaxed(&pool->in_depot);
-    kiln_max_relaxed_u64(&pool->peak_outside, outside);
+    /* carved is read first: a reserve that carves meanwhile raises in_depot after it,
+     * and a trim lowers carved before in_depot, so the difference may read negative. */
+    uint64_t carved = kiln_load_relaxed(&pool->carved), in_depot = kiln_load_relaxed(&pool->in_depot);
+    kiln_max_relaxed_u64(&pool->peak_outside, carved > in_depot ? carved - in_depot : 0);
+    sample_live(pool, cache);
 }
 
 static void give_to_depot(kiln_pool *pool, kiln_pool_cache *cache, kiln_magazine *mag) {
@@ -255,6 +310,7 @@ static bool bind(kiln_pool *pool, kiln_pool_cache *cache) {
     kiln_store_relaxed(&cache->received, 0);
     kiln_store_relaxed(&cache->given, 0);
     cache->refused_at = 0;
+    cache->synced = 0;
     /* Release: a stats reader that sees the serial sees the zeroed counters. */
     kiln_store_release(&cache->serial, kiln_load_relaxed(&pool->serial));
     return true;
@@ -265,7 +321,7 @@ static bool bind(kiln_pool *pool, kiln_pool_cache *cache) {
  * path, which touches nothing shared) shows at this cache's next refusal: its allocs
  * moved since its last one, so a new episode has begun. */
 static KILN_COLD void report_capacity(kiln_pool *pool, kiln_pool_cache *cache) {
-    uint64_t stamp = kiln_load_relaxed(&cache->allocs) + 1;
+    uint32_t stamp = (uint32_t)kiln_load_relaxed(&cache->allocs) * 2u + 1u;   /* never 0 */
     if (cache->refused_at != 0 && cache->refused_at != stamp)
         kiln_store_relaxed(&pool->capacity_reported, 0);
     cache->refused_at = stamp;
@@ -281,6 +337,16 @@ static KILN_COLD void *refuse_destroyed(kiln_pool *pool, const char *function) {
     return NULL;
 }
 
+/* cache->loaded (empty) goes to the depot's empties and full, from its full ones, is
+ * loaded instead. */
+static void load_full(kiln_pool *pool, kiln_pool_cache *cache, kiln_magazine *full) {
+    kiln_sub_relaxed(&pool->in_depot, full->count);
+    kiln_owner_add(&cache->received, full->count);
+    kiln_lifo_push(&pool->empty, &cache->loaded->link);
+    cache->loaded = full;
+    note_exchange(pool, cache);
+}
+
 /* Refills cache->loaded: the spare, a full magazine from the depot, or fresh slots. */
 static bool refill(kiln_pool *pool, kiln_pool_cache *cache) {
     if (cache->spare->count > 0) {
@@ -290,20 +356,22 @@ static bool refill(kiln_pool *pool, kiln_pool_cache *cache) {
         return true;
     }
     kiln_magazine *full = (kiln_magazine *)kiln_lifo_pop(&pool->full);
-    if (full) {
-        kiln_sub_relaxed(&pool->in_depot, full->count);
-        kiln_owner_add(&cache->received, full->count);
-        kiln_lifo_push(&pool->empty, &cache->loaded->link);
-        cache->loaded = full;
-        note_exchange(pool);
-        return true;
+    if (!full) {
+        pthread_mutex_lock(&pool->carve_lock);
+        /* Again under the lock: a trim holds the depot's magazines while it has it, and
+         * gives them back before it lets go; carving instead would take a new block
+         * (or fail at the capacity) while free objects wait. */
+        full = (kiln_magazine *)kiln_lifo_pop(&pool->full);
+        uint32_t n = full ? 0 : carve_into(pool, cache->loaded);
+        pthread_mutex_unlock(&pool->carve_lock);
+        if (!full) {
+            kiln_owner_add(&cache->received, n);
+            note_exchange(pool, cache);
+            return n > 0;
+        }
     }
-    pthread_mutex_lock(&pool->carve_lock);
-    uint32_t n = carve_into(pool, cache->loaded);
-    pthread_mutex_unlock(&pool->carve_lock);
-    kiln_owner_add(&cache->received, n);
-    note_exchange(pool);
-    return n > 0;
+    load_full(pool, cache, full);
+    return true;
 }
 
 void *kiln_pool_alloc_slow(kiln_pool *pool, kiln_pool_cache *cache) {
@@ -345,7 +413,7 @@ void kiln_pool_free_slow(kiln_pool *pool, kiln_pool_cache *cache, void *obj) {
             give_to_depot(pool, cache, cache->spare);
             cache->spare = cache->loaded;
             cache->loaded = empty;
-            note_exchange(pool);
+            note_exchange(pool, cache);
         }
     }
     kiln_pool_cache_free(pool, cache, obj);
@@ -369,6 +437,7 @@ static bool bound_to(kiln_pool *pool, kiln_pool_cache *cache) {
 
 void kiln_pool_cache_flush(kiln_pool *pool, kiln_pool_cache *cache) {
     if (!bound_to(pool, cache)) return;
+    sample_live(pool, cache);   /* its last share: live_sampled keeps what it leaves live */
     give_to_depot(pool, cache, cache->loaded);
     give_to_depot(pool, cache, cache->spare);
     kiln_pool_cache_retire(pool, cache);
@@ -381,6 +450,152 @@ void kiln_pool_cache_retire(kiln_pool *pool, kiln_pool_cache *cache) {
     kiln_add_relaxed(&pool->retired_received, kiln_load_relaxed(&cache->received));
     kiln_add_relaxed(&pool->retired_given, kiln_load_relaxed(&cache->given));
     kiln_pool_cache_unbind(cache);
+}
+
+/* ---- planning: reserve and trim (both under carve_lock) ---- */
+
+/* Under carve_lock: the objects an alloc can get without a new block: the depot's, and
+ * the room left in the block being carved, up to the capacity. */
+static size_t available(const kiln_pool *pool) {
+    kiln_pool *p = (kiln_pool *)pool;   /* atomics are read, never written */
+    uint64_t carved = kiln_load_relaxed(&p->carved);
+    uint64_t room = pool->carve_block ? (pool->carve_end - pool->carve_next) / pool->slot : 0;
+    if (pool->capacity != 0) {
+        uint64_t left = carved < pool->capacity ? pool->capacity - carved : 0;
+        if (room > left) room = left;
+    }
+    uint64_t total = kiln_load_relaxed(&p->in_depot) + room;
+    return total > SIZE_MAX ? SIZE_MAX : (size_t)total;
+}
+
+size_t kiln_pool_reserve_objects(kiln_pool *pool, size_t count) {
+    size_t target = pool->capacity != 0 && count > pool->capacity ? pool->capacity : count;
+    if (target > SIZE_MAX / pool->slot) {
+        kiln_log_misuse(&pool->log, KILN_LOGITEM_POOL_RESERVE_TOO_LARGE,
+                        "kiln_pool_reserve: pool '%s': %zu objects of %zu bytes overflow size_t; "
+                        "nothing carved", pool->name, count, pool->slot);
+        pthread_mutex_lock(&pool->carve_lock);
+        size_t now = available(pool);
+        pthread_mutex_unlock(&pool->carve_lock);
+        return now;
+    }
+    pthread_mutex_lock(&pool->carve_lock);
+    /* The room of the block being carved counts: fault its pages in now too. Its slots
+     * are nobody's yet; with KILN_DEBUG_POISON they are poisoned, and left alone. */
+    if (pool->carve_block && !(pool->debug & KILN_DEBUG_POISON))
+        touch_pages((char *)pool->carve_next, pool->carve_end - pool->carve_next, true);
+    pool->touching = true;
+    size_t now = available(pool);
+    while (now < target) {
+        kiln_magazine *mag = (kiln_magazine *)kiln_lifo_pop(&pool->empty);
+        if (!mag) mag = new_magazine(pool);
+        if (!mag) break;   /* the block pool logged why */
+        if (carve_into(pool, mag) == 0) {
+            kiln_lifo_push(&pool->empty, &mag->link);
+            break;
+        }
+        give_to_depot(pool, NULL, mag);
+        now = available(pool);
+    }
+    pool->touching = false;
+    uint64_t carved = kiln_load_relaxed(&pool->carved);
+    pthread_mutex_unlock(&pool->carve_lock);
+    if (now < count) {
+        bool capped = pool->capacity != 0 && carved >= pool->capacity;
+        kiln_log(&pool->log, KILN_LOGITEM_POOL_RESERVE_SHORT,
+                 "kiln_pool_reserve: pool '%s': %zu of the %zu objects asked can be allocated "
+                 "without a new block: %s", pool->name, now, count,
+                 capped ? "the capacity is carved" : "the block pool refused a block "
+                 "(memory_limit, or the OS)");
+    }
+    return now;
+}
+
+static kiln_pool_block *object_block(const kiln_pool *pool, const void *obj) {
+    return (kiln_pool_block *)kiln_block_of(pool->blocks, obj);
+}
+
+/* Under carve_lock: how many objects were carved from an object block. */
+static uint32_t carved_in(const kiln_pool *pool, const kiln_pool_block *block) {
+    if (block != pool->carve_block) return pool->slots_per_block;
+    return (uint32_t)((pool->carve_next - block->first) / pool->slot);
+}
+
+/* Under carve_lock: packs the objects of the chain of magazines from first that lie in
+ * no block being returned into its first magazines (each pushed back full, the last
+ * partly), pushes the rest onto the empties. In place: an object is never written to
+ * a place before the one it was read from is passed. */
+static void give_back_kept(kiln_pool *pool, kiln_magazine *first) {
+    kiln_magazine *to = first;
+    uint32_t n = 0;
+    for (kiln_magazine *from = first; from; from = (kiln_magazine *)from->link.next) {
+        for (uint32_t i = 0; i < from->count; i++) {
+            void *obj = from->objects[i];
+            if (object_block(pool, obj)->trim_free == KILN_POOL_TRIMMED) continue;
+            if (n == to->capacity) {
+                to->count = n;
+                to = (kiln_magazine *)to->link.next;
+                n = 0;
+            }
+            to->objects[n++] = obj;
+        }
+    }
+    for (kiln_magazine *mag = first, *next; mag; mag = next) {
+        next = (kiln_magazine *)mag->link.next;
+        if (mag == to) mag->count = n, to = NULL;
+        else if (to == NULL) mag->count = 0;
+        if (mag->count > 0) kiln_lifo_push(&pool->full, &mag->link);
+        else kiln_lifo_push(&pool->empty, &mag->link);
+    }
+}
+
+size_t kiln_pool_trim_blocks(kiln_pool *pool) {
+    pthread_mutex_lock(&pool->carve_lock);
+    /* Every full magazine of the depot, chained through their links (popped: ours). The
+     * objects stay counted in in_depot meanwhile, so the figures never show them live. */
+    kiln_magazine *taken = NULL;
+    for (kiln_magazine *mag; (mag = (kiln_magazine *)kiln_lifo_pop(&pool->full)) != NULL;) {
+        mag->link.next = taken ? &taken->link : NULL;
+        taken = mag;
+    }
+    for (kiln_pool_block *b = pool->block_list; b; b = b->next) b->trim_free = 0;
+    for (kiln_magazine *mag = taken; mag; mag = (kiln_magazine *)mag->link.next)
+        for (uint32_t i = 0; i < mag->count; i++) object_block(pool, mag->objects[i])->trim_free++;
+    /* An object block whose carved objects are all here holds nothing live or cached. */
+    uint64_t carved = kiln_load_relaxed(&pool->carved), gone = 0;
+    size_t returned = 0;
+    for (kiln_pool_block *b = pool->block_list; b; b = b->next) {
+        uint32_t in = carved_in(pool, b);
+        if (b->magic != KILN_POOL_BLOCK_MAGIC || b->trim_free != in || carved - gone - in < pool->reserve)
+            continue;
+        b->trim_free = KILN_POOL_TRIMMED;
+        gone += in;
+        returned++;
+    }
+    if (taken) give_back_kept(pool, taken);
+    /* carved before in_depot: see note_exchange. */
+    kiln_store_relaxed(&pool->carved, carved - gone);
+    kiln_sub_relaxed(&pool->in_depot, gone);
+    for (kiln_pool_block **link = &pool->block_list, *b; (b = *link) != NULL;) {
+        if (b->magic != KILN_POOL_BLOCK_MAGIC || b->trim_free != KILN_POOL_TRIMMED) {
+            link = &b->next;
+            continue;
+        }
+        *link = b->next;
+        uintptr_t base = (uintptr_t)b;
+        _Atomic uintptr_t *entry = &pool->known[(base >> pool->map.block_shift) % KILN_POOL_KNOWN];
+        if (kiln_load_relaxed(entry) == base) kiln_store_relaxed(entry, KILN_POOL_NO_BLOCK);
+        if (b == pool->carve_block) pool->carve_block = NULL, pool->carve_next = pool->carve_end = 0;
+        if (b == pool->audit_block) pool->audit_block = NULL, pool->audit_slot = 0;
+        b->magic = 0;   /* as at fini: a stale pointer into it is no longer ours */
+        if (pool->debug) kiln_debug_block_leaving(pool->debug, b, pool->blocks->block_size);
+        kiln_block_put(pool->blocks, b);
+    }
+    kiln_store_relaxed(&pool->blocks_held, kiln_load_relaxed(&pool->blocks_held) - (uint32_t)returned);
+    kiln_add_relaxed(&pool->trims, 1);
+    kiln_add_relaxed(&pool->blocks_trimmed, returned);
+    pthread_mutex_unlock(&pool->carve_lock);
+    return returned;
 }
 
 void kiln_pool_tally_cache(kiln_pool *pool, const kiln_pool_cache *cache, kiln_pool_tally *tally) {
@@ -423,6 +638,10 @@ void kiln_pool_stats_read(kiln_pool *pool, const kiln_pool_tally *caches, kiln_p
         .bad_frees = kiln_load_relaxed(&pool->bad_frees),
         .double_frees = kiln_load_relaxed(&pool->double_frees),
         .guard_errors = kiln_load_relaxed(&pool->guard_errors),
+        .reserve = pool->reserve,
+        .magazine_blocks = kiln_load_relaxed(&pool->magazine_blocks),
+        .trims = kiln_load_relaxed(&pool->trims),
+        .blocks_trimmed = kiln_load_relaxed(&pool->blocks_trimmed),
     };
     out->cached_bytes = out->cached * pool->slot;
     if (out->live > out->peak_live) out->peak_live = out->live;

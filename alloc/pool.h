@@ -11,7 +11,9 @@
  *   carved == live + cached + in_depot
  *   live   == allocs - frees
  *   cached == (taken_from_depot + carved_into_caches + frees) - (allocs + given_to_depot)
- *   carved <= capacity (when a capacity is set): the only place the limit is enforced. */
+ *   carved <= capacity (when a capacity is set): the only place the limit is enforced.
+ * kiln_pool_trim lowers carved by the objects of the blocks it returns, all of which
+ * were in the depot. */
 #ifndef KILN_ALLOC_POOL_H
 #define KILN_ALLOC_POOL_H
 
@@ -25,13 +27,17 @@
 #define KILN_POOL_BLOCK_MAGIC 0x6b696c6e504f4f4cull   /* "kilnPOOL" */
 #define KILN_POOL_KNOWN       32   /* entries of a pool's table of its object blocks */
 #define KILN_POOL_NO_BLOCK    ((uintptr_t)1)   /* an empty entry: never a block address */
+#define KILN_POOL_TRIMMED     UINT32_MAX       /* trim_free of a block being returned */
 
 /* An internal flag beside the public KILN_POOL_* ones: the debug layer (pool_debug.c)
  * works on alloc and free. The fast paths test the flag word anyway (for ZERO and
  * CHECKED), so the debug layer costs them nothing. KILN_POOL_FREE_HOOKS: the flags that
  * send a free to the checked free (pool_check.c). */
 #define KILN_POOL_DEBUG_HOOKS (1u << 31)
-#define KILN_POOL_FREE_HOOKS  (KILN_POOL_CHECKED | KILN_POOL_DEBUG_HOOKS)
+#define KILN_POOL_FREE_HOOKS  (KILN_POOL_CHECKED | KILN_POOL_DEBUG_HOOKS | KILN_POOL_CLEAR_ON_FREE)
+/* The flags that send an alloc out of line (kiln_pool_on_alloc): CLEAR_ON_FREE is not
+ * one, so that its alloc stays a pop. */
+#define KILN_POOL_ALLOC_HOOKS (KILN_POOL_ZERO | KILN_POOL_CHECKED | KILN_POOL_DEBUG_HOOKS)
 
 typedef struct kiln_magazine {
     kiln_lifo_node link;          /* on a depot LIFO; first: the LIFO's link word */
@@ -52,9 +58,15 @@ typedef struct kiln_pool_cache {
     _Atomic uint64_t  received;   /* objects that came in from the depot or carving */
     _Atomic uint64_t  given;      /* objects that went out to the depot */
     _Atomic uint64_t  serial;     /* the pool life this cache is bound to; 0: unbound */
-    uint64_t          refused_at; /* allocs + 1 at this cache's last refusal at capacity;
-                                     0: none since bind (owner only, slow path) */
+    uint32_t          refused_at; /* allocs * 2 + 1 (mod 2^32) at this cache's last refusal
+                                     at capacity; 0: none since bind (owner only, slow path) */
+    uint32_t          synced;     /* allocs - frees (mod 2^32) when this cache last added
+                                     its share to the pool's live_sampled (owner only, slow
+                                     path; between two exchanges it moves by at most the
+                                     objects two magazines hold, so the difference is exact) */
 } kiln_pool_cache;
+
+_Static_assert(sizeof(kiln_pool_cache) == 64, "a context's 257 caches cost 16 KiB");
 
 /* The magazine of every unbound cache: count 0, capacity 0, never written. */
 KILN_INTERNAL extern kiln_magazine kiln_pool_unbound;
@@ -71,6 +83,8 @@ typedef struct kiln_pool_block {
     struct kiln_pool       *pool;
     uint64_t                serial;   /* the pool's serial when carved */
     struct kiln_pool_block *next;     /* the pool's block list (carve_lock) */
+    uint32_t                trim_free; /* kiln_pool_trim's count of the block's objects in
+                                          the depot, or KILN_POOL_TRIMMED (carve_lock) */
     _Atomic uint64_t       *in_use;   /* KILN_POOL_CHECKED: a bit per slot, else NULL */
     uintptr_t               first;    /* address of slot 0's object */
 } kiln_pool_block;
@@ -81,6 +95,8 @@ struct kiln_pool {
     size_t              slot;           /* bytes per slot: size rounded up to align */
     size_t              align;
     size_t              capacity;       /* 0: none */
+    size_t              reserve;        /* desc.reserve: objects kiln_pool_trim keeps carved */
+    uint32_t            warn_percent;   /* the runtime's desc.warn_percent (POOL_CAPACITY_NEAR) */
     uint32_t            magazine_size;
     uint32_t            flags;          /* KILN_POOL_* (CHECKED also set by the runtime's debug bit) */
     uint32_t            slots_per_block;
@@ -122,13 +138,25 @@ struct kiln_pool {
     _Atomic uint64_t    bad_frees;      /* foreign, interior, destroyed-pool frees */
     _Atomic uint64_t    double_frees;
     _Atomic uint32_t    blocks_held;
+    _Atomic uint32_t    magazine_blocks;   /* of blocks_held, those carved into magazines */
     _Atomic int         capacity_reported;
+    /* POOL_CAPACITY_NEAR (pools with a capacity only): the sum of every cache's allocs -
+     * frees as of its last exchange (mod 2^64; read as signed, a free counted before its
+     * alloc may dip it under zero), and the episode flag of base/near_limit.h, 1 while
+     * in an episode; any thread that exchanges samples them (relaxed: a warning, nothing
+     * is published through them). */
+    _Atomic uint64_t    live_sampled;
+    _Atomic int         near_reported;
+    _Atomic uint64_t    trims;             /* kiln_pool_trim calls that took effect */
+    _Atomic uint64_t    blocks_trimmed;
     /* Totals folded in from caches that were flushed (detach) and unbound. */
     _Atomic uint64_t    retired_allocs, retired_frees, retired_received, retired_given;
 
     /* Carving: under carve_lock. */
     pthread_mutex_t     carve_lock;
     kiln_pool_block    *block_list;
+    kiln_pool_block    *carve_block;    /* the object block carve_next lies in; NULL: none */
+    bool                touching;       /* kiln_pool_reserve: page-fault every new block */
     uintptr_t           carve_next;     /* next slot of the newest block */
     uintptr_t           carve_end;
     char               *magazine_next;  /* magazine storage carved from blocks */
@@ -163,6 +191,7 @@ typedef struct kiln_pool_config {
     kiln_log_sink    log;
     uint32_t         debug;             /* the runtime's KILN_DEBUG_* bits */
     uint32_t         audit_sample;      /* KILN_DEBUG_GUARDS: objects per frame-end audit */
+    uint32_t         warn_percent;      /* the runtime's desc.warn_percent, 1-100 */
 } kiln_pool_config;
 
 /* Validates the desc (logging what is wrong) and sets the pool up; carves nothing yet.
@@ -175,6 +204,22 @@ KILN_INTERNAL bool kiln_pool_init_core(kiln_pool *pool, const kiln_pool_config *
 /* Returns every block to the block pool and marks the pool dead. Caller excludes all
  * other use (the runtime holds its registry lock). */
 KILN_INTERNAL void kiln_pool_fini(kiln_pool *pool);
+
+/* Carves objects into the depot until count objects can be allocated without a new
+ * block (the depot's free objects and the room left in the block being carved), every
+ * block taken page-faulted now. Returns that number: at least count, or fewer when the
+ * capacity or the block pool stopped it (POOL_RESERVE_SHORT). A count whose bytes
+ * overflow is refused (POOL_RESERVE_TOO_LARGE, misuse) and carves nothing. Any thread,
+ * concurrently with allocs, frees and trims (takes carve_lock); not with fini. */
+KILN_INTERNAL size_t kiln_pool_reserve_objects(kiln_pool *pool, size_t count);
+
+/* Takes every full magazine off the depot, returns to the block pool each object block
+ * whose carved objects are all among them (keeping at least pool->reserve objects
+ * carved), and gives the rest back to the depot; the number of blocks returned. Objects
+ * in caches are never looked at. Any thread, concurrently with allocs, frees and
+ * reserves (takes carve_lock; an alloc that finds the depot empty meanwhile waits for
+ * it, see refill); not with fini. */
+KILN_INTERNAL size_t kiln_pool_trim_blocks(kiln_pool *pool);
 
 /* Slow paths, out of line. */
 KILN_INTERNAL void *kiln_pool_alloc_slow(kiln_pool *pool, kiln_pool_cache *cache);
@@ -228,7 +273,8 @@ KILN_INTERNAL KILN_COLD void kiln_pool_reject_free(kiln_pool *pool, void *obj);
 /* KILN_POOL_FREE_HOOKS, for obj that passed kiln_pool_owns: refuses (logged, counted) an
  * interior pointer (POOL_INTERIOR_POINTER, with CHECKED or a slot-entry bit) and a double
  * free (POOL_DOUBLE_FREE: the in-use bit with CHECKED, the slot entry in the debug
- * layer), runs the debug layer's free, then the cache free. Out of line for the same
+ * layer), runs the debug layer's free (or, without it, CLEAR_ON_FREE's zeroing), then
+ * the cache free. Out of line for the same
  * reason as kiln_pool_on_alloc. The cache's owner thread. */
 KILN_INTERNAL void kiln_pool_free_checked(kiln_pool *pool, kiln_pool_cache *cache, void *obj);
 
@@ -240,7 +286,8 @@ KILN_INTERNAL void kiln_pool_free_checked(kiln_pool *pool, kiln_pool_cache *cach
 
 /* An object freed, once pool_check.c has refused an interior pointer (with CHECKED or
  * slot entries): with slot entries, false for a double free, which the caller reports;
- * otherwise its guards checked (POOL_GUARD_DAMAGED), filled 0xDD, poisoned, and true.
+ * otherwise its guards checked (POOL_GUARD_DAMAGED), zeroed with KILN_POOL_CLEAR_ON_FREE
+ * or else filled 0xDD, poisoned, and true.
  * Any thread (the object's user). */
 KILN_INTERNAL bool kiln_pool_debug_free(kiln_pool *pool, void *obj);
 
@@ -299,7 +346,7 @@ static inline void *kiln_pool_cache_alloc(kiln_pool *pool, kiln_pool_cache *cach
     if (kiln_unlikely(mag->count == 0)) return kiln_pool_alloc_slow(pool, cache);
     void *obj = mag->objects[--mag->count];
     kiln_owner_add(&cache->allocs, 1);
-    if (kiln_unlikely(pool->flags != 0)) return kiln_pool_on_alloc(pool, obj);   /* debug too */
+    if (kiln_unlikely(pool->flags & KILN_POOL_ALLOC_HOOKS)) return kiln_pool_on_alloc(pool, obj);   /* debug too */
     return obj;
 }
 

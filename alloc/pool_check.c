@@ -3,8 +3,11 @@
  * interior, or a destroyed pool), and the checked free that KILN_POOL_CHECKED and the
  * debug hooks put in front of the cache (interior pointers, double frees). The proof
  * that a pointer belongs to the pool stays in the fast path (kiln_pool_owns); only its
- * failures, and pools with those flags, come here. */
+ * failures, and pools with those flags, come here, as does the zeroing of
+ * KILN_POOL_CLEAR_ON_FREE, after the checks. */
 #include "pool.h"
+
+#include <string.h>
 
 /* Logs and counts a double free of obj (POOL_DOUBLE_FREE). */
 static KILN_COLD void reject_double_free(kiln_pool *pool, const void *obj) {
@@ -89,9 +92,13 @@ void kiln_pool_free_checked(kiln_pool *pool, kiln_pool_cache *cache, void *obj) 
     if ((checked || (pool->debug & KILN_POOL_HEADER_BITS)) && !check_interior(pool, block, obj))
         return;
     if (checked && !clear_in_use(pool, block, obj)) return;
-    if ((pool->flags & KILN_POOL_DEBUG_HOOKS) && !kiln_pool_debug_free(pool, obj)) {
-        reject_double_free(pool, obj);
-        return;
+    if (pool->flags & KILN_POOL_DEBUG_HOOKS) {
+        if (!kiln_pool_debug_free(pool, obj)) {   /* it clears a CLEAR_ON_FREE object */
+            reject_double_free(pool, obj);
+            return;
+        }
+    } else if (pool->flags & KILN_POOL_CLEAR_ON_FREE) {
+        memset(obj, 0, pool->size);
     }
     kiln_pool_cache_free(pool, cache, obj);
 }

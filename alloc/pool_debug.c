@@ -114,7 +114,10 @@ static bool free_slot(kiln_pool *pool, void *obj) {
 
 bool kiln_pool_debug_free(kiln_pool *pool, void *obj) {
     if ((pool->debug & KILN_POOL_HEADER_BITS) && !free_slot(pool, obj)) return false;
-    if (pool->debug & KILN_DEBUG_FILL) memset(obj, KILN_FILL_FREED, pool->size);
+    /* CLEAR_ON_FREE is the pool's contract: zero, not the freed pattern, and before the
+     * object is poisoned; its guards (checked above) are not the object's bytes. */
+    if (pool->flags & KILN_POOL_CLEAR_ON_FREE) memset(obj, 0, pool->size);
+    else if (pool->debug & KILN_DEBUG_FILL) memset(obj, KILN_FILL_FREED, pool->size);
     if (pool->debug & KILN_DEBUG_POISON) kiln_debug_object_freed(pool, obj, pool->size);
     return true;
 }

@@ -42,6 +42,7 @@ kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *des
         .name = name,
         .index = (uint32_t)slot,
         .sites = (rt->desc.debug & KILN_DEBUG_SITES) != 0,
+        .warn_percent = rt->desc.warn_percent,
         .log = rt->log,
         .reclaim_epoch = &rt->handle_epoch,
         .safe_epoch = &rt->handle_safe_epoch,

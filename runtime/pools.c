@@ -44,6 +44,7 @@ kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
         .log = rt->log,
         .debug = rt->desc.debug,
         .audit_sample = rt->desc.audit_sample,
+        .warn_percent = rt->desc.warn_percent,
     };
     bool made = pool && kiln_pool_init(pool, &config);
     if (made) {
@@ -60,6 +61,8 @@ kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
     else if (!pool)
         kiln_log(&rt->log, KILN_LOGITEM_POOL_OUT_OF_MEMORY,
                  "kiln_pool_create: no memory for pool '%s'", desc->name ? desc->name : "pool");
+    /* Nobody else has the pool yet: its reserve is carved before anyone allocates. */
+    if (made && pool->reserve != 0) kiln_pool_reserve_objects(pool, pool->reserve);
     return made ? pool : NULL;
 }
 
@@ -177,6 +180,41 @@ void kiln_pool_free(kiln_ctx *ctx, kiln_pool *pool, void *obj) {
     kiln_pool_cache *cache = &ctx->pool_caches[pool->index];
     if (kiln_unlikely(!kiln_pool_cache_bound(pool, cache))) free_unbound(ctx, pool, cache, obj);
     else free_to_cache(pool, cache, obj);
+}
+
+/* NULL (logged, on stderr: no runtime to name) or destroyed (logged): refused. */
+static bool pool_usable(kiln_pool *pool, const char *function) {
+    if (!pool) {
+        kiln_log_misuse(NULL, KILN_LOGITEM_POOL_NULL, "%s: the pool is NULL", function);
+        return false;
+    }
+    if (kiln_load_relaxed(&pool->serial) != 0) return true;
+    kiln_log_misuse(&pool->log, KILN_LOGITEM_POOL_DESTROYED, "%s: pool '%s' has been destroyed; refused",
+                    function, pool->name);
+    return false;
+}
+
+size_t kiln_pool_reserve(kiln_pool *pool, size_t count) {
+    if (!pool_usable(pool, "kiln_pool_reserve")) return 0;
+    return kiln_pool_reserve_objects(pool, count);
+}
+
+size_t kiln_pool_trim(kiln_pool *pool) {
+    if (!pool_usable(pool, "kiln_pool_trim")) return 0;
+    return kiln_pool_trim_blocks(pool);
+}
+
+void kiln_pool_flush(kiln_ctx *ctx, kiln_pool *pool) {
+    if (!kiln_ctx_attached(ctx) || !pool) {
+        refuse_call(ctx, pool, "kiln_pool_flush", NULL);
+        return;
+    }
+    if (!pool_usable(pool, "kiln_pool_flush") || !ctx_may_bind(ctx, pool, "kiln_pool_flush")) return;
+    /* As at detach (kiln_ctx_flush_pools): stats readers sum the bound caches under the
+     * lock, so the fold and the unbind happen as one step for them. */
+    pthread_mutex_lock(&ctx->rt->registry_lock);
+    kiln_pool_cache_flush(pool, &ctx->pool_caches[pool->index]);
+    pthread_mutex_unlock(&ctx->rt->registry_lock);
 }
 
 void kiln_ctx_flush_pools(kiln_ctx *ctx) {

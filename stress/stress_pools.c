@@ -10,7 +10,10 @@
  *     across a detach, and now and then creates a transient pool, uses it, destroys it
  *     and frees a stale pointer into it (a use of a destroyed pool, to be refused);
  *   - a stats thread calls kiln_stats_pools, kiln_pool_stats_get and kiln_stats_get
- *     without pause and trims the block pool now and then;
+ *     without pause, trims the block pool now and then, and reserves objects in and
+ *     trims one pool after another (kiln_pool_reserve, kiln_pool_trim) while the
+ *     workers allocate, free and now and then flush their cache of a pool
+ *     (kiln_pool_flush), so trims find blocks to return;
  *   - every worker uses its frame arena for scratch, so blocks keep moving through the
  *     block pool (a block a destroyed pool gave back is soon written by someone else).
  * The capacity pool returns NULL concurrently; the program counts its live objects with
@@ -79,12 +82,12 @@ typedef struct thread_state {
     held_obj    held[NPOOLS][MAX_HOLD];
     unsigned    count[NPOOLS];
     pool_counts c[NPOOLS];
-    uint64_t    ops, verified_bytes, scratch_allocs;
+    uint64_t    ops, verified_bytes, scratch_allocs, flushes, reserves, pool_trims;
     uint64_t    attaches, transients, stats_reads, trims;   /* churn and stats threads */
     /* The stats thread: the last figures it read of each pool's single counters, which
      * must never go down (and are compared with the final totals by main). */
     uint64_t    seen_bad[NPOOLS], seen_double[NPOOLS], seen_failures[NPOOLS];
-    uint64_t    seen_carved[NPOOLS], seen_exchanges[NPOOLS];
+    uint64_t    seen_trimmed[NPOOLS], seen_exchanges[NPOOLS];
 } thread_state;
 
 /* Shared; written by main before the threads start. */
@@ -109,10 +112,12 @@ static _Atomic uint64_t   misuse_expected;   /* api_errors: every refused call *
 
 /* ---- a logger that counts each expected item ------------------------------------- */
 
-enum { LOG_FOREIGN, LOG_INTERIOR, LOG_DOUBLE, LOG_CAPACITY, LOG_DESTROYED, LOG_ITEMS };
+enum { LOG_FOREIGN, LOG_INTERIOR, LOG_DOUBLE, LOG_CAPACITY, LOG_DESTROYED, LOG_NEAR,
+       LOG_RESERVE_SHORT, LOG_ITEMS };
 static const char *const log_items[LOG_ITEMS] = {
     "POOL_FOREIGN_POINTER", "POOL_INTERIOR_POINTER", "POOL_DOUBLE_FREE",
-    "POOL_CAPACITY_REACHED", "POOL_DESTROYED",
+    "POOL_CAPACITY_REACHED", "POOL_DESTROYED", "POOL_CAPACITY_NEAR",
+    "POOL_RESERVE_SHORT",   /* the stats thread's reserves on the capacity pool */
 };
 static _Atomic uint64_t log_seen[LOG_ITEMS], log_unexpected;
 
@@ -330,9 +335,12 @@ static void step(thread_state *ts) {
         do_send(ts, pool, rest);
     } else if (action >= 840 && action < 940) {
         do_receive(ts, pool, rest);
-    } else if (action >= 940 && action < 985 && n > 0) {
+    } else if (action >= 940 && action < 984 && n > 0) {
         held_obj h = ts->held[pool][rest % n];
         verify(ts, pool, h.p, h.owner);
+    } else if (action == 984) {
+        kiln_pool_flush(ts->ctx, pools[pool]);   /* while the stats thread trims */
+        ts->flushes++;
     } else if (action >= 985 && action < 997) {
         do_scratch(ts, rest);
     } else if (action >= 997) {
@@ -493,13 +501,13 @@ static void check_running(thread_state *ts, const kiln_pool_stats *s) {
     STRESS_CHECK(advance(&ts->seen_bad[i], s->bad_frees) &&
                  advance(&ts->seen_double[i], s->double_frees) &&
                  advance(&ts->seen_failures[i], s->failures) &&
-                 advance(&ts->seen_carved[i], s->carved) &&
+                 advance(&ts->seen_trimmed[i], s->blocks_trimmed) &&
                  advance(&ts->seen_exchanges[i], s->depot_exchanges),
                  "pool %s: a counter went down: bad %" PRIu64 " (was %" PRIu64 "), double %"
-                 PRIu64 " (%" PRIu64 "), failures %" PRIu64 " (%" PRIu64 "), carved %" PRIu64
+                 PRIu64 " (%" PRIu64 "), failures %" PRIu64 " (%" PRIu64 "), blocks trimmed %" PRIu64
                  " (%" PRIu64 "), exchanges %" PRIu64 " (%" PRIu64 ")", sp->name, s->bad_frees,
                  ts->seen_bad[i], s->double_frees, ts->seen_double[i], s->failures,
-                 ts->seen_failures[i], s->carved, ts->seen_carved[i], s->depot_exchanges,
+                 ts->seen_failures[i], s->blocks_trimmed, ts->seen_trimmed[i], s->depot_exchanges,
                  ts->seen_exchanges[i]);
 }
 
@@ -524,6 +532,15 @@ static void *stats_main(void *arg) {
         if (ts->stats_reads % 64 == 0) {
             kiln_trim(rt);
             ts->trims++;
+        }
+        /* Reserve and trim one pool while the workers allocate, free and flush. */
+        if (ts->stats_reads % 8 == 0) {
+            STRESS_CHECK(kiln_pool_reserve(pools[pick], 48) > 0 || pick == CAPPED,
+                         "kiln_pool_reserve(%s) made nothing available", specs[pick].name);
+            ts->reserves++;
+        } else if (ts->stats_reads % 8 == 4) {
+            kiln_pool_trim(pools[pick]);
+            ts->pool_trims++;
         }
     }
     return NULL;
@@ -674,8 +691,9 @@ int main(int argc, char **argv) {
 
     /* Quiet, nothing attached: the exact equations. */
     pool_counts total[NPOOLS] = { { 0 } };
-    uint64_t ops = 0, verified = 0;
+    uint64_t ops = 0, verified = 0, flushes = 0;
     for (unsigned t = 0; t < id_count; t++) {
+        flushes += threads[t].flushes;
         for (unsigned pool = 0; pool < NPOOLS; pool++) {
             total[pool].allocs += threads[t].c[pool].allocs;
             total[pool].frees += threads[t].c[pool].frees;
@@ -712,7 +730,7 @@ int main(int argc, char **argv) {
         STRESS_CHECK(stats->seen_bad[pool] <= s->bad_frees &&
                      stats->seen_double[pool] <= s->double_frees &&
                      stats->seen_failures[pool] <= s->failures &&
-                     stats->seen_carved[pool] <= s->carved &&
+                     stats->seen_trimmed[pool] <= s->blocks_trimmed &&
                      stats->seen_exchanges[pool] <= s->depot_exchanges,
                      "pool %s: the stats thread saw more than the final figures", name);
         STRESS_CHECK(c->sent == c->received, "pool %s: %" PRIu64 " objects received of %" PRIu64
@@ -788,11 +806,12 @@ int main(int argc, char **argv) {
            PRIu64 " ops, %" PRIu64 " allocs, %" PRIu64 " cross-thread frees, %" PRIu64
            " capped NULLs (peak %" PRId64 " of %zu), %" PRIu64 " depot exchanges, %" PRIu64
            " bad + %" PRIu64 " double frees refused, %" PRIu64 " attaches, %" PRIu64
-           " transient pools, %" PRIu64 " stats reads, %" PRIu64 " trims, %" PRIu64 " blocks, %"
+           " transient pools, %" PRIu64 " stats reads, %" PRIu64 " trims, %" PRIu64 " pool reserves, %"
+           PRIu64 " pool trims, %" PRIu64 " flushes, %" PRIu64 " blocks, %"
            PRIu64 " MiB verified, %" PRIu64 " failures\n",
            failures ? "FAILED" : "ok", opt.threads, opt.iterations, opt.seed, seconds, ops,
            allocs, cross, total[CAPPED].nulls, atomic_load(&capped_peak), capacity, exchanges,
-           bad, dbl, churn->attaches, transients, stats->stats_reads, stats->trims, blocks,
+           bad, dbl, churn->attaches, transients, stats->stats_reads, stats->trims, stats->reserves, stats->pool_trims, flushes, blocks,
            verified >> 20, failures);
     free(threads);
     return failures ? 1 : 0;

@@ -785,6 +785,72 @@ ROW(pool_destroy_destroyed, "kiln_pool_destroy", "destroyed pool (destroyed twic
     kiln_pool_destroy(f->dead_pool);
 })
 
+ROW(pool_create_reserve_over_capacity, "kiln_pool_create", "count: reserve 11 over capacity 10: NULL", KILN_LOGITEM_POOL_BAD_RESERVE, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_pool_create(f->a, &(kiln_pool_desc){ .size = 32, .capacity = 10, .reserve = 11 }));
+})
+ROW(pool_create_reserve_huge, "kiln_pool_create", "size: reserve SIZE_MAX (its bytes overflow): NULL", KILN_LOGITEM_POOL_BAD_RESERVE, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_pool_create(f->a, &(kiln_pool_desc){ .size = 32, .reserve = SIZE_MAX }));
+})
+
+/* kiln_pool_reserve */
+ROW(pool_reserve_null, "kiln_pool_reserve", "NULL pool: 0", KILN_LOGITEM_POOL_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(kiln_pool_reserve(NULL, 10), 0u);
+})
+ROW(pool_reserve_destroyed, "kiln_pool_reserve", "destroyed pool: 0", KILN_LOGITEM_POOL_DESTROYED, SINK_A, COUNTED, 0, DOC, {
+    WANT_EQ(kiln_pool_reserve(f->dead_pool, 10), 0u);
+})
+ROW(pool_reserve_zero, "kiln_pool_reserve", "count 0 (legal: carves nothing, returns the figure)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(kiln_pool_reserve(f->pool_a, 0), 0u);
+    WANT_EQ(pool_stats(f->pool_a).carved, 0u);
+})
+ROW(pool_reserve_over_capacity, "kiln_pool_reserve", "count: 11 over capacity 10: carves 10, returns 10", KILN_LOGITEM_POOL_RESERVE_SHORT, SINK_A, NOT_COUNTED, 0, DOC, {
+    kiln_pool *p = kiln_pool_create(f->a, &(kiln_pool_desc){ .size = 32, .capacity = 10 });
+    WANT_EQ(kiln_pool_reserve(p, 11), 10u);
+    WANT_EQ(pool_stats(p).carved, 10u);
+    kiln_pool_destroy(p);
+})
+ROW(pool_reserve_size_max_capped, "kiln_pool_reserve", "count: SIZE_MAX, capacity 10: carves 10, returns 10", KILN_LOGITEM_POOL_RESERVE_SHORT, SINK_A, NOT_COUNTED, 0, DOC, {
+    kiln_pool *p = kiln_pool_create(f->a, &(kiln_pool_desc){ .size = 32, .capacity = 10 });
+    WANT_EQ(kiln_pool_reserve(p, SIZE_MAX), 10u);
+    kiln_pool_destroy(p);
+})
+ROW(pool_reserve_size_max, "kiln_pool_reserve", "size: SIZE_MAX objects without a capacity (bytes overflow): nothing carved", KILN_LOGITEM_POOL_RESERVE_TOO_LARGE, SINK_A, COUNTED, 0, DOC, {
+    WANT_EQ(kiln_pool_reserve(f->pool_a, SIZE_MAX), 0u);
+    WANT_EQ(pool_stats(f->pool_a).carved, 0u);
+})
+
+/* kiln_pool_trim */
+ROW(pool_trim_null, "kiln_pool_trim", "NULL pool: 0", KILN_LOGITEM_POOL_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(kiln_pool_trim(NULL), 0u);
+})
+ROW(pool_trim_destroyed, "kiln_pool_trim", "destroyed pool: 0", KILN_LOGITEM_POOL_DESTROYED, SINK_A, COUNTED, 0, DOC, {
+    WANT_EQ(kiln_pool_trim(f->dead_pool), 0u);
+})
+ROW(pool_trim_empty, "kiln_pool_trim", "a pool that never carved (legal: 0)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(kiln_pool_trim(f->pool_a), 0u);
+})
+
+/* kiln_pool_flush */
+ROW(pool_flush_null_ctx, "kiln_pool_flush", "NULL ctx: ignored, logged naming the pool", KILN_LOGITEM_CONTEXT_NULL, SINK_A, COUNTED, 0, DOC, {
+    kiln_pool_flush(NULL, f->pool_a);
+})
+ROW(pool_flush_null_pool, "kiln_pool_flush", "NULL pool: ignored (the ctx names the runtime)", KILN_LOGITEM_POOL_NULL, SINK_A, COUNTED, 0, DOC, {
+    kiln_pool_flush(f->ctx_a, NULL);
+})
+ROW(pool_flush_destroyed, "kiln_pool_flush", "destroyed pool: ignored", KILN_LOGITEM_POOL_DESTROYED, SINK_A, COUNTED, 0, DOC, {
+    kiln_pool_flush(f->ctx_a, f->dead_pool);
+})
+ROW(pool_flush_detached, "kiln_pool_flush", "detached ctx: ignored", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
+    kiln_pool_flush(f->detached, f->pool_a);
+})
+ROW(pool_flush_other_runtime, "kiln_pool_flush", "another runtime: ctx_b with pool_a: ignored", KILN_LOGITEM_POOL_WRONG_RUNTIME, SINK_A, COUNTED, 0, DOC, {
+    void *o = kiln_pool_alloc(f->ctx_a, f->pool_a);
+    kiln_pool_free(f->ctx_a, f->pool_a, o);
+    uint64_t cached = pool_stats(f->pool_a).cached;
+    kiln_pool_flush(f->ctx_b, f->pool_a);
+    WANT_EQ(pool_stats(f->pool_a).cached, cached);
+})
+
 /* kiln_pool_alloc */
 ROW(pool_alloc_null_ctx, "kiln_pool_alloc", "NULL ctx: NULL, logged naming the pool", KILN_LOGITEM_CONTEXT_NULL, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_pool_alloc(NULL, f->pool_a));
@@ -979,6 +1045,9 @@ ROW(handles_create_align_8192, "kiln_handles_create", "item_align 8192 (over 409
 ROW(handles_create_capacity_over, "kiln_handles_create", "count: capacity 2^24: NULL", KILN_LOGITEM_HANDLES_BAD_CAPACITY, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_handles_create(f->a, &(kiln_handles_desc){ .item_size = 16, .capacity = 1u << 24 }));
 })
+ROW(handles_create_reserve_over, "kiln_handles_create", "count: reserve 9 over capacity 8: NULL", KILN_LOGITEM_HANDLES_BAD_RESERVE, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_handles_create(f->a, &(kiln_handles_desc){ .item_size = 16, .capacity = 8, .reserve = 9 }));
+})
 ROW(handles_create_capacity_max, "kiln_handles_create", "count: capacity UINT32_MAX: NULL", KILN_LOGITEM_HANDLES_BAD_CAPACITY, SINK_A, COUNTED, 0, DOC, {
     WANT_NULL(kiln_handles_create(f->a, &(kiln_handles_desc){ .item_size = 16, .capacity = UINT32_MAX }));
 })
@@ -1159,8 +1228,8 @@ ROW(handle_free_stale_after_frame, "kiln_handle_free", "stale handle, its slot r
     kiln_handle h2 = live_handle(f->ctx_a, t);
     WANT(!kiln_handle_free(f->ctx_a, t, h));
     cr_expect_not_null(kiln_handle_get(t, h2), "the slot's new item is untouched");
+    kiln_handle_free(f->ctx_a, t, h2);   /* before the frame end: no HANDLES_CAPACITY_NEAR */
     kiln_frame_end(f->ctx_a);
-    kiln_handle_free(f->ctx_a, t, h2);
     kiln_handles_destroy(t);
 })
 ROW(handle_free_zero, "kiln_handle_free", "zero handle: false", KILN_LOGITEM_HANDLE_NULL, SINK_A, COUNTED, 0, DOC, {

@@ -65,6 +65,9 @@ TestSuite(handles, .init = setup, .fini = teardown, .timeout = 120);
 
 #define assert_no_log() \
     cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec))
+/* The messages but HANDLES_CAPACITY_NEAR, which small tables filled up also log. */
+#define recorded_but_near() \
+    (recorded_count(rec) - count_items(rec, KILN_LOGITEM_HANDLES_CAPACITY_NEAR))
 
 /* ---- helpers ---- */
 
@@ -607,7 +610,7 @@ Test(handles, freed_slots_are_reused_oldest_first_after_the_frame_end) {
     free_all(ctx, t, h, CAP);
     kiln_handles_destroy(t);
     cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_FULL), 2, "log:%s", recorded_summary(rec));
-    cr_assert_eq(recorded_count(rec), 2, "log:%s", recorded_summary(rec));
+    cr_assert_eq(recorded_but_near(), 2, "log:%s", recorded_summary(rec));
 }
 
 /* Another thread frees the item while this one holds a pointer from get: the bytes stay
@@ -647,7 +650,7 @@ Test(handles, pointer_survives_another_threads_free_until_frame_end) {
     free_all(ctx, t, h2, n);
     kiln_handles_destroy(t);
     cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_FULL), 1, "log:%s", recorded_summary(rec));
-    cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(recorded_but_near(), 1, "log:%s", recorded_summary(rec));
 }
 
 /* ---- attached threads outside the frame clock ---- */
@@ -873,7 +876,7 @@ Test(handles, outside_thread_quiescent_every_frame_is_not_warned) {
     outside_stop(&other);
     free_all(ctx, t, h, 4);
     kiln_handles_destroy(t);
-    assert_no_log();
+    cr_assert_eq(recorded_but_near(), 0, "unexpected log:%s", recorded_summary(rec));
 }
 
 /* ---- foreign and forged handles ---- */
@@ -1018,7 +1021,7 @@ Test(handles, capacity_is_exact) {
         cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_FULL), 3);
         free_all(ctx, t, h, cap);
         kiln_handles_destroy(t);
-        cr_assert_eq(recorded_count(rec), 3, "log:%s", recorded_summary(rec));
+        cr_assert_eq(recorded_but_near(), 3, "log:%s", recorded_summary(rec));
     }
     cr_assert_eq(api_errors(), 0, "a full table is not misuse");
 }
@@ -1600,5 +1603,5 @@ Test(handles, jobs_on_workers_alloc_and_free) {
     kiln_handles_destroy(m.table);
     free(m.handles);
     cr_assert_eq(count_items_with(rec, KILN_LOGITEM_HANDLES_ITEMS_LIVE, "'swarm'"), 1);
-    cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(recorded_but_near(), 1, "log:%s", recorded_summary(rec));
 }

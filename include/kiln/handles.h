@@ -91,6 +91,9 @@ typedef struct kiln_handles_desc {
                                   1 byte to 1 MiB */
     size_t      item_align;    /* a power of two up to 4096; 0: alignof(max_align_t) */
     uint32_t    capacity;      /* most live items, up to 16777215; 0: a default of 65536 */
+    uint32_t    reserve;       /* slots whose memory is touched (page-faulted) at create, so
+                                  the first frame that allocates them faults no page; at most
+                                  the capacity; 0: none beyond what create does */
 } kiln_handles_desc;
 
 /* The figures of one table. Counts are exact when no thread allocates or frees
@@ -128,9 +131,13 @@ typedef struct kiln_handles_stats {
  * - desc NULL: HANDLES_NULL_DESC;
  * - item_size 0 or over 1 MiB: HANDLES_BAD_ITEM_SIZE;
  * - item_align neither 0 nor a power of two up to 4096: HANDLES_BAD_ALIGN;
- * - capacity over 16777215: HANDLES_BAD_CAPACITY.
+ * - capacity over 16777215: HANDLES_BAD_CAPACITY;
+ * - reserve over the capacity (0's default included): HANDLES_BAD_RESERVE.
  * The slots of the whole capacity are reserved at once (address space; pages are touched
- * as slots are first used) and counted against memory_limit. At most 64 tables live per
+ * as slots are first used, the first desc.reserve slots' at create) and counted against
+ * memory_limit. With a capacity, one HANDLES_CAPACITY_NEAR warning per episode when the
+ * live items reach kiln_desc.warn_percent of it, judged at each frame end and stats
+ * read (so it may come a frame late; the episode ends 10 points under). At most 64 tables live per
  * runtime (HANDLES_TOO_MANY beyond).
  * Concurrency: any thread, concurrently with other creates and destroys. */
 KILN_API kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *desc);
@@ -250,6 +257,13 @@ static inline bool kiln_handle_equal(kiln_handle a, kiln_handle b) { return a.bi
 #else
 #  define KILN_ALIGNOF(T) _Alignof(T)
 #endif
+/* A zeroed desc, whatever fields it gains, without -Wmissing-field-initializers: C's
+ * universal zero initialiser, C++'s empty braces. */
+#ifdef __cplusplus
+#  define KILN_ZERO_DESC {}
+#else
+#  define KILN_ZERO_DESC { 0 }
+#endif
 /* The typed wrappers a file does not call must not warn (clang's -Wunused-function). */
 #if defined(__GNUC__) || defined(__clang__)
 #  define KILN_TYPED_FN static inline __attribute__((unused))
@@ -266,48 +280,52 @@ static inline bool kiln_handle_equal(kiln_handle a, kiln_handle b) { return a.bi
  *   records the site (name##_alloc records none).
  * - The walks: name##_foreach(t, fn, user) and name##_parallel_for(ctx, t, grain, fn,
  *   user), with fn a name##_visit_fn, void fn(void *user, name##_handle h, T *item). */
-#define KILN_HANDLE_TYPE(name, T)                                                         \
-    typedef struct name##_handle { kiln_handle raw; } name##_handle;                      \
-    typedef struct name##_table { kiln_handles *raw; } name##_table;                      \
-    KILN_TYPED_FN name##_table name##_table_create(kiln_runtime *rt, const char *label,   \
-                                                   uint32_t capacity) {                   \
-        kiln_handles_desc desc = { label, sizeof(T), KILN_ALIGNOF(T), capacity };             \
-        name##_table t = { kiln_handles_create(rt, &desc) };                              \
-        return t;                                                                         \
-    }                                                                                     \
-    KILN_TYPED_FN void name##_table_destroy(name##_table t) { kiln_handles_destroy(t.raw); } \
-    KILN_TYPED_FN name##_handle name##_alloc_at(kiln_ctx *ctx, name##_table t, T **item,   \
-                                                const char *file, int line) {             \
-        void *p = 0;                                                                      \
-        name##_handle h = { kiln_handle_alloc_at(ctx, t.raw, &p, file, line) };           \
-        if (item) *item = (T *)p;                                                         \
-        return h;                                                                         \
-    }                                                                                     \
-    KILN_TYPED_FN name##_handle name##_alloc(kiln_ctx *ctx, name##_table t, T **item) {   \
-        return name##_alloc_at(ctx, t, item, 0, 0);                                       \
-    }                                                                                     \
-    KILN_TYPED_FN T *name##_get(name##_table t, name##_handle h) {                        \
-        return (T *)kiln_handle_get(t.raw, h.raw);                                        \
-    }                                                                                     \
-    KILN_TYPED_FN bool name##_free(kiln_ctx *ctx, name##_table t, name##_handle h) {      \
-        return kiln_handle_free(ctx, t.raw, h.raw);                                       \
-    }                                                                                     \
-    KILN_TYPED_FN bool name##_handle_is_null(name##_handle h) { return h.raw.bits == 0; } \
-    typedef void (*name##_visit_fn)(void *user, name##_handle h, T *item);                \
-    typedef struct name##_visit { name##_visit_fn fn; void *user; } name##_visit;         \
-    KILN_TYPED_FN void name##_visit_untyped(void *user, kiln_handle h, void *item) {      \
-        const name##_visit *v = (const name##_visit *)user;                               \
-        name##_handle typed = { h };                                                      \
-        v->fn(v->user, typed, (T *)item);                                                 \
-    }                                                                                     \
-    KILN_TYPED_FN void name##_foreach(name##_table t, name##_visit_fn fn, void *user) {   \
-        name##_visit v = { fn, user };                                                    \
-        kiln_handles_foreach(t.raw, fn ? name##_visit_untyped : 0, &v);                   \
-    }                                                                                     \
-    KILN_TYPED_FN void name##_parallel_for(kiln_ctx *ctx, name##_table t, size_t grain,   \
-                                           name##_visit_fn fn, void *user) {              \
-        name##_visit v = { fn, user };                                                    \
-        kiln_handles_parallel_for(ctx, t.raw, grain, fn ? name##_visit_untyped : 0, &v);  \
+#define KILN_HANDLE_TYPE(prefix, T)                                                        \
+    typedef struct prefix##_handle { kiln_handle raw; } prefix##_handle;                   \
+    typedef struct prefix##_table { kiln_handles *raw; } prefix##_table;                   \
+    KILN_TYPED_FN prefix##_table prefix##_table_create(kiln_runtime *rt, const char *label, \
+                                                   uint32_t capacity) {                    \
+        kiln_handles_desc desc = KILN_ZERO_DESC;                                           \
+        desc.name = label;                                                                 \
+        desc.item_size = sizeof(T);                                                        \
+        desc.item_align = KILN_ALIGNOF(T);                                                 \
+        desc.capacity = capacity;                                                          \
+        prefix##_table t = { kiln_handles_create(rt, &desc) };                             \
+        return t;                                                                          \
+    }                                                                                      \
+    KILN_TYPED_FN void prefix##_table_destroy(prefix##_table t) { kiln_handles_destroy(t.raw); } \
+    KILN_TYPED_FN prefix##_handle prefix##_alloc_at(kiln_ctx *ctx, prefix##_table t, T **item, \
+                                                const char *file, int line) {              \
+        void *p = 0;                                                                       \
+        prefix##_handle h = { kiln_handle_alloc_at(ctx, t.raw, &p, file, line) };          \
+        if (item) *item = (T *)p;                                                          \
+        return h;                                                                          \
+    }                                                                                      \
+    KILN_TYPED_FN prefix##_handle prefix##_alloc(kiln_ctx *ctx, prefix##_table t, T **item) { \
+        return prefix##_alloc_at(ctx, t, item, 0, 0);                                      \
+    }                                                                                      \
+    KILN_TYPED_FN T *prefix##_get(prefix##_table t, prefix##_handle h) {                   \
+        return (T *)kiln_handle_get(t.raw, h.raw);                                         \
+    }                                                                                      \
+    KILN_TYPED_FN bool prefix##_free(kiln_ctx *ctx, prefix##_table t, prefix##_handle h) { \
+        return kiln_handle_free(ctx, t.raw, h.raw);                                        \
+    }                                                                                      \
+    KILN_TYPED_FN bool prefix##_handle_is_null(prefix##_handle h) { return h.raw.bits == 0; } \
+    typedef void (*prefix##_visit_fn)(void *user, prefix##_handle h, T *item);             \
+    typedef struct prefix##_visit { prefix##_visit_fn fn; void *user; } prefix##_visit;    \
+    KILN_TYPED_FN void prefix##_visit_untyped(void *user, kiln_handle h, void *item) {     \
+        const prefix##_visit *v = (const prefix##_visit *)user;                            \
+        prefix##_handle typed = { h };                                                     \
+        v->fn(v->user, typed, (T *)item);                                                  \
+    }                                                                                      \
+    KILN_TYPED_FN void prefix##_foreach(prefix##_table t, prefix##_visit_fn fn, void *user) { \
+        prefix##_visit v = { fn, user };                                                   \
+        kiln_handles_foreach(t.raw, fn ? prefix##_visit_untyped : 0, &v);                  \
+    }                                                                                      \
+    KILN_TYPED_FN void prefix##_parallel_for(kiln_ctx *ctx, prefix##_table t, size_t grain, \
+                                           prefix##_visit_fn fn, void *user) {             \
+        prefix##_visit v = { fn, user };                                                   \
+        kiln_handles_parallel_for(ctx, t.raw, grain, fn ? prefix##_visit_untyped : 0, &v); \
     }
 
 #ifdef __cplusplus

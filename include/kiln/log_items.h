@@ -81,12 +81,15 @@
     X(POOL_BAD_ALIGN, ERROR, "a pool's alignment is not a power of two up to KILN_POOL_MAX_ALIGN") \
     X(POOL_BAD_FLAGS, ERROR, "a pool's flags have bits that are no KILN_POOL_* flag") \
     X(POOL_BAD_MAGAZINE_SIZE, ERROR, "a pool's magazine_size is not from 2 to KILN_POOL_MAX_MAGAZINE") \
+    X(POOL_BAD_RESERVE, ERROR, "a pool's desc.reserve is over its capacity, or its objects' bytes overflow") \
     X(POOL_TOO_MANY, ERROR, "every pool slot of the runtime is in use") \
     X(POOL_OUT_OF_MEMORY, ERROR, "no heap memory for a pool") \
     X(POOL_DESTROYED, ERROR, "a call on a pool that was destroyed") \
     X(POOL_WRONG_RUNTIME, ERROR, "a pool used with a context of another runtime") \
     X(POOL_CAPACITY_REACHED, WARN, "a pool's whole capacity is live or cached; its alloc returns NULL") \
     X(POOL_CAPACITY_NEAR, WARN, "a pool's live objects reached desc.warn_percent of its capacity") \
+    X(POOL_RESERVE_SHORT, WARN, "a pool reserve stopped at the capacity or memory_limit, short of the count asked") \
+    X(POOL_RESERVE_TOO_LARGE, ERROR, "kiln_pool_reserve of a count whose bytes overflow; nothing carved") \
     X(POOL_FREE_NO_MAGAZINE, ERROR, "no heap memory for a cache magazine on a free; the object stays unusable") \
     X(POOL_FOREIGN_POINTER, ERROR, "kiln_pool_free of a pointer that is no object of the pool") \
     X(POOL_DOUBLE_FREE, ERROR, "kiln_pool_free of an object that is not live (checked pools)") \
@@ -104,6 +107,7 @@
     X(HANDLES_BAD_ITEM_SIZE, ERROR, "a table's item_size is not from 1 byte to 1 MiB") \
     X(HANDLES_BAD_ALIGN, ERROR, "a table's item_align is not a power of two up to 4096") \
     X(HANDLES_BAD_CAPACITY, ERROR, "a table's capacity is above KILN_HANDLES_MAX_CAPACITY") \
+    X(HANDLES_BAD_RESERVE, ERROR, "a table's reserve is above its capacity") \
     X(HANDLES_TOO_MANY, ERROR, "every handle table slot of the runtime is in use") \
     X(HANDLES_OUT_OF_MEMORY, ERROR, "no heap memory for a handle table or its allocation-site array") \
     X(HANDLES_DESTROYED, ERROR, "a call on a handle table that was destroyed") \

@@ -79,7 +79,15 @@ typedef struct kiln_pool kiln_pool;
 
 enum {
     KILN_POOL_ZERO    = 1u << 0,  /* objects come back zeroed */
-    KILN_POOL_CHECKED = 1u << 1   /* detect double frees and interior pointers (a bit per object) */
+    KILN_POOL_CHECKED = 1u << 1,  /* detect double frees and interior pointers (a bit per object) */
+    /* Each object is zeroed (its size bytes) when it is freed, so that an object waiting
+     * in the pool (a cache, the depot) keeps no pointer from its last use; newly carved
+     * objects are zero too. alloc stays a pop: it writes nothing. Only KILN_POOL_ZERO
+     * promises a zeroed object from alloc (KILN_DEBUG_FILL still fills 0xCD there).
+     * With the debug layer the zeroing follows the checks of the free (guards,
+     * double free) and comes before poisoning, and it replaces KILN_DEBUG_FILL's 0xDD
+     * freed pattern; guard bytes are never cleared. */
+    KILN_POOL_CLEAR_ON_FREE = 1u << 2
 };
 
 typedef struct kiln_pool_desc {
@@ -91,6 +99,9 @@ typedef struct kiln_pool_desc {
     uint32_t    magazine_size; /* objects per magazine, 2 to 256; 0: 64 for objects up to
                                   128 bytes, fewer for bigger ones (a magazine holds about
                                   8 KiB of objects, at least 4) */
+    size_t      reserve;       /* objects carved (and their pages touched) at create, as by
+                                  kiln_pool_reserve, and kept carved by kiln_pool_trim; at
+                                  most capacity when one is set; 0: none */
 } kiln_pool_desc;
 
 /* A new pool; NULL when no heap memory is left for its bookkeeping
@@ -99,9 +110,12 @@ typedef struct kiln_pool_desc {
  * - size not from 1 to a quarter of the block size: POOL_BAD_SIZE;
  * - align neither 0 nor a power of two up to 4096: POOL_BAD_ALIGN;
  * - flags with a bit that is no KILN_POOL_* flag: POOL_BAD_FLAGS;
- * - magazine_size neither 0 nor 2 to 256: POOL_BAD_MAGAZINE_SIZE.
+ * - magazine_size neither 0 nor 2 to 256: POOL_BAD_MAGAZINE_SIZE;
+ * - reserve over capacity, or reserve objects' bytes over SIZE_MAX: POOL_BAD_RESERVE.
  * At most 256 pools live per runtime (POOL_TOO_MANY beyond). Blocks are taken as allocs
- * and frees need them, not here.
+ * and frees need them, not here, but for desc.reserve: its objects are carved before
+ * create returns, as kiln_pool_reserve carves them; a reserve that memory_limit cuts
+ * short still makes the pool (POOL_RESERVE_SHORT).
  * Concurrency: any thread, concurrently with other creates and destroys. */
 KILN_API kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc);
 
@@ -134,6 +148,46 @@ KILN_API void *kiln_pool_alloc(kiln_ctx *ctx, kiln_pool *pool);
  * Concurrency: any thread with its own context, concurrently with other allocs and frees
  * of the pool. */
 KILN_API void kiln_pool_free(kiln_ctx *ctx, kiln_pool *pool, void *obj);
+
+/* Carves objects now, so that count objects can be allocated from the pool without it
+ * taking a block from the runtime's block pool, and page-faults the memory they take
+ * (no cold first frame). Returns how many objects can now be allocated without a new
+ * block: the free objects in the pool's depot plus the room left in the block it is
+ * carving (objects idle in contexts' caches are not counted: only their own context
+ * can use them). That is at least count on success; at the capacity or memory_limit
+ * it carves what it can and returns that, logged (POOL_RESERVE_SHORT, naming the pool
+ * and both figures). count 0 carves nothing and returns the figure. The count is not
+ * remembered: kiln_pool_trim keeps only desc.reserve.
+ * Bad input: 0, logged: a NULL pool (POOL_NULL, on stderr), a destroyed pool
+ * (POOL_DESTROYED); count objects whose bytes overflow size_t in a pool without a
+ * capacity (POOL_RESERVE_TOO_LARGE) carves nothing and returns the figure.
+ * Concurrency: any thread, concurrently with allocs, frees, reserves and trims of the
+ * pool (takes the pool's carving lock: an alloc that must carve waits for it). */
+KILN_API size_t kiln_pool_reserve(kiln_pool *pool, size_t count);
+
+/* Returns to the runtime's block pool every block of the pool whose objects are all
+ * free in the pool's depot, none live and none held in any context's cache (call
+ * kiln_pool_flush on each context first to give those back), keeping at least
+ * desc.reserve objects carved; returns the number of blocks returned. The blocks that
+ * hold the pool's magazines stay (blocks_held - magazine_blocks in kiln_pool_stats
+ * are its object blocks). Returned blocks stay mapped in the block pool: kiln_trim
+ * gives their pages back to the OS.
+ * Bad input: 0, logged: a NULL pool (POOL_NULL, on stderr), a destroyed pool
+ * (POOL_DESTROYED).
+ * Concurrency: any thread, concurrently with allocs, frees, reserves and trims of the
+ * pool: it holds the carving lock for one pass over the depot's objects, and an alloc
+ * that finds the depot empty meanwhile waits for it (the cache-hit paths never do). */
+KILN_API size_t kiln_pool_trim(kiln_pool *pool);
+
+/* Gives ctx's cached objects of the pool (its two magazines) back to the pool's depot,
+ * where kiln_pool_trim and other contexts find them; kiln_detach does the same for every
+ * pool. The cache refills at its next alloc or free.
+ * Bad input: ignored, logged: a NULL ctx (CONTEXT_NULL) or pool (POOL_NULL), a
+ * destroyed pool (POOL_DESTROYED), a detached ctx (CONTEXT_DETACHED), a ctx of another
+ * runtime than the pool's (POOL_WRONG_RUNTIME).
+ * Concurrency: the context's thread only, concurrently with any other thread's use of
+ * the pool. */
+KILN_API void kiln_pool_flush(kiln_ctx *ctx, kiln_pool *pool);
 
 /* kiln_pool_alloc with the caller's site (file, line), kept under KILN_DEBUG_SITES.
  * file must outlive the pool (a string literal such as __FILE__). */

@@ -101,6 +101,11 @@ typedef struct kiln_arena_stats {
                                  "KILN_DEBUG_SITES)")                                          \
     X(uint64_t, guard_errors,    "KILN_DEBUG_GUARDS: damaged guards found "                    \
                                  "(POOL_GUARD_DAMAGED)")                                       \
+    X(size_t,   reserve,         "desc.reserve: objects kiln_pool_trim keeps carved")          \
+    X(uint32_t, magazine_blocks, "of blocks_held, the blocks that hold magazines (never "      \
+                                 "trimmed)")                                                   \
+    X(uint64_t, trims,           "kiln_pool_trim calls that took effect")                      \
+    X(uint64_t, blocks_trimmed,  "blocks kiln_pool_trim returned to the block pool")           \
     /* end of list */
 
 typedef struct kiln_pool_stats {
