@@ -693,13 +693,15 @@ static size_t space_held(const kiln_arena *arena) {
     return rest + (size_t)arena->spare_blocks * block_space(arena);
 }
 
-/* Owner: writes a byte in every page of a fresh block's usable part, so its pages are
- * faulted in now, not in the frame that first uses them (the header's page is written by
- * the caller). A block just taken from the pool holds no poisoned or protected byte there. */
-static void touch_block(const kiln_arena *arena, kiln_arena_block *block) {
+/* Owner: writes a byte in every page of [from, the block's usable end), so its pages
+ * are faulted in now, not in the frame that first uses them. Free bytes only: a block
+ * just taken from the pool, or the current block past the cursor (which
+ * KILN_DEBUG_POISON may have poisoned: the caller skips it then). */
+static void touch_pages(const kiln_arena *arena, kiln_arena_block *block, uintptr_t from) {
     size_t page = kiln_os_page_size();
-    volatile unsigned char *bytes = (volatile unsigned char *)block;
-    for (size_t offset = page; offset < arena->usable; offset += page) bytes[offset] = 0;
+    uintptr_t end = block_end(arena, block);
+    for (uintptr_t at = kiln_align_up(from, page); at < end; at += page)
+        *(volatile unsigned char *)at = 0;
 }
 
 bool kiln_arena_reserve_bytes(kiln_arena *arena, size_t bytes) {
@@ -714,6 +716,8 @@ bool kiln_arena_reserve_bytes(kiln_arena *arena, size_t bytes) {
     size_t floor_blocks = bytes / per_block + (bytes % per_block != 0);
     if (floor_blocks == 0) floor_blocks = 1;   /* the first block is always kept */
     if (floor_blocks > UINT32_MAX) floor_blocks = UINT32_MAX;   /* the pool refuses long before */
+    if (bytes != 0 && !(arena->debug & KILN_DEBUG_POISON))
+        touch_pages(arena, arena->current, kiln_load_relaxed(&arena->cursor));
     while (space_held(arena) < bytes) {
         kiln_arena_block *block = kiln_arena_take_block(arena);
         if (!block) {
@@ -723,7 +727,7 @@ bool kiln_arena_reserve_bytes(kiln_arena *arena, size_t bytes) {
                      arena->name, bytes, space_held(arena));
             return false;
         }
-        touch_block(arena, block);
+        touch_pages(arena, block, (uintptr_t)block);   /* the header's page too: written next */
         block->prev = arena->spare;
         arena->spare = block;
         arena->spare_blocks++;
