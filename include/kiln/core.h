@@ -184,7 +184,8 @@ typedef struct kiln_desc {
                                   block (MEMORY_LIMIT_INVALID otherwise); a reservation is cut
                                   to what the limit leaves; 0: no limit */
     size_t      frame_budget;  /* frame-arena bytes per context per frame before a warning
-                                  (one warning per context per frame); 0: none */
+                                  (one warning per context per frame), or a refusal under
+                                  KILN_BUDGET_REFUSE (frame_budget_policy); 0: none */
     uint32_t    debug;         /* KILN_DEBUG_* bits; 0: none. Other bits are dropped, with
                                   one DEBUG_UNKNOWN_BITS warning at create */
     kiln_log_fn log;           /* NULL: one line per message on stderr ("kiln warn: ...") */

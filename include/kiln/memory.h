@@ -152,6 +152,15 @@ KILN_API kiln_arena *kiln_frame_arena(kiln_ctx *ctx);
 
 /* Frame memory: lives until the next kiln_frame_end (or, for an attached thread
  * outside the frame clock, until it resets its frame arena).
+ * - Past desc.frame_budget: with KILN_BUDGET_WARN (the default) it succeeds, with one
+ *   FRAME_BUDGET_EXCEEDED per frame; with KILN_BUDGET_REFUSE it returns NULL, counted
+ *   (kiln_arena_stats.budget_refusals and failures), with one FRAME_BUDGET_REFUSED per
+ *   frame. A frame whose high-water mark reaches desc.warn_percent of the budget starts
+ *   a FRAME_BUDGET_NEAR episode (one warning, judged at the frame's reset).
+ * - When the block pool refuses (memory_limit, the OS): NULL, or with desc.frame_fallback
+ *   memory from the system allocator, freed at the arena's reset (one FRAME_FALLBACK per
+ *   frame; kiln_arena_stats.fallback_allocs, fallback_bytes; not in bytes_in_use and not
+ *   judged against the budget). A release to a mark frees no such allocation.
  * - NULL, logged as the context check logs it, for a NULL or detached context
  *   (CONTEXT_NULL, CONTEXT_DETACHED).
  * - NULL inside a background job with KILN_DEBUG_CHECKS (JOB_BACKGROUND_FRAME_ALLOC).
