@@ -706,6 +706,8 @@ static void touch_pages(const kiln_arena *arena, kiln_arena_block *block, uintpt
 
 bool kiln_arena_reserve_bytes(kiln_arena *arena, size_t bytes) {
     if (!kiln_arena_live(arena, "kiln_arena_reserve")) return false;
+    if (kiln_unlikely(arena->debug & KILN_DEBUG_OWNERSHIP))
+        arena->hooks->use(arena, "kiln_arena_reserve");
     if (bytes > ((size_t)1 << KILN_ADDRESS_BITS)) {
         kiln_log_misuse(&arena->log, KILN_LOGITEM_ARENA_RESERVE_TOO_LARGE,
                         "arena '%s': kiln_arena_reserve of %zu bytes, more than the user address "

@@ -4,6 +4,7 @@
  * desc.frame_fallback, with their refusals. */
 #define _DEFAULT_SOURCE   /* sysconf */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -199,6 +200,29 @@ Test(arena_plan, reserve_bad_input_is_refused) {
     cr_assert_eq(runtime_stats(rt).api_errors, 3);
     cr_assert_eq(arena_stats(a).reserved_blocks, 0);
     cr_assert(kiln_arena_reserve(a, 0), "0 bytes: nothing to take");
+    kiln_arena_destroy(a);
+    kiln_destroy(rt);
+}
+
+static void *reserve_elsewhere(void *arena) {
+    return kiln_arena_reserve(arena, 2 * SPACE) ? arena : NULL;
+}
+
+Test(arena_plan, reserve_from_a_thread_not_owning_the_arena_is_reported) {
+    kiln_desc desc = plan_desc();
+    desc.debug = KILN_DEBUG_OWNERSHIP;
+    kiln_runtime *rt = create(&desc);
+    kiln_arena *a = kiln_arena_create(rt, "level");
+    cr_assert_not_null(kiln_arena_alloc(a, 64, 8));   /* this thread owns it */
+    pthread_t other;
+    void *result = NULL;
+    cr_assert_eq(pthread_create(&other, NULL, reserve_elsewhere, a), 0);
+    pthread_join(other, &result);
+    cr_assert_eq(result, a, "the call proceeds");
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_WRONG_THREAD, "kiln_arena_reserve"), 1,
+                 "log:%s", recorded_summary(rec));
+    cr_assert_eq(arena_stats(a).wrong_thread, 1);
+    cr_assert_eq(arena_stats(a).reserved_blocks, 2);
     kiln_arena_destroy(a);
     kiln_destroy(rt);
 }

@@ -141,6 +141,8 @@ KILN_API void kiln_arena_reset(kiln_arena *arena);
  *   - bad input: a NULL arena (ARENA_NULL), a destroyed one (ARENA_DESTROYED), more
  *     bytes than the user address space (ARENA_RESERVE_TOO_LARGE), counted in
  *     api_errors.
+ * - With KILN_DEBUG_OWNERSHIP, a call from a thread that does not own the arena is
+ *   reported (ARENA_WRONG_THREAD) and proceeds, as for kiln_arena_mark.
  * Concurrency: owner thread only (a frame arena: its context's thread, between frames
  * for a worker's); other threads may use the global pool meanwhile. */
 KILN_API bool kiln_arena_reserve(kiln_arena *arena, size_t bytes);
