@@ -8,6 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "../base/heap.h"
+#include "../base/near_limit.h"
 #include "../base/seqlock.h"
 #include "os.h"
 
@@ -23,6 +25,13 @@ struct kiln_large {
     size_t      map_align;  /* alignment of the mapping */
     size_t      size;       /* bytes asked */
     size_t      guard;      /* bytes of each guard page (before this header); 0: none */
+};
+
+/* Header of a frame allocation the system allocator served (desc.frame_fallback): the
+ * allocation follows at its alignment; freed at the arena's reset. */
+struct kiln_fallback {
+    kiln_fallback *prev;    /* the next older one */
+    size_t         size;    /* bytes asked */
 };
 
 /* Every block alike: the arena's record lives outside its blocks. */
@@ -57,11 +66,12 @@ static void record_peak(kiln_arena *arena) {
 }
 
 /* Owner: the fast path's bound is the block end, or the point where the budget would be
- * crossed if that comes first and this frame has not been warned yet; 0 when a debug bit
- * wants every allocation out of line. */
+ * crossed if that comes first and this frame has not been warned yet (under
+ * KILN_BUDGET_REFUSE, always: the slow path refuses there); 0 when a debug bit wants
+ * every allocation out of line. */
 static void set_limit(kiln_arena *arena) {
     uintptr_t limit = block_end(arena, arena->current);
-    if (arena->budget != 0 && !arena->budget_warned) {
+    if (arena->budget != 0 && (!arena->budget_warned || arena->refuse_over_budget)) {
         uintptr_t base = kiln_load_relaxed(&arena->base);
         size_t below = arena->current->used_before + kiln_load_relaxed(&arena->large_bytes);
         uintptr_t point = below >= arena->budget ? base : base + (arena->budget - below);
@@ -96,6 +106,28 @@ static void check_budget(kiln_arena *arena) {
         if (used > arena->budget) warn_budget(arena, used);
     }
     set_limit(arena);
+}
+
+/* Owner, KILN_BUDGET_REFUSE: an allocation that would bring the bytes in use to total,
+ * past the budget, is refused: counted, and logged at the frame's first refusal. The
+ * bound may have moved (a fresh block): set again. */
+static KILN_COLD void *refuse_budget(kiln_arena *arena, size_t total, size_t size) {
+    kiln_owner_add(&arena->budget_refusals, 1);
+    kiln_owner_add(&arena->failures, 1);
+    set_limit(arena);
+    if (arena->budget_refused) return NULL;
+    arena->budget_refused = true;
+    unsigned long long frame = arena->frame_clock ? kiln_load_relaxed(arena->frame_clock) : 0;
+    kiln_log(&arena->log, KILN_LOGITEM_FRAME_BUDGET_REFUSED,
+             "arena '%s': an allocation of %zu bytes in frame %llu would bring it to %zu bytes, "
+             "over its budget of %zu bytes; refused (KILN_BUDGET_REFUSE; logged once per frame)",
+             arena->name, size, frame, total, arena->budget);
+    return NULL;
+}
+
+/* Owner: whether an allocation that brings the bytes in use to total must be refused. */
+static bool over_refused_budget(const kiln_arena *arena, size_t total) {
+    return kiln_unlikely(arena->refuse_over_budget) && total > arena->budget;
 }
 
 void *kiln_arena_take_block(kiln_arena *arena) {
@@ -144,16 +176,22 @@ static void pop_block(kiln_arena *arena) {
     arena->chain_blocks--;
 }
 
-/* Owner: a kept mapping that can hold map_size bytes at align, taken off the list. */
+/* Owner: the smallest kept mapping that can hold map_size bytes at align, taken off the
+ * list; none more than twice map_size, so that a frame of small large allocations does
+ * not keep a spike's mapping alive by reusing it (reset unmaps what no allocation reused:
+ * kept mappings stay within twice what the last frame had live). */
 static kiln_large *take_kept_large(kiln_arena *arena, size_t map_size, size_t align) {
+    kiln_large **best = NULL;
     for (kiln_large **link = &arena->large_kept; *link; link = &(*link)->prev) {
         kiln_large *large = *link;
-        if (large->map_size >= map_size && large->map_align >= align) {
-            *link = large->prev;
-            return large;
-        }
+        if (large->map_size >= map_size && large->map_size / 2 <= map_size &&
+            large->map_align >= align && (!best || large->map_size < (*best)->map_size))
+            best = link;
     }
-    return NULL;
+    if (!best) return NULL;
+    kiln_large *large = *best;
+    *best = large->prev;
+    return large;
 }
 
 /* Where the allocation of a large mapping starts: right after the header, or with guard
@@ -180,21 +218,38 @@ static kiln_large *map_large(kiln_arena *arena, size_t map_size, size_t align, s
     return large;
 }
 
-static void *alloc_large(kiln_arena *arena, size_t size, size_t align) {
+/* Why an allocation in blocks or a mapping failed. */
+typedef enum arena_refusal {
+    ARENA_REFUSAL_NONE,
+    ARENA_REFUSAL_POOL,     /* the block pool refused (memory_limit, the OS) */
+    ARENA_REFUSAL_BUDGET,   /* KILN_BUDGET_REFUSE (counted by refuse_budget) */
+    ARENA_REFUSAL_SIZE      /* the size cannot be represented (logged) */
+} arena_refusal;
+
+/* A dedicated mapping for the allocation; NULL with *why set. */
+static void *alloc_large(kiln_arena *arena, size_t size, size_t align, arena_refusal *why) {
     size_t guard = (arena->debug & KILN_DEBUG_GUARD_PAGES) ? kiln_os_page_size() : 0;
     size_t header = kiln_align_up(sizeof(kiln_large), align);
     if (size > SIZE_MAX / 2 - header - 2 * guard) {
         kiln_log_misuse(&arena->log, KILN_LOGITEM_ARENA_SIZE_OVERFLOW,
                         "arena '%s': an allocation of %zu bytes cannot be represented", arena->name,
                         size);
+        *why = ARENA_REFUSAL_SIZE;
         return NULL;
     }
     size_t map_size = guard ? 2 * guard + kiln_align_up(sizeof(kiln_large) + align + size, guard)
                             : header + size;
+    if (over_refused_budget(arena, bytes_in_use(arena) + size)) {
+        *why = ARENA_REFUSAL_BUDGET;
+        return refuse_budget(arena, bytes_in_use(arena) + size, size);
+    }
     kiln_large *large = take_kept_large(arena, map_size, align);
     if (large) arena->kept_count--;
     else large = map_large(arena, map_size, align, guard);
-    if (!large) return NULL;
+    if (!large) {
+        *why = ARENA_REFUSAL_POOL;
+        return NULL;
+    }
     large->prev = arena->large;
     large->size = size;
     arena->large = large;
@@ -254,17 +309,59 @@ static void unmap_kept_large(kiln_arena *arena) {
     arena->kept_count = 0;
 }
 
+/* Owner, desc.frame_fallback: the allocation from the system allocator, freed at reset;
+ * the frame's first one is logged. NULL when the heap refuses too (counted). */
+static KILN_COLD void *alloc_fallback(kiln_arena *arena, size_t size, size_t align) {
+    size_t heap_align = align > alignof(max_align_t) ? align : alignof(max_align_t);
+    size_t header = kiln_align_up(sizeof(kiln_fallback), heap_align);
+    /* size passed alloc_large's bound (or fits a block), so header + size is representable. */
+    kiln_fallback *fb = kiln_heap_aligned(heap_align, header + size);
+    if (!fb) {
+        kiln_owner_add(&arena->failures, 1);
+        return NULL;
+    }
+    fb->prev = arena->fallback_list;
+    fb->size = size;
+    arena->fallback_list = fb;
+    kiln_owner_add(&arena->fallback_allocs, 1);
+    kiln_owner_add(&arena->fallback_bytes, size);
+    kiln_owner_add(&arena->allocs, 1);
+    if (!arena->fallback_warned) {
+        arena->fallback_warned = true;
+        unsigned long long frame = arena->frame_clock ? kiln_load_relaxed(arena->frame_clock) : 0;
+        kiln_log(&arena->log, KILN_LOGITEM_FRAME_FALLBACK,
+                 "arena '%s': the block pool refused an allocation of %zu bytes in frame %llu; "
+                 "the system allocator served it, freed at the arena's reset (logged once per "
+                 "frame)", arena->name, size, frame);
+    }
+    return (char *)fb + header;
+}
+
+/* Owner: frees the frame's fallback allocations (reset, fini). */
+static void free_fallbacks(kiln_arena *arena) {
+    for (kiln_fallback *fb = arena->fallback_list, *prev; fb; fb = prev) {
+        prev = fb->prev;
+        kiln_heap_free(fb);
+    }
+    arena->fallback_list = NULL;
+    kiln_store_relaxed(&arena->fallback_bytes, 0);
+}
+
 /* Owner: the allocation itself, bounded by the block end (the fast path's limit may lie
  * lower: the budget point, or 0 in a debug arena): in the current block, else in a
  * fresh one if it fits after the block header at this alignment, else in a mapping of
- * its own. A failure is counted. */
+ * its own. Under KILN_BUDGET_REFUSE, refused past the budget; when the pool refuses,
+ * served by the system allocator with desc.frame_fallback. A failure is counted. */
 static void *alloc_in_blocks(kiln_arena *arena, size_t size, size_t align) {
     size_t fresh_offset = sizeof(kiln_arena_block) > align ? sizeof(kiln_arena_block) : align;
     bool fits_fresh = fresh_offset < arena->usable && size <= arena->usable - fresh_offset;
+    arena_refusal why = ARENA_REFUSAL_NONE;
     for (;;) {
         uintptr_t start = kiln_align_up(kiln_load_relaxed(&arena->cursor), align);
         uintptr_t end;
         if (!__builtin_add_overflow(start, size, &end) && end <= block_end(arena, arena->current)) {
+            size_t total = position(arena->current, end) + kiln_load_relaxed(&arena->large_bytes);
+            if (over_refused_budget(arena, total)) return refuse_budget(arena, total, size);
             kiln_store_relaxed(&arena->cursor, end);
             kiln_owner_add(&arena->allocs, 1);
             check_budget(arena);
@@ -272,13 +369,15 @@ static void *alloc_in_blocks(kiln_arena *arena, size_t size, size_t align) {
         }
         if (!fits_fresh) break;
         if (!push_block(arena)) {
-            kiln_owner_add(&arena->failures, 1);
-            return NULL;
+            why = ARENA_REFUSAL_POOL;
+            break;
         }
     }
-    void *p = alloc_large(arena, size, align);
-    if (!p) kiln_owner_add(&arena->failures, 1);
-    return p;
+    void *p = why == ARENA_REFUSAL_NONE ? alloc_large(arena, size, align, &why) : NULL;
+    if (p) return p;
+    if (why == ARENA_REFUSAL_POOL && arena->fallback) return alloc_fallback(arena, size, align);
+    if (why != ARENA_REFUSAL_BUDGET) kiln_owner_add(&arena->failures, 1);   /* budget: counted */
+    return NULL;
 }
 
 /* kiln_arena_alloc_slow with the caller's site (kept by the debug layer). Inlined into
@@ -327,6 +426,9 @@ bool kiln_arena_init_core(kiln_arena *arena, const kiln_arena_config *config) {
     arena->pool = config->pool;
     arena->max_align = config->pool->block_size;
     arena->budget = config->budget;
+    arena->warn_percent = config->warn_percent;
+    arena->refuse_over_budget = config->budget != 0 && config->refuse_over_budget;
+    arena->fallback = config->fallback && !(config->debug & KILN_ARENA_SLOW_BITS);
     arena->frame_clock = config->frame_clock;
     arena->is_frame = config->is_frame;
     arena->log = config->log;
@@ -344,6 +446,7 @@ bool kiln_arena_init_core(kiln_arena *arena, const kiln_arena_config *config) {
 }
 
 void kiln_arena_fini_core(kiln_arena *arena) {
+    free_fallbacks(arena);
     free_large_down_to(arena, 0);
     unmap_kept_large(arena);
     kiln_arena_block *first = arena->first;
@@ -481,11 +584,30 @@ void kiln_arena_release_to(kiln_arena *arena, kiln_mark mark) {
     set_limit(arena);
 }
 
+/* Owner, at reset: the FRAME_BUDGET_NEAR episode rule (base/near_limit.h) on the
+ * frame's high-water mark. */
+static void judge_budget_near(kiln_arena *arena, size_t peak) {
+    kiln_near_limit_step step = kiln_near_limit_next(arena->budget_near, peak, arena->budget,
+                                                     arena->warn_percent);
+    if (kiln_likely(step == KILN_NEAR_LIMIT_STAY)) return;
+    arena->budget_near = step == KILN_NEAR_LIMIT_START;
+    if (step != KILN_NEAR_LIMIT_START) return;
+    unsigned long long frame = arena->frame_clock ? kiln_load_relaxed(arena->frame_clock) : 0;
+    unsigned low = arena->warn_percent > KILN_WARN_HYSTERESIS ? arena->warn_percent - KILN_WARN_HYSTERESIS : 0;
+    kiln_log(&arena->log, KILN_LOGITEM_FRAME_BUDGET_NEAR,
+             "arena '%s': frame %llu reached %zu bytes, %u%% or more of its budget of %zu bytes; "
+             "warned once until a frame stays under %u%%", arena->name, frame, peak,
+             arena->warn_percent, arena->budget, low);
+}
+
 void kiln_arena_reset_all(kiln_arena *arena) {
     if (arena->hooks) arena->hooks->release(arena, 0, 0, "at reset");
     record_peak(arena);
-    kiln_store_relaxed(&arena->peak_last_frame, kiln_load_relaxed(&arena->peak_frame));
+    size_t peak = kiln_load_relaxed(&arena->peak_frame);
+    if (arena->budget != 0 && arena->warn_percent != 0) judge_budget_near(arena, peak);
+    kiln_store_relaxed(&arena->peak_last_frame, peak);
     kiln_store_relaxed(&arena->peak_frame, 0);
+    free_fallbacks(arena);
     /* Mappings the frame did not reuse go back to the OS; those it used are kept. */
     unmap_kept_large(arena);
     free_large_down_to(arena, 0);
@@ -494,6 +616,8 @@ void kiln_arena_reset_all(kiln_arena *arena) {
     /* Keep what this frame used; after a spike, give back one block per reset, so a
      * steady frame never touches the pool and a one-off spike does not pin memory. */
     uint32_t decayed = arena->keep_blocks > 1 ? arena->keep_blocks - 1 : 1;
+    uint32_t floor = kiln_load_relaxed(&arena->reserved_blocks);
+    if (decayed < floor) decayed = floor;   /* a reserve never decays */
     arena->keep_blocks = arena->chain_blocks > decayed ? arena->chain_blocks : decayed;
     kiln_arena_block *first = arena->first;
     while (arena->current != first) pop_block(arena);
@@ -507,6 +631,8 @@ void kiln_arena_reset_all(kiln_arena *arena) {
     clear_marks(arena);
     arena->reset_serial = arena->marks_taken;
     arena->budget_warned = false;
+    arena->budget_refused = false;
+    arena->fallback_warned = false;
     kiln_owner_add(&arena->resets, 1);
     set_limit(arena);
 }
@@ -547,6 +673,10 @@ bool kiln_arena_stats_read(const kiln_arena *arena, kiln_arena_stats *out) {
         .blocks_taken = kiln_load_relaxed(&a->blocks_taken),
         .guard_errors = kiln_load_relaxed(&a->guard_errors),
         .wrong_thread = kiln_load_relaxed(&a->wrong_thread),
+        .reserved_blocks = kiln_load_relaxed(&a->reserved_blocks),
+        .budget_refusals = kiln_load_relaxed(&a->budget_refusals),
+        .fallback_allocs = kiln_load_relaxed(&a->fallback_allocs),
+        .fallback_bytes = kiln_load_relaxed(&a->fallback_bytes),
     };
     memcpy(out->name, a->name, sizeof out->name);
     return true;
@@ -605,4 +735,64 @@ bool kiln_arena_holds(const kiln_arena *arena, const void *ptr, size_t size) {
         if (p > (uintptr_t)large && p <= end && size <= end - p) return true;
     }
     return false;
+}
+/* ---- kiln_arena_reserve ---- */
+
+/* Block space one block offers allocations from its start. */
+static size_t block_space(const kiln_arena *arena) {
+    return arena->usable - sizeof(kiln_arena_block);
+}
+
+/* Owner: bytes the arena can allocate from its position without the pool: the rest of
+ * the current block and its spares (fewer than 2^32 blocks of under 1 GiB: no overflow). */
+static size_t space_held(const kiln_arena *arena) {
+    size_t rest = (size_t)(block_end(arena, arena->current) - kiln_load_relaxed(&arena->cursor));
+    return rest + (size_t)arena->spare_blocks * block_space(arena);
+}
+
+/* Owner: writes a byte in every page of [from, the block's usable end), so its pages
+ * are faulted in now, not in the frame that first uses them. Free bytes only: a block
+ * just taken from the pool, or the current block past the cursor (which
+ * KILN_DEBUG_POISON may have poisoned: the caller skips it then). */
+static void touch_pages(const kiln_arena *arena, kiln_arena_block *block, uintptr_t from) {
+    size_t page = kiln_os_page_size();
+    uintptr_t end = block_end(arena, block);
+    for (uintptr_t at = kiln_align_up(from, page); at < end; at += page)
+        *(volatile unsigned char *)at = 0;
+}
+
+bool kiln_arena_reserve_bytes(kiln_arena *arena, size_t bytes) {
+    if (!kiln_arena_live(arena, "kiln_arena_reserve")) return false;
+    if (kiln_unlikely(arena->debug & KILN_DEBUG_OWNERSHIP))
+        arena->hooks->use(arena, "kiln_arena_reserve");
+    if (bytes > ((size_t)1 << KILN_ADDRESS_BITS)) {
+        kiln_log_misuse(&arena->log, KILN_LOGITEM_ARENA_RESERVE_TOO_LARGE,
+                        "arena '%s': kiln_arena_reserve of %zu bytes, more than the user address "
+                        "space holds; refused", arena->name, bytes);
+        return false;
+    }
+    size_t per_block = block_space(arena);
+    size_t floor_blocks = bytes / per_block + (bytes % per_block != 0);
+    if (floor_blocks == 0) floor_blocks = 1;   /* the first block is always kept */
+    if (floor_blocks > UINT32_MAX) floor_blocks = UINT32_MAX;   /* the pool refuses long before */
+    if (bytes != 0 && !(arena->debug & KILN_DEBUG_POISON))
+        touch_pages(arena, arena->current, kiln_load_relaxed(&arena->cursor));
+    while (space_held(arena) < bytes) {
+        kiln_arena_block *block = kiln_arena_take_block(arena);
+        if (!block) {
+            kiln_log(&arena->log, KILN_LOGITEM_ARENA_RESERVE_FAILED,
+                     "arena '%s': kiln_arena_reserve of %zu bytes: the block pool refused a block "
+                     "(%zu bytes of block space held); the arena keeps what it took",
+                     arena->name, bytes, space_held(arena));
+            return false;
+        }
+        touch_pages(arena, block, (uintptr_t)block);   /* the header's page too: written next */
+        block->prev = arena->spare;
+        arena->spare = block;
+        arena->spare_blocks++;
+    }
+    if (floor_blocks > kiln_load_relaxed(&arena->reserved_blocks))
+        kiln_store_relaxed(&arena->reserved_blocks, (uint32_t)floor_blocks);
+    if (floor_blocks > arena->keep_blocks) arena->keep_blocks = (uint32_t)floor_blocks;
+    return true;
 }

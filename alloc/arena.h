@@ -32,6 +32,7 @@ typedef struct kiln_arena_block {
 } kiln_arena_block;
 
 typedef struct kiln_large kiln_large;
+typedef struct kiln_fallback kiln_fallback;
 
 /* Live marks whose order a release can check (kiln/memory.h names this bound: deeper
  * nesting is checked by position only). A power of two: the stack is a ring indexed by
@@ -89,16 +90,31 @@ struct kiln_arena {
     bool              budget_warned; /* this frame's warning was given */
     bool              is_frame;      /* a context's frame arena: destroyed with its context */
 
+    /* Planning (kiln_arena_reserve, the near-budget episode, the budget policy, the
+     * fallback), owner-only. Every reset keeps at least reserved_blocks blocks:
+     *   keep_blocks >= reserved_blocks, and after a reset 1 + spare_blocks >= reserved_blocks
+     *   unless the pool refused a block meanwhile (a reserve that failed raises nothing) */
+    bool              budget_near;   /* in a FRAME_BUDGET_NEAR episode */
+    bool              budget_refused;   /* KILN_BUDGET_REFUSE: this frame's refusal was logged */
+    bool              fallback_warned;  /* this frame's FRAME_FALLBACK was logged */
+    kiln_fallback    *fallback_list;    /* this frame's system-allocator allocations, newest first */
+
     /* Statistics other threads read (relaxed). */
     _Atomic size_t    peak_frame;    /* recorded before every decrease of bytes_in_use */
     _Atomic size_t    peak_last_frame;
     _Atomic size_t    peak_total;
     _Atomic uint64_t  failures, resets, releases, budget_warnings, large_allocs, blocks_taken;
     _Atomic uint32_t  blocks_held;
+    _Atomic uint32_t  reserved_blocks;   /* the reserve's floor (owner-written) */
+    _Atomic uint64_t  budget_refusals, fallback_allocs;
+    _Atomic size_t    fallback_bytes;
 
     /* Read-only after creation. */
     kiln_block_pool         *pool;
     size_t                   budget;       /* 0: none */
+    uint32_t                 warn_percent; /* FRAME_BUDGET_NEAR's share of budget; 0: never */
+    bool                     refuse_over_budget;   /* KILN_BUDGET_REFUSE (with a budget) */
+    bool                     fallback;     /* desc.frame_fallback, off under KILN_ARENA_SLOW_BITS */
     const _Atomic uint64_t  *frame_clock;  /* named in budget warnings; may be NULL */
     kiln_log_sink            log;
     char                     name[48];
@@ -131,6 +147,9 @@ typedef struct kiln_arena_config {
     kiln_block_pool        *pool;
     const char             *name;         /* copied; NULL: "arena" */
     size_t                  budget;       /* 0: none */
+    uint32_t                warn_percent; /* 1-100: FRAME_BUDGET_NEAR at that share of budget */
+    bool                    refuse_over_budget;   /* KILN_BUDGET_REFUSE */
+    bool                    fallback;     /* frame_fallback (ignored under KILN_ARENA_SLOW_BITS) */
     const _Atomic uint64_t *frame_clock;  /* may be NULL */
     bool                    is_frame;
     kiln_log_sink           log;
@@ -201,8 +220,21 @@ KILN_INTERNAL kiln_mark kiln_arena_take_mark(kiln_arena *arena);
 KILN_INTERNAL void kiln_arena_release_to(kiln_arena *arena, kiln_mark mark);
 
 /* Frees everything, keeping blocks by the keep policy (kiln_arena_reset's work; the
- * runtime wraps it). Owner thread only. */
+ * runtime wraps it): what the frame used, decaying by one block per reset after a spike,
+ * never under the reserve's floor; kept mappings only as many as the frame had live,
+ * each reused only by an allocation at least half its size. Judges the frame's
+ * high-water mark for FRAME_BUDGET_NEAR and frees the frame's fallback allocations.
+ * Owner thread only. */
 KILN_INTERNAL void kiln_arena_reset_all(kiln_arena *arena);
+
+/* kiln_arena_reserve's work (the runtime checks for NULL first): takes blocks from the
+ * pool until bytes can be allocated from the current position without it, touching
+ * their pages, and raises the floor every later reset keeps to the blocks that hold
+ * bytes from an empty arena. false, logged: a destroyed arena (ARENA_DESTROYED), more
+ * than the user address space (ARENA_RESERVE_TOO_LARGE), the pool refusing a block
+ * (ARENA_RESERVE_FAILED; the blocks taken so far stay as spares, the floor unchanged).
+ * Owner thread only. */
+KILN_INTERNAL bool kiln_arena_reserve_bytes(kiln_arena *arena, size_t bytes);
 
 /* Any thread; see the header comment. A destroyed arena: logged (ARENA_DESTROYED),
  * *out zeroed but for the name, false. */

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "../base/heap.h"
+#include "../base/near_limit.h"
 #include "os.h"
 
 /* One OS reservation, kept so fini can unmap it. */
@@ -55,6 +56,7 @@ bool kiln_block_pool_init(kiln_block_pool *pool, const kiln_block_pool_config *c
         return false;
     }
     pool->memory_limit = config->memory_limit;
+    pool->warn_percent = config->warn_percent;
     if (!kiln_address_map_init(&pool->map, (unsigned)__builtin_ctzll(bs))) {
         kiln_log(&pool->log, KILN_LOGITEM_RUNTIME_OUT_OF_MEMORY,
                  "block pool: no memory for the address map");
@@ -66,7 +68,7 @@ bool kiln_block_pool_init(kiln_block_pool *pool, const kiln_block_pool_config *c
 
 void kiln_block_pool_fini(kiln_block_pool *pool) {
     uint64_t in_use = kiln_load_relaxed(&pool->blocks_reserved) - kiln_lifo_depth(&pool->free_blocks) -
-                      kiln_load_relaxed(&pool->uncarved);
+                      kiln_lifo_depth(&pool->trimmed_blocks) - kiln_load_relaxed(&pool->uncarved);
     if (in_use != 0)
         kiln_log(&pool->log, KILN_LOGITEM_BLOCK_POOL_BLOCKS_LIVE,
                  "block pool: %llu blocks still in use at destroy; unmapping them",
@@ -123,6 +125,26 @@ static void add_reserved(kiln_block_pool *pool, size_t size) {
     if (now > kiln_load_relaxed(&pool->peak_reserved_bytes))
         kiln_store_relaxed(&pool->peak_reserved_bytes, now);
     kiln_add_relaxed(&pool->os_maps, 1);
+}
+
+/* Under grow_lock, after reserved_bytes changed: the MEMORY_LIMIT_NEAR episode rule
+ * (base/near_limit.h); true when this sample starts an episode, *reserved then says at
+ * what figure (the caller logs it once the lock is dropped: see log_near_limit). */
+static bool sample_near_limit_locked(kiln_block_pool *pool, size_t *reserved) {
+    *reserved = kiln_load_relaxed(&pool->reserved_bytes);
+    if (pool->warn_percent == 0) return false;
+    kiln_near_limit_step step = kiln_near_limit_next(pool->near_limit, *reserved, pool->memory_limit,
+                                                     pool->warn_percent);
+    if (step != KILN_NEAR_LIMIT_STAY) pool->near_limit = step == KILN_NEAR_LIMIT_START;
+    return step == KILN_NEAR_LIMIT_START;
+}
+
+static KILN_COLD void log_near_limit(kiln_block_pool *pool, size_t reserved) {
+    kiln_log(&pool->log, KILN_LOGITEM_MEMORY_LIMIT_NEAR,
+             "block pool: %zu bytes reserved from the OS, %u%% or more of memory_limit (%zu "
+             "bytes); warned once until it falls under %u%%", reserved, pool->warn_percent,
+             pool->memory_limit,
+             pool->warn_percent > KILN_WARN_HYSTERESIS ? pool->warn_percent - KILN_WARN_HYSTERESIS : 0);
 }
 
 /* Blocks moved from the newest reservation onto the LIFO at a time. */
@@ -189,29 +211,50 @@ static bool grow_locked(kiln_block_pool *pool, kiln_log_item *refusal, size_t *a
     return carve_locked(pool);
 }
 
-/* The LIFO was empty: grow (or wait for a trim pass) and pop again. NULL on refusal. */
+/* A free block, warm ones first: a pop of free_blocks, else of trimmed_blocks; *depth
+ * receives the free blocks left on both (at slightly different instants: a figure for
+ * the peak only). NULL when both are empty. */
+static void *pop_free(kiln_block_pool *pool, uint64_t *depth) {
+    void *block = kiln_lifo_pop_depth(&pool->free_blocks, depth);
+    if (block) {
+        *depth += kiln_lifo_depth(&pool->trimmed_blocks);
+        return block;
+    }
+    block = kiln_lifo_pop_depth(&pool->trimmed_blocks, depth);
+    if (block) *depth += kiln_lifo_depth(&pool->free_blocks);
+    return block;
+}
+
+/* free_blocks was empty: a trimmed block, else grow (or wait for a trim step) and pop
+ * again. NULL on refusal. */
 static KILN_COLD void *get_slow(kiln_block_pool *pool, uint64_t *depth) {
+    void *block = pop_free(pool, depth);
+    if (block) return block;
     for (;;) {
         pthread_mutex_lock(&pool->grow_lock);
-        /* Read before the pop: a pass that ends between the pop and the check still held
-         * the blocks the pop missed (otherwise: growth, or a refusal at memory_limit). */
+        /* Read before the pop: a step that ends between the pop and the check still held
+         * the block the pop missed (otherwise: growth, or a refusal at memory_limit). */
         uint64_t passes = kiln_load_acquire(&pool->trims);
-        void *block = kiln_lifo_pop_depth(&pool->free_blocks, depth);   /* another thread may have grown */
+        block = pop_free(pool, depth);   /* another thread may have grown or put one back */
         kiln_log_item refusal = KILN_LOGITEM_NONE;
-        size_t asked = 0;
+        size_t asked = 0, reserved = 0;
         bool trimming = !block && (kiln_load_acquire(&pool->trims_running) != 0 ||
                                    kiln_load_acquire(&pool->trims) != passes);
-        bool grown = !block && !trimming && (carve_locked(pool) || grow_locked(pool, &refusal, &asked));
+        bool carved = !block && !trimming && carve_locked(pool);
+        bool grew = !block && !trimming && !carved && grow_locked(pool, &refusal, &asked);
+        bool grown = carved || grew;
+        bool near = grew && sample_near_limit_locked(pool, &reserved);   /* a reservation taken */
         pthread_mutex_unlock(&pool->grow_lock);
+        if (kiln_unlikely(near)) log_near_limit(pool, reserved);
         if (block) return block;
         if (!grown && !trimming) {
             report_refusal(pool, refusal, asked);
             return NULL;
         }
         /* Grown: pop what was pushed (others may take some; then go round again).
-         * Trimming: the pass holds the free blocks for a moment; wait, don't grow. */
+         * Trimming: a step holds a free block for a moment; wait, don't grow. */
         if (trimming) sched_yield();
-        block = kiln_lifo_pop_depth(&pool->free_blocks, depth);
+        block = pop_free(pool, depth);
         if (block) return block;
     }
 }
@@ -222,6 +265,8 @@ void *kiln_block_get(kiln_block_pool *pool) {
     if (kiln_unlikely(!block)) {
         block = get_slow(pool, &depth);
         if (!block) return NULL;
+    } else {
+        depth += kiln_lifo_depth(&pool->trimmed_blocks);
     }
     note_success(pool);
     /* The peak from the depth this pop left: loads of rarely written lines, no write
@@ -251,11 +296,15 @@ void *kiln_block_pool_map_large(kiln_block_pool *pool, size_t size, size_t align
     pthread_mutex_lock(&pool->grow_lock);
     void *p = within_limit(pool, size) ? kiln_os_map_aligned(size, align) : NULL;
     kiln_log_item refusal = within_limit(pool, size) ? KILN_LOGITEM_OS_MAP_FAILED : KILN_LOGITEM_MEMORY_LIMIT_REACHED;
+    size_t reserved = 0;
+    bool near = false;
     if (p) {
         add_reserved(pool, size);
         kiln_add_relaxed(&pool->large_mappings, 1);
+        near = sample_near_limit_locked(pool, &reserved);
     }
     pthread_mutex_unlock(&pool->grow_lock);
+    if (kiln_unlikely(near)) log_near_limit(pool, reserved);
     if (!p) report_refusal(pool, refusal, size);
     else note_success(pool);
     return p;
@@ -266,42 +315,62 @@ void kiln_block_pool_unmap_large(kiln_block_pool *pool, void *ptr, size_t size) 
     kiln_os_unmap(ptr, size);
     pthread_mutex_lock(&pool->grow_lock);
     kiln_store_relaxed(&pool->reserved_bytes, kiln_load_relaxed(&pool->reserved_bytes) - size);
+    size_t reserved;
+    (void)sample_near_limit_locked(pool, &reserved);   /* falling: it may end an episode, never start one */
     pthread_mutex_unlock(&pool->grow_lock);
     kiln_sub_relaxed(&pool->large_mappings, 1);
 }
 
-size_t kiln_block_pool_trim(kiln_block_pool *pool) {
-    /* acq_rel: a get that then finds the LIFO empty sees the pass running and waits. */
-    kiln_add_acq_rel(&pool->trims_running, 1);
-    kiln_lifo_node *held = NULL, *last = NULL;
+/* The step's work: *given receives the blocks whose pages went back. */
+static size_t trim_blocks(kiln_block_pool *pool, size_t max_blocks, size_t *given) {
     size_t count = 0;
-    for (kiln_lifo_node *node; (node = kiln_lifo_pop(&pool->free_blocks)) != NULL; count++) {
-        kiln_add_relaxed(&pool->trim_held, 1);   /* still free, not in use: stats say so */
-        /* Decommitting zeroes the link word, so the node is off the LIFO meanwhile. */
-        kiln_os_decommit(node, pool->block_size);
-        node->next = held;
-        held = node;
-        if (!last) last = node;
+    if (max_blocks != 0) {
+        /* acq_rel: a get that then finds both LIFOs empty sees the step running and waits. */
+        kiln_add_acq_rel(&pool->trims_running, 1);
+        while (count < max_blocks) {
+            /* Counted held before the pop, uncounted after the push: stats never read the
+             * block as in use while it moves between the LIFOs. */
+            kiln_add_relaxed(&pool->trim_held, 1);
+            kiln_lifo_node *node = kiln_lifo_pop(&pool->free_blocks);
+            if (!node) {
+                kiln_sub_relaxed(&pool->trim_held, 1);
+                break;
+            }
+            kiln_add_relaxed(&pool->trim_pops, 1);
+            /* Decommitting zeroes the link word: the block is off both LIFOs meanwhile. */
+            kiln_os_decommit(node, pool->block_size);
+            kiln_lifo_push(&pool->trimmed_blocks, node);
+            kiln_sub_relaxed(&pool->trim_held, 1);
+            count++;
+        }
+        kiln_add_relaxed(&pool->trimmed_bytes, count * pool->block_size);
+        /* Counted before the step ends: a get that saw the LIFOs empty and no step running
+         * tells by this count that one ended in between (get_slow). */
+        kiln_add_acq_rel(&pool->trims, 1);
+        kiln_sub_acq_rel(&pool->trims_running, 1);
     }
-    kiln_add_relaxed(&pool->trim_pops, count);
-    if (held) kiln_lifo_push_chain(&pool->free_blocks, held, last, count);
-    kiln_sub_relaxed(&pool->trim_held, count);
-    /* Counted before the pass ends: a get that saw the LIFO empty and no pass running
-     * tells by this count that one ended in between (get_slow). */
-    kiln_add_acq_rel(&pool->trims, 1);
-    kiln_sub_acq_rel(&pool->trims_running, 1);
-    size_t bytes = count * pool->block_size;
-    kiln_add_relaxed(&pool->trimmed_bytes, bytes);
-    return bytes;
+    *given = count;
+    return (size_t)kiln_lifo_depth(&pool->free_blocks);
+}
+
+size_t kiln_block_pool_trim_step(kiln_block_pool *pool, size_t max_blocks) {
+    size_t given;
+    return trim_blocks(pool, max_blocks, &given);
+}
+
+size_t kiln_block_pool_trim(kiln_block_pool *pool) {
+    size_t given;
+    trim_blocks(pool, SIZE_MAX, &given);
+    return given * pool->block_size;
 }
 
 void kiln_block_pool_stats_get(kiln_block_pool *pool, kiln_block_pool_stats *out) {
     uint64_t reserved = kiln_load_relaxed(&pool->blocks_reserved);
-    uint64_t free_blocks = kiln_lifo_depth(&pool->free_blocks) + kiln_load_relaxed(&pool->trim_held) +
-                           kiln_load_relaxed(&pool->uncarved);
+    uint64_t free_blocks = kiln_lifo_depth(&pool->free_blocks) + kiln_lifo_depth(&pool->trimmed_blocks) +
+                           kiln_load_relaxed(&pool->trim_held) + kiln_load_relaxed(&pool->uncarved);
     uint64_t in_use = reserved > free_blocks ? reserved - free_blocks : 0;
-    uint64_t gets = (kiln_lifo_pops(&pool->free_blocks) - kiln_load_relaxed(&pool->trim_pops)) &
-                    KILN_LIFO_POPS_MASK;
+    uint64_t gets = (kiln_lifo_pops(&pool->free_blocks) + kiln_lifo_pops(&pool->trimmed_blocks) -
+                     kiln_load_relaxed(&pool->trim_pops)) & KILN_LIFO_POPS_MASK;
     *out = (kiln_block_pool_stats){
         .block_size = pool->block_size,
         .memory_limit = pool->memory_limit,

@@ -3,15 +3,20 @@
  * Everything else in kiln (arenas, pools, handle tables) takes its memory from here.
  *
  * Invariants:
- *   blocks_reserved == blocks_in_use + depth of the free LIFO + blocks held by a trim pass
+ *   blocks_reserved == blocks_in_use + depth of the free LIFO + depth of the trimmed LIFO
+ *                      + blocks held by a trim step
  *                      + uncarved (blocks of the newest reservation not pushed yet)
- * The free count is the LIFO's depth, kept in its tag word by the same CAS that moves a
- * block, so a get or put touches one shared cache line (the LIFO's) and no counter.
+ * Free blocks lie on two LIFOs: free_blocks, whose pages are resident (put back after
+ * use), and trimmed_blocks, whose pages a trim step gave back (only the page of the link
+ * word is touched again). A get pops free_blocks first and trimmed_blocks only when that
+ * is empty, so warm memory is reused first. Each free count is its LIFO's depth, kept in
+ * its tag word by the same CAS that moves a block, so a get or put touches one shared
+ * cache line (the LIFO's) and no counter.
  *   reserved_bytes  == blocks_reserved * block_size + bytes of live large mappings
  *   reserved_bytes  <= memory_limit (when a limit is set)
  * The owner of any pointer inside a block is found by masking: block = p & ~(size-1).
- * Reservations are never unmapped while the pool lives; kiln_block_pool_trim gives
- * free blocks' pages back with madvise. */
+ * Reservations are never unmapped while the pool lives; kiln_block_pool_trim_step gives
+ * free blocks' pages back with madvise, a bounded number of blocks at a time. */
 #ifndef KILN_ALLOC_BLOCK_POOL_H
 #define KILN_ALLOC_BLOCK_POOL_H
 
@@ -27,11 +32,13 @@ typedef struct kiln_reservation kiln_reservation;
 typedef struct kiln_block_pool {
     /* Hot and shared: the free LIFO, alone on its cache line. */
     _Alignas(KILN_CACHE_LINE) kiln_lifo free_blocks;
+    /* Free blocks whose pages were given back; popped only when free_blocks is empty. */
+    _Alignas(KILN_CACHE_LINE) kiln_lifo trimmed_blocks;
 
     /* Shared counters, relaxed atomics (statistics and the limit check only). */
     _Alignas(KILN_CACHE_LINE) _Atomic uint64_t peak_in_use;  /* written only on a new peak */
-    _Atomic uint64_t trim_held;           /* blocks off the LIFO inside trim passes */
-    _Atomic uint64_t trim_pops;           /* pops by trim passes: gets = LIFO pops - these */
+    _Atomic uint64_t trim_held;           /* blocks between the LIFOs inside trim steps */
+    _Atomic uint64_t trim_pops;           /* pops by trim steps: gets = both LIFOs' pops - these */
     _Atomic uint64_t failures;
     _Atomic uint64_t os_maps;
     _Atomic uint64_t large_mappings;
@@ -42,7 +49,8 @@ typedef struct kiln_block_pool {
     _Atomic uint64_t blocks_reserved;     /* changed only under grow_lock */
     _Atomic uint64_t uncarved;            /* changed only under grow_lock (see carve_next) */
     _Atomic int      limit_reported;      /* 1 after a refusal was logged, 0 after a success */
-    _Atomic int      trims_running;       /* gets that find the LIFO empty wait for trims */
+    _Atomic int      trims_running;       /* gets that find the LIFOs empty wait for trims */
+    bool             near_limit;          /* in a MEMORY_LIMIT_NEAR episode; under grow_lock */
 
     /* Growth: serialised by grow_lock (an OS call is slow anyway). */
     pthread_mutex_t   grow_lock;
@@ -58,6 +66,7 @@ typedef struct kiln_block_pool {
     size_t        block_mask;             /* block_size - 1 */
     size_t        reserve_blocks;         /* blocks per OS reservation */
     size_t        memory_limit;           /* 0: none */
+    uint32_t      warn_percent;           /* MEMORY_LIMIT_NEAR's share of memory_limit; 0: never */
     kiln_log_sink log;
 } kiln_block_pool;
 
@@ -65,6 +74,7 @@ typedef struct kiln_block_pool_config {
     size_t        block_size;        /* power of two, >= page size */
     size_t        reserve_bytes;     /* per reservation; rounded up to whole blocks */
     size_t        memory_limit;      /* 0: none */
+    uint32_t      warn_percent;      /* 1-100: MEMORY_LIMIT_NEAR at that share; 0: never */
     kiln_log_sink log;
 } kiln_block_pool_config;
 
@@ -77,6 +87,8 @@ KILN_INTERNAL void kiln_block_pool_fini(kiln_block_pool *pool);
 
 /* A free block (contents undefined: recycled memory is not cleared), or NULL when
  * memory_limit is reached or the OS refuses (counted; logged once until a get succeeds).
+ * A new reservation that brings reserved_bytes to warn_percent of memory_limit starts a
+ * MEMORY_LIMIT_NEAR episode (one warning; see base/near_limit.h).
  * Concurrency: any thread; lock-free unless the pool must grow. */
 KILN_INTERNAL void *kiln_block_get(kiln_block_pool *pool);
 
@@ -84,12 +96,22 @@ KILN_INTERNAL void *kiln_block_get(kiln_block_pool *pool);
 KILN_INTERNAL void kiln_block_put(kiln_block_pool *pool, void *block);
 
 /* A dedicated mapping of size bytes (rounded up to pages) aligned to align, counted
- * against memory_limit. NULL on refusal (counted, logged once). Concurrency: any thread. */
+ * against memory_limit (and judged for MEMORY_LIMIT_NEAR as a reservation is). NULL on
+ * refusal (counted, logged once). Concurrency: any thread. */
 KILN_INTERNAL void *kiln_block_pool_map_large(kiln_block_pool *pool, size_t size, size_t align);
 KILN_INTERNAL void  kiln_block_pool_unmap_large(kiln_block_pool *pool, void *ptr, size_t size);
 
-/* Gives every free block's pages back to the OS; returns the bytes. Concurrency: any
- * thread; gets that meet an empty LIFO meanwhile wait for the pass to finish. */
+/* Gives the pages of at most max_blocks free blocks back to the OS (those on free_blocks
+ * move to trimmed_blocks); returns how many free blocks still hold their pages after the
+ * step (free_blocks' depth at its end). max_blocks 0 gives nothing back. The bytes given
+ * back are added to trimmed_bytes; a step that gives any counts as one trim. Each block
+ * is off both LIFOs only while its pages are given back, so a step holds no more than
+ * one block at a time. Concurrency: any thread; a get that meets both LIFOs empty
+ * meanwhile waits for the block in flight instead of growing the pool. */
+KILN_INTERNAL size_t kiln_block_pool_trim_step(kiln_block_pool *pool, size_t max_blocks);
+
+/* Trim steps until free_blocks is empty; returns the bytes given back. Concurrency: as
+ * kiln_block_pool_trim_step (blocks put back meanwhile may be trimmed too). */
 KILN_INTERNAL size_t kiln_block_pool_trim(kiln_block_pool *pool);
 
 /* Concurrency: any thread (relaxed reads; see kiln/stats.h). */

@@ -1,13 +1,15 @@
-/* bench/alloc_bench.c — the allocation family of BENCH.md: A1 frame and A5 block pool
- * (A2-A4 join later), kiln against every peer found at configure time, one table per
- * workload.
+/* bench/alloc_bench.c — the allocation family of BENCH.md: A1 frame, A5 block pool and
+ * A6 trim (A2-A4 join later), kiln against every peer found at configure time, one
+ * table per workload.
  *
  * Usage:
- *   alloc_bench [--quick] [--only a1|a1u|a5] [--debug BITS[,BITS...]]
+ *   alloc_bench [--quick] [--only a1|a1u|a5|a6] [--debug BITS[,BITS...]]
  *       the tables; --quick: a few frames per round, seconds in all; a1u: A1 with the
  *       touches left out, a diagnostic of the allocators' own cost; --debug: A1 compares
  *       kiln with desc.debug 0 against kiln with each of these KILN_DEBUG_* masks (one
- *       row each, same rounds; the peers are left out), the cost of the debug layer
+ *       row each, same rounds; the peers are left out), the cost of the debug layer;
+ *       a6: the worst kiln_trim_step against one whole kiln_trim (kiln alone: no peer
+ *       gives memory back in slices)
  *   alloc_bench --callgrind-frame-alloc N
  *       N kiln_frame_alloc calls in A1 frames, for valgrind --tool=callgrind (callgrind.sh)
  *   alloc_bench --child EXPECT a1 FRAMES TOUCH
@@ -50,12 +52,16 @@ typedef struct run_size {
     int a5_bursts;          /* per thread per round */
     int a5_pairs;           /* get+put pairs per burst, at least */
     int a5_rounds;
+    int a6_blocks;          /* free blocks, every page resident, that each round gives back */
+    int a6_rounds;
 } run_size;
 
 static const run_size full_run  = { .a1_frames = 40, .a1_rounds = 9,
-                                    .a5_bursts = 20, .a5_pairs = 10000, .a5_rounds = 15 };
+                                    .a5_bursts = 20, .a5_pairs = 10000, .a5_rounds = 15,
+                                    .a6_blocks = 1024, .a6_rounds = 7 };
 static const run_size quick_run = { .a1_frames = 2, .a1_rounds = 5,
-                                    .a5_bursts = 4, .a5_pairs = 2000, .a5_rounds = 5 };
+                                    .a5_bursts = 4, .a5_pairs = 2000, .a5_rounds = 5,
+                                    .a6_blocks = 64, .a6_rounds = 5 };
 
 /* The one byte write that "touches" every allocation; volatile so that no compiler
  * drops a store into memory that is freed or reset later. */
@@ -522,10 +528,83 @@ static void run_a5(const run_size *size) {
     a5_teardown();
 }
 
+/* ==== A6 trim ====================================================================== */
+
+/* Memory a level used, given back: a_blocks free blocks with every page resident, then
+ * kiln_trim_step slices of `step` blocks until none is left (step 0: one kiln_trim).
+ * A sample is one call's duration (ops 1), so the table's max is the worst step: what
+ * a frame that trims pays at most. */
+typedef struct a6_state {
+    kiln_runtime *rt;
+    int           blocks;
+    size_t        step;          /* blocks per kiln_trim_step; 0: kiln_trim */
+} a6_state;
+
+/* Untimed: an arena takes the blocks and writes every page, then gives them back. */
+static void a6_fill(a6_state *a) {
+    kiln_arena *level = kiln_arena_create(a->rt, "A6 level");
+    if (!level) bench_die("A6: kiln_arena_create failed");
+    size_t chunk = A5_BLOCK_SIZE / 2;   /* two per block: every block is taken */
+    for (int i = 0; i < 2 * a->blocks; i++) {
+        char *p = kiln_arena_alloc(level, chunk, 64);
+        if (!p) bench_die("A6: kiln_arena_alloc failed");
+        for (size_t off = 0; off < chunk; off += 4096) p[off] = (char)i;
+    }
+    kiln_arena_destroy(level);
+}
+
+static void a6_round(void *state, bench_series *s) {
+    a6_state *a = state;
+    a6_fill(a);
+    uint64_t t0 = bench_now_ns(), round_ns = 0;
+    if (a->step == 0) {
+        kiln_trim(a->rt);
+        round_ns = bench_now_ns() - t0;
+        bench_add_sample(s, (double)round_ns, 1);
+    } else {
+        for (size_t left = 1; left > 0;) {
+            uint64_t t1 = bench_now_ns();
+            left = kiln_trim_step(a->rt, a->step);
+            uint64_t t2 = bench_now_ns();
+            bench_add_sample(s, (double)(t2 - t1), 1);
+            round_ns += t2 - t1;
+        }
+    }
+    bench_add_round(s, (double)round_ns, 1);   /* the whole give-back, however sliced */
+}
+
+static void run_a6(const run_size *size) {
+    /* One runtime per row, each with the blocks of its own rounds. */
+    const size_t steps[] = { 0, 8, 64 };
+    enum { ROWS = sizeof steps / sizeof steps[0] };
+    a6_state rows[ROWS];
+    char names[ROWS][48];
+    char detail[256];
+    snprintf(detail, sizeof detail,
+             "%d free blocks of %u KiB, every page written, given back per round; sample: "
+             "one call (the max is the worst step); round: all calls of the round together",
+             size->a6_blocks, A5_BLOCK_SIZE >> 10);
+    bench_workload w = { .title = "A6 trim: kiln_trim_step slices against one kiln_trim",
+                         .detail = detail, .op = "give-back", .sample = "call",
+                         .rounds = size->a6_rounds };
+    for (int i = 0; i < ROWS; i++) {
+        rows[i] = (a6_state){ .rt = kiln_create(&(kiln_desc){ .worker_count = KILN_NO_WORKERS }),
+                              .blocks = size->a6_blocks, .step = steps[i] };
+        if (!rows[i].rt) bench_die("A6: kiln_create failed");
+        if (steps[i] == 0) snprintf(names[i], sizeof names[i], "kiln_trim (one pass)");
+        else snprintf(names[i], sizeof names[i], "kiln_trim_step, %zu blocks", steps[i]);
+        bench_add_entry(&w, names[i], a6_round, &rows[i]);
+    }
+    bench_run(&w);
+    bench_print(&w);
+    bench_workload_free(&w);
+    for (int i = 0; i < ROWS; i++) kiln_destroy(rows[i].rt);
+}
+
 /* ==== main ========================================================================== */
 
 static void usage(void) {
-    fprintf(stderr, "usage: alloc_bench [--quick] [--only a1|a1u|a5] [--debug BITS[,BITS...]]\n"
+    fprintf(stderr, "usage: alloc_bench [--quick] [--only a1|a1u|a5|a6] [--debug BITS[,BITS...]]\n"
                     "       alloc_bench --callgrind-frame-alloc N\n");
     exit(2);
 }
@@ -544,7 +623,8 @@ int main(int argc, char **argv) {
             if (!parse_debug_masks(argv[++i])) usage();
         } else usage();
     }
-    if (only && strcmp(only, "a1") != 0 && strcmp(only, "a1u") != 0 && strcmp(only, "a5") != 0)
+    if (only && strcmp(only, "a1") != 0 && strcmp(only, "a1u") != 0 && strcmp(only, "a5") != 0 &&
+        strcmp(only, "a6") != 0)
         usage();
     printf("kiln alloc_bench (%s run); malloc in this process comes from %s\n",
            size == &quick_run ? "quick" : "full", bench_malloc_provider());
@@ -553,6 +633,7 @@ int main(int argc, char **argv) {
     if (!only || strcmp(only, "a1") == 0) run_a1(size, true);
     if (!only || strcmp(only, "a1u") == 0) run_a1(size, false);
     if (!only || strcmp(only, "a5") == 0) run_a5(size);
+    if (debug_mask_count == 0 && (!only || strcmp(only, "a6") == 0)) run_a6(size);
     printf("\nalloc_bench: done in %.1f s\n", (double)(bench_now_ns() - t0) / 1e9);
     return 0;
 }

@@ -71,6 +71,9 @@ kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *name, kiln_ctx 
         .pool = &rt->blocks,
         .name = name,
         .budget = is_frame ? rt->desc.frame_budget : 0,
+        .warn_percent = rt->desc.warn_percent,
+        .refuse_over_budget = rt->desc.frame_budget_policy == KILN_BUDGET_REFUSE,
+        .fallback = is_frame && rt->desc.frame_fallback,
         .frame_clock = &rt->frame,
         .is_frame = is_frame,
         .log = rt->log,
@@ -82,6 +85,14 @@ kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *name, kiln_ctx 
     if (!record) return NULL;
     if (!kiln_arena_init(&record->arena, &config)) {   /* the pool logged why */
         record->arena.is_frame = is_frame;
+        record_keep(rt, record, !reused);
+        return NULL;
+    }
+    /* desc.frame_reserve: taken and touched before the context's first frame (logged on
+     * refusal: ARENA_RESERVE_FAILED); the context is then not made. */
+    if (is_frame && rt->desc.frame_reserve != 0 &&
+        !kiln_arena_reserve_bytes(&record->arena, rt->desc.frame_reserve)) {
+        kiln_arena_fini(&record->arena);
         record_keep(rt, record, !reused);
         return NULL;
     }
@@ -226,6 +237,14 @@ bool kiln_arena_stats_get(const kiln_arena *arena, kiln_arena_stats *out) {
     if (!kiln_stats_args_ok(arena ? &arena->log : NULL, arena, KILN_LOGITEM_ARENA_NULL, "the arena", out, sizeof *out, "kiln_arena_stats_get"))
         return false;
     return kiln_arena_stats_read(arena, out);   /* false, logged, for a destroyed arena */
+}
+
+bool kiln_arena_reserve(kiln_arena *arena, size_t bytes) {
+    if (!arena) {
+        refuse_null_arena("kiln_arena_reserve");
+        return false;
+    }
+    return kiln_arena_reserve_bytes(arena, bytes);
 }
 
 kiln_arena *kiln_frame_arena(kiln_ctx *ctx) {

@@ -51,6 +51,20 @@ static bool desc_check(kiln_desc *d, const kiln_log_sink *early) {
                  d->worker_count, (unsigned)KILN_MAX_WORKERS);
         return false;
     }
+    if (d->frame_reserve > ((size_t)1 << KILN_ADDRESS_BITS) ||
+        (d->memory_limit != 0 && d->frame_reserve > d->memory_limit)) {
+        kiln_log(early, KILN_LOGITEM_FRAME_RESERVE_INVALID,
+                 "kiln_create: frame_reserve %zu is more than %s (%zu bytes)", d->frame_reserve,
+                 d->memory_limit != 0 ? "memory_limit" : "the user address space",
+                 d->memory_limit != 0 ? d->memory_limit : (size_t)1 << KILN_ADDRESS_BITS);
+        return false;
+    }
+    if (d->frame_budget_policy != KILN_BUDGET_WARN && d->frame_budget_policy != KILN_BUDGET_REFUSE) {
+        kiln_log(early, KILN_LOGITEM_FRAME_BUDGET_POLICY_INVALID,
+                 "kiln_create: frame_budget_policy %d is not KILN_BUDGET_WARN (0) or "
+                 "KILN_BUDGET_REFUSE (1)", (int)d->frame_budget_policy);
+        return false;
+    }
     if (d->warn_percent > 100) {
         kiln_log(early, KILN_LOGITEM_WARN_PERCENT_INVALID,
                  "kiln_create: warn_percent %u is over 100 (a share of a limit, 1-100; 0: %u)",
@@ -91,6 +105,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
         .block_size = d.block_size,
         .reserve_bytes = d.reserve_size,
         .memory_limit = d.memory_limit,
+        .warn_percent = d.warn_percent,
         .log = rt->log,
     };
     if (!kiln_block_pool_init(&rt->blocks, &pool_config)) {   /* logged */
@@ -186,4 +201,9 @@ uint64_t kiln_frame_number(const kiln_runtime *rt) {
 size_t kiln_trim(kiln_runtime *rt) {
     if (!kiln_runtime_check(rt, "kiln_trim")) return 0;
     return kiln_block_pool_trim(&rt->blocks);
+}
+
+size_t kiln_trim_step(kiln_runtime *rt, size_t max_blocks) {
+    if (!kiln_runtime_check(rt, "kiln_trim_step")) return 0;
+    return kiln_block_pool_trim_step(&rt->blocks, max_blocks);
 }

@@ -1,9 +1,11 @@
 /* stress/stress_arenas.c — arenas on a real runtime under load: many threads, each
  * attached, each with an arena of its own and its frame arena, allocate (sizes 0 to
  * three blocks, alignments 1 to 4096), mark, release and reset at random, with small
- * blocks so blocks flow through the global pool all the time. Meanwhile a stats
- * thread reads kiln_stats_get and kiln_stats_arenas without pause and trims, and two
- * churn threads attach, allocate and detach over and over.
+ * blocks so blocks flow through the global pool all the time; they reserve block space
+ * now and then (kiln_arena_reserve), and every context's frame arena reserves some when
+ * it is made (desc.frame_reserve). Meanwhile a stats thread reads kiln_stats_get and
+ * kiln_stats_arenas without pause and trims, whole (kiln_trim) or in steps
+ * (kiln_trim_step), and two churn threads attach, allocate and detach over and over.
  *
  * Every live allocation holds a copy of a slice of its thread's random reference
  * bytes, checked with memcmp: before and after every release (what came before the
@@ -29,6 +31,8 @@ enum {
     BLOCK_SIZE   = 4096,
     RESERVE_SIZE = 16 * BLOCK_SIZE,
     FRAME_BUDGET = 8 * BLOCK_SIZE,   /* crossed now and then: the budget path runs too */
+    FRAME_RESERVE = 2 * BLOCK_SIZE,  /* every context's frame arena, at attach */
+    MAX_RESERVE  = 2 * BLOCK_SIZE,   /* a kiln_arena_reserve asks at most this */
     MAX_SIZE     = 3 * BLOCK_SIZE,
     MAX_ALIGN    = 4096,
     MAX_LIVE     = 48,               /* live allocations tracked per arena */
@@ -71,6 +75,7 @@ typedef struct thread_state {
     tracked        own, frame;
     uint64_t       ops, verified_bytes, frames_driven;
     uint64_t       null_allocs;      /* allocations that returned NULL (limit phase) */
+    uint64_t       reserves, refused_reserves;   /* kiln_arena_reserve calls, false ones */
     uint64_t       refused_creates;  /* kiln_attach / kiln_arena_create that returned NULL */
     uint64_t       attaches;         /* churn thread */
     uint64_t       stats_reads, trims;
@@ -243,6 +248,23 @@ static void do_reset(thread_state *ts, tracked *t) {
                  t->is_frame ? "frame" : "own", used);
 }
 
+/* A reserve changes what the arena holds, never what it has in use; false only at the
+ * limit (one pool refusal, counted as a NULL would be). */
+static void do_reserve(thread_state *ts, tracked *t) {
+    kiln_arena_stats before;
+    size_t used = owner_stats(ts, t, &before);
+    size_t bytes = (size_t)stress_below(&ts->rng, MAX_RESERVE + 1);
+    ts->reserves++;
+    if (!kiln_arena_reserve(t->arena, bytes)) {
+        ts->refused_reserves++;
+        STRESS_CHECK(memory_limit != 0, "thread %u: kiln_arena_reserve of %zu bytes failed "
+                     "without a memory_limit", ts->id, bytes);
+    }
+    kiln_arena_stats after;
+    STRESS_CHECK(owner_stats(ts, t, &after) == used && after.allocs == before.allocs,
+                 "thread %u: a reserve changed the bytes in use (%zu)", ts->id, used);
+}
+
 static void worker_step(thread_state *ts) {
     tracked *t = stress_below(&ts->rng, 5) < 2 ? &ts->frame : &ts->own;
     uint64_t r = stress_below(&ts->rng, 100);
@@ -251,7 +273,8 @@ static void worker_step(thread_state *ts) {
     else if (r < 65) do_mark(ts, t);
     else if (r < 77) do_release(ts, t);
     else if (r < 80) do_reset(ts, t);
-    else if (r < 83) check_owner_stats(ts, t);
+    else if (r < 82) check_owner_stats(ts, t);
+    else if (r < 83) do_reserve(ts, t);
     else if (t->live_count) verify_alloc(ts, t, &t->live[stress_below(&ts->rng, t->live_count)]);
     ts->ops++;
 }
@@ -336,6 +359,14 @@ static void *stats_main(void *arg) {
         if (ts->stats_reads % 64 == 0) {
             kiln_trim(rt);
             ts->trims++;
+        } else if (ts->stats_reads % 16 == 0) {
+            /* A slice; whatever it says is left may be stale by the time it returns. */
+            size_t left = kiln_trim_step(rt, 1 + (size_t)stress_below(&ts->rng, 8));
+            kiln_stats after;   /* blocks_reserved never shrinks: read later, it bounds left */
+            if (!kiln_stats_get(rt, &after)) stress_fail("kiln_stats_get failed");
+            STRESS_CHECK(left <= after.blocks.blocks_reserved, "trim_step says %zu resident free "
+                         "blocks of %" PRIu64 " reserved", left, after.blocks.blocks_reserved);
+            ts->trims++;
         }
     }
     return NULL;
@@ -405,8 +436,10 @@ static void start_thread(pthread_t *thread, void *(*fn)(void *), void *arg) {
 static phase_result run_phase(const char *name, size_t limit) {
     phase_result result = { 0 };
     static const char *const expected_items[] = { "MEMORY_LIMIT_REACHED", "FRAME_BUDGET_EXCEEDED",
-                                                   NULL };
-    static const char *const expected_unlimited[] = { "FRAME_BUDGET_EXCEEDED", NULL };
+                                                   "FRAME_BUDGET_NEAR", "MEMORY_LIMIT_NEAR",
+                                                   "ARENA_RESERVE_FAILED", NULL };
+    static const char *const expected_unlimited[] = { "FRAME_BUDGET_EXCEEDED", "FRAME_BUDGET_NEAR",
+                                                      NULL };
     stress_log log = { .expected = limit ? expected_items : expected_unlimited };
     memory_limit = limit;
     /* No workers: this program's threads are its own, and its accounting counts every
@@ -417,6 +450,7 @@ static phase_result run_phase(const char *name, size_t limit) {
         .reserve_size = RESERVE_SIZE,
         .memory_limit = limit,
         .frame_budget = FRAME_BUDGET,
+        .frame_reserve = FRAME_RESERVE,
         .log = stress_log_fn,
         .log_user = &log,
     });
@@ -450,7 +484,7 @@ static phase_result run_phase(const char *name, size_t limit) {
 
     /* Quiet: the workers hold their arenas, nothing else runs. */
     uint64_t expected_failures = 0;
-    for (unsigned t = 0; t < n; t++) expected_failures += workers[t].null_allocs;
+    for (unsigned t = 0; t < n; t++) expected_failures += workers[t].null_allocs + workers[t].refused_reserves;
     for (unsigned c = 0; c < CHURN_THREADS; c++)
         expected_failures += churn[c].null_allocs + churn[c].refused_creates;
     kiln_stats s;

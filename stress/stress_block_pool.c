@@ -1,6 +1,7 @@
 /* stress/stress_block_pool.c — the block pool's contract under load: any number of
  * threads get and put blocks of ONE pool at once (lock-free), while it grows, while
- * a trim pass holds its free blocks for a moment, and against a memory_limit.
+ * a trim step moves free blocks to the trimmed LIFO one at a time (whole passes and
+ * bounded steps, alternately), and against a memory_limit.
  *
  * Every block a thread gets is filled with a pattern derived from (block address,
  * thread, sequence number), the first word (the free-list link while the block is
@@ -22,8 +23,8 @@
  *          its best chance to happen
  * In every phase the pool may reserve at most one reservation more than the threads
  * can hold at once: it grows only when every block is taken, never because a trim
- * pass holds the free blocks for a moment. At the end of each phase the free LIFO is
- * popped empty and must hold exactly blocks_reserved distinct blocks.
+ * step holds a free block for a moment. At the end of each phase the free and trimmed
+ * LIFOs are popped empty and must hold exactly blocks_reserved distinct blocks.
  * Usage: stress-block-pool [--threads N] [--iterations N] [--seed S]; --iterations
  * counts the operations of each thread in each phase. Exit status 0 when every check
  * held. */
@@ -170,12 +171,27 @@ static void drop_one(worker *w, uint64_t r) {
     }
 }
 
+/* Thread 0 only, so the trimmed-bytes figure moves by this call's work alone. */
 static void trim_and_check(worker *w) {
-    size_t bytes = kiln_block_pool_trim(&pool);
+    kiln_block_pool_stats s;
+    kiln_block_pool_stats_get(&pool, &s);
+    size_t before = s.trimmed_bytes;
+    size_t bytes;
+    if (w->trims % 2 == 0) {
+        bytes = kiln_block_pool_trim(&pool);
+    } else {
+        size_t max_blocks = 1 + (size_t)stress_below(&w->rng, 8);
+        size_t left = kiln_block_pool_trim_step(&pool, max_blocks);
+        kiln_block_pool_stats_get(&pool, &s);
+        bytes = s.trimmed_bytes - before;
+        STRESS_CHECK(bytes <= max_blocks * BLOCK_SIZE, "a step of %zu blocks gave back %zu bytes",
+                     max_blocks, bytes);
+        STRESS_CHECK(left <= s.blocks_reserved, "a step left %zu resident free blocks of %" PRIu64,
+                     left, s.blocks_reserved);
+    }
     w->trims++;
     w->trimmed_bytes += bytes;
     STRESS_CHECK(bytes % BLOCK_SIZE == 0, "trim returned %zu bytes, not whole blocks", bytes);
-    kiln_block_pool_stats s;
     kiln_block_pool_stats_get(&pool, &s);
     if (memory_limit) {
         STRESS_CHECK(s.reserved_bytes <= memory_limit && s.peak_reserved_bytes <= memory_limit,
@@ -215,8 +231,9 @@ static int compare_ptr(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-/* With the threads gone: the free LIFO holds exactly blocks_reserved distinct, aligned
- * blocks (none lost, none twice). Pops them all, checks, pushes them back. */
+/* With the threads gone: the free and trimmed LIFOs hold exactly blocks_reserved
+ * distinct, aligned blocks (none lost, none twice). Pops them all, checks, pushes them
+ * back. */
 static void check_free_list(uint64_t blocks_reserved) {
     size_t cap = (size_t)blocks_reserved + 1;
     void **seen = malloc(cap * sizeof *seen);
@@ -227,6 +244,8 @@ static void check_free_list(uint64_t blocks_reserved) {
     size_t n = 0;
     for (kiln_lifo_node *node; n < cap && (node = kiln_lifo_pop(&pool.free_blocks)) != NULL;)
         seen[n++] = node;
+    for (kiln_lifo_node *node; n < cap && (node = kiln_lifo_pop(&pool.trimmed_blocks)) != NULL;)
+        seen[n++] = node;
     STRESS_CHECK(n == blocks_reserved, "the free list holds %s%zu blocks, blocks_reserved is %" PRIu64,
                  n == cap ? "more than " : "", n == cap ? n - 1 : n, blocks_reserved);
     qsort(seen, n, sizeof *seen, compare_ptr);
@@ -236,6 +255,7 @@ static void check_free_list(uint64_t blocks_reserved) {
         STRESS_CHECK(i == 0 || seen[i] != seen[i - 1], "block %p is on the free list twice",
                      seen[i]);
     }
+    /* All back on the free LIFO: a later trim gives the trimmed ones back again. */
     for (size_t i = 0; i < n; i++) kiln_lifo_push(&pool.free_blocks, seen[i]);
     free(seen);
 }

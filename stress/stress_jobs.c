@@ -915,7 +915,7 @@ static void start_thread(pthread_t *thread, void *(*fn)(void *), void *arg) {
 int main(int argc, char **argv) {
     opt = (stress_options){ .threads = 4, .iterations = 400, .seed = 1 };
     if (!stress_parse(argc, argv, &opt)) return 2;
-    static const char *const expected_items[] = { "FRAME_BUDGET_EXCEEDED",
+    static const char *const expected_items[] = { "FRAME_BUDGET_EXCEEDED", "FRAME_BUDGET_NEAR",
                                                    "JOB_BACKGROUND_FRAME_ALLOC", NULL };
     static stress_log log = { .expected = expected_items };
     double start = stress_seconds();

@@ -51,6 +51,28 @@ ROW(create_block_size_half, "kiln_create", "size: block_size SIZE_MAX/2+1 (a pow
     WANT_NULL(rt);
     kiln_destroy(rt);
 })
+ROW(create_frame_reserve_over_limit, "kiln_create", "size: frame_reserve over memory_limit", KILN_LOGITEM_FRAME_RESERVE_INVALID, SINK_A, NOT_COUNTED, 0, DOC, {
+    kiln_desc d = recording_desc(f->rec_a);
+    d.memory_limit = 4u << 20;
+    d.frame_reserve = (4u << 20) + 1;
+    kiln_runtime *rt = kiln_create(&d);
+    WANT_NULL(rt);
+    kiln_destroy(rt);
+})
+ROW(create_frame_reserve_size_max, "kiln_create", "size: frame_reserve SIZE_MAX", KILN_LOGITEM_FRAME_RESERVE_INVALID, SINK_A, NOT_COUNTED, 0, DOC, {
+    kiln_desc d = recording_desc(f->rec_a);
+    d.frame_reserve = SIZE_MAX;
+    kiln_runtime *rt = kiln_create(&d);
+    WANT_NULL(rt);
+    kiln_destroy(rt);
+})
+ROW(create_frame_budget_policy_2, "kiln_create", "range: frame_budget_policy 2", KILN_LOGITEM_FRAME_BUDGET_POLICY_INVALID, SINK_A, NOT_COUNTED, 0, DOC, {
+    kiln_desc d = recording_desc(f->rec_a);
+    d.frame_budget_policy = (kiln_budget_policy)2;
+    kiln_runtime *rt = kiln_create(&d);
+    WANT_NULL(rt);
+    kiln_destroy(rt);
+})
 ROW(create_memory_limit_1, "kiln_create", "size: memory_limit 1 (under a block)", KILN_LOGITEM_MEMORY_LIMIT_INVALID, SINK_A, NOT_COUNTED, 0, DOC, {
     kiln_desc d = recording_desc(f->rec_a);
     d.memory_limit = 1;
@@ -250,6 +272,25 @@ ROW(trim_null, "kiln_trim", "UNDOC NULL runtime: 0, RUNTIME_NULL", KILN_LOGITEM_
     WANT_EQ(kiln_trim(NULL), 0u);
 })
 
+/* kiln_trim_step */
+ROW(trim_step_null, "kiln_trim_step", "NULL runtime: 0, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(kiln_trim_step(NULL, 8), 0u);
+})
+ROW(trim_step_forged, "kiln_trim_step", "forged runtime: 0, RUNTIME_INVALID", KILN_LOGITEM_RUNTIME_INVALID, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(kiln_trim_step(FORGED_RT, 8), 0u);
+})
+ROW(trim_step_zero, "kiln_trim_step", "range: max_blocks 0 (legal: nothing given back)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    kiln_stats before;
+    cr_assert(kiln_stats_get(f->a, &before));
+    (void)kiln_trim_step(f->a, 0);
+    kiln_stats after;
+    cr_assert(kiln_stats_get(f->a, &after));
+    WANT_EQ(after.blocks.trims, before.blocks.trims);
+})
+ROW(trim_step_huge, "kiln_trim_step", "range: max_blocks SIZE_MAX (legal: every free block)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(kiln_trim_step(f->a, SIZE_MAX), 0u);
+})
+
 /* kiln_log_item_name, kiln_log_item_level: no item is legal input, answered, not logged */
 ROW(log_item_name_none, "kiln_log_item_name", "range: KILN_LOGITEM_NONE (legal: NULL)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     WANT_NULL(kiln_log_item_name(KILN_LOGITEM_NONE));
@@ -302,6 +343,11 @@ ROW(arena_alloc_detached_frame_arena, "kiln_arena_alloc", "the frame arena of a 
     on_thread(f, OP_ATTACH_KEEP_FRAME_ARENA);
     cr_assert_not_null(f->rp);
     WANT_NULL(kiln_arena_alloc(f->rp, 64, 0));
+})
+ROW(arena_reserve_detached_frame_arena, "kiln_arena_reserve", "the frame arena of a detached ctx: false", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, 0, DOC, {
+    on_thread(f, OP_ATTACH_KEEP_FRAME_ARENA);
+    cr_assert_not_null(f->rp);
+    WANT(!kiln_arena_reserve(f->rp, 4096));
 })
 ROW(arena_reset_detached_frame_arena, "kiln_arena_reset", "the frame arena of a detached ctx: ignored", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, 0, DOC, {
     on_thread(f, OP_ATTACH_KEEP_FRAME_ARENA);
@@ -462,6 +508,20 @@ ROW(arena_release_wrong_thread, "kiln_arena_release", "wrong thread (KILN_DEBUG_
     kiln_arena_stats s;
     WANT(kiln_arena_stats_get(f->arena_a, &s));
     cr_expect_eq(s.bytes_in_use, 0u, "the call proceeds");
+})
+
+/* kiln_arena_reserve */
+ROW(arena_reserve_null, "kiln_arena_reserve", "NULL arena: false", KILN_LOGITEM_ARENA_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT(!kiln_arena_reserve(NULL, 4096));
+})
+ROW(arena_reserve_destroyed, "kiln_arena_reserve", "destroyed arena: false", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, 0, DOC, {
+    WANT(!kiln_arena_reserve(f->dead_arena, 4096));
+})
+ROW(arena_reserve_size_max, "kiln_arena_reserve", "size: SIZE_MAX bytes: false", KILN_LOGITEM_ARENA_RESERVE_TOO_LARGE, SINK_A, COUNTED, 0, DOC, {
+    WANT(!kiln_arena_reserve(f->arena_a, SIZE_MAX));
+})
+ROW(arena_reserve_zero, "kiln_arena_reserve", "size: 0 bytes (legal: true)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    WANT(kiln_arena_reserve(f->arena_a, 0));
 })
 
 /* kiln_arena_reset */

@@ -166,6 +166,13 @@ typedef void (*kiln_error_hook_fn)(void *user, const char *message);
  * per online CPU minus one) is capped at it. */
 #define KILN_MAX_WORKERS 63u
 
+/* kiln_desc.frame_budget_policy: what a frame allocation past frame_budget does. */
+typedef enum kiln_budget_policy {
+    KILN_BUDGET_WARN   = 0,   /* it succeeds; one FRAME_BUDGET_EXCEEDED per context per frame */
+    KILN_BUDGET_REFUSE = 1    /* it returns NULL, counted (kiln_arena_stats.budget_refusals);
+                                 one FRAME_BUDGET_REFUSED per context per frame */
+} kiln_budget_policy;
+
 typedef struct kiln_desc {
     uint32_t    worker_count;  /* worker threads, at most KILN_MAX_WORKERS; 0: one per
                                   online CPU minus one for the attaching thread (at most
@@ -177,7 +184,8 @@ typedef struct kiln_desc {
                                   block (MEMORY_LIMIT_INVALID otherwise); a reservation is cut
                                   to what the limit leaves; 0: no limit */
     size_t      frame_budget;  /* frame-arena bytes per context per frame before a warning
-                                  (one warning per context per frame); 0: none */
+                                  (one warning per context per frame), or a refusal under
+                                  KILN_BUDGET_REFUSE (frame_budget_policy); 0: none */
     uint32_t    debug;         /* KILN_DEBUG_* bits; 0: none. Other bits are dropped, with
                                   one DEBUG_UNKNOWN_BITS warning at create */
     kiln_log_fn log;           /* NULL: one line per message on stderr ("kiln warn: ...") */
@@ -199,6 +207,23 @@ typedef struct kiln_desc {
                                   capacity (HANDLES_CAPACITY_NEAR). An episode ends when usage
                                   falls more than 10 percentage points under the share. 0: 80; over 100:
                                   refused (WARN_PERCENT_INVALID) */
+    size_t      frame_reserve; /* bytes of block space each context's frame arena takes when
+                                  its context is made (workers at create, attached threads at
+                                  kiln_attach; pages touched then) and keeps across every
+                                  reset, as kiln_arena_reserve does; a context whose reserve
+                                  the block pool refuses is not made. More than memory_limit
+                                  or the user address space: refused (FRAME_RESERVE_INVALID).
+                                  0: none */
+    kiln_budget_policy frame_budget_policy;  /* KILN_BUDGET_WARN (0) or KILN_BUDGET_REFUSE;
+                                  another value: refused (FRAME_BUDGET_POLICY_INVALID) */
+    bool        frame_fallback;  /* true: a frame allocation the block pool refuses
+                                  (memory_limit, the OS) comes from the system allocator
+                                  instead, freed at its arena's reset; one FRAME_FALLBACK
+                                  warning per context per frame, counted
+                                  (kiln_arena_stats.fallback_allocs). Off under a debug bit
+                                  that sends every allocation through the debug layer
+                                  (KILN_DEBUG_FILL, GUARDS, POISON, SITES, OWNERSHIP).
+                                  false: NULL, as memory_limit says */
 } kiln_desc;
 
 /* Creates a runtime. NULL on failure, with the reason logged as one ERROR (through
@@ -268,10 +293,22 @@ KILN_API kiln_runtime *kiln_ctx_runtime(const kiln_ctx *ctx);
 KILN_API kiln_desc kiln_runtime_desc(const kiln_runtime *rt);
 
 /* Gives the pages of every free block back to the OS (madvise), without unmapping
- * the address space; returns the bytes given back. Blocks stay usable and are
- * faulted in again on their next use. Concurrency: any thread, lock-free with
- * respect to block gets and puts. */
+ * the address space; returns the bytes given back (free blocks trimmed before and not
+ * used since hold no pages and count nothing). Blocks stay usable and are faulted in
+ * again on their next use: gets take warm free blocks before trimmed ones. The same as
+ * kiln_trim_step(rt, SIZE_MAX). Concurrency: any thread, lock-free with respect to
+ * block gets and puts. */
 KILN_API size_t kiln_trim(kiln_runtime *rt);
+
+/* kiln_trim in slices, for a game that returns memory over several frames at a bounded
+ * cost per frame: gives the pages of at most max_blocks free blocks back to the OS
+ * (added to kiln_block_pool_stats.trimmed_bytes) and returns how many free blocks still
+ * hold their pages after the step; call it again while that is not 0. max_blocks 0 gives
+ * nothing back and returns that number. Free blocks that are put back later hold pages
+ * again. Blocks stay usable, as after kiln_trim. A bad rt: 0, logged (RUNTIME_NULL,
+ * RUNTIME_INVALID). Concurrency: any thread, while others allocate and free; a step
+ * holds at most one free block away from them at a time. */
+KILN_API size_t kiln_trim_step(kiln_runtime *rt, size_t max_blocks);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,8 @@
     X(BLOCK_SIZE_INVALID, ERROR, "desc.block_size is not a power of two from the page size to 1 GiB") \
     X(MEMORY_LIMIT_INVALID, ERROR, "desc.memory_limit is smaller than one block") \
     X(WARN_PERCENT_INVALID, ERROR, "desc.warn_percent is over 100") \
+    X(FRAME_RESERVE_INVALID, ERROR, "desc.frame_reserve is more than desc.memory_limit or the user address space") \
+    X(FRAME_BUDGET_POLICY_INVALID, ERROR, "desc.frame_budget_policy is not a KILN_BUDGET_* value") \
     X(RESERVE_SIZE_INVALID, ERROR, "desc.reserve_size is more than one reservation may be") \
     X(WORKER_COUNT_INVALID, ERROR, "desc.worker_count is above KILN_MAX_WORKERS") \
     X(DEBUG_UNKNOWN_BITS, WARN, "desc.debug has bits that are no KILN_DEBUG_* bit; they are dropped") \
@@ -55,6 +57,8 @@
     X(FRAME_BUDGET_EXCEEDED, WARN, "a frame arena used more than desc.frame_budget in one frame") \
     X(FRAME_MEMORY_STALE, ERROR, "a frame container grew after the frame it was made in had ended (KILN_DEBUG_CHECKS)") \
     X(FRAME_BUDGET_NEAR, WARN, "a frame arena's frame reached desc.warn_percent of desc.frame_budget") \
+    X(FRAME_BUDGET_REFUSED, WARN, "KILN_BUDGET_REFUSE: a frame allocation past desc.frame_budget returned NULL (once per frame)") \
+    X(FRAME_FALLBACK, WARN, "desc.frame_fallback: the system allocator served a frame allocation the block pool refused (once per frame)") \
     /* ---- arenas ---- */ \
     X(ARENA_NULL, ERROR, "the arena argument is NULL") \
     X(ARENA_DESTROYED, ERROR, "a call on an arena that was destroyed") \
@@ -63,6 +67,8 @@
     X(ARENA_STRING_NULL, ERROR, "kiln_frame_printf / kiln_arena_printf / the strdup calls with a NULL format or string") \
     X(ARENA_FORMAT_FAILED, ERROR, "kiln_frame_printf / kiln_arena_printf: vsnprintf failed on the format (an encoding error, a length past INT_MAX)") \
     X(ARENA_GROW_FOREIGN, ERROR, "KILN_DEBUG_CHECKS: kiln_arena_grow of a pointer that is no allocation in use in that arena") \
+    X(ARENA_RESERVE_TOO_LARGE, ERROR, "kiln_arena_reserve of more bytes than the user address space holds") \
+    X(ARENA_RESERVE_FAILED, ERROR, "kiln_arena_reserve could not take its blocks (memory_limit or the OS)") \
     X(ARENA_BAD_MARK, ERROR, "kiln_arena_release with a mark of another arena, from before a reset, or released past") \
     X(ARENA_IS_FRAME_ARENA, ERROR, "kiln_arena_destroy of a context's frame arena (it goes with kiln_detach)") \
     X(ARENA_WORKER_FRAME_RESET, ERROR, "kiln_arena_reset of a worker's frame arena (kiln_frame_end resets it)") \

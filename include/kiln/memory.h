@@ -128,6 +128,26 @@ KILN_API void kiln_arena_release(kiln_arena *arena, kiln_mark mark);
  * Owner thread only. */
 KILN_API void kiln_arena_reset(kiln_arena *arena);
 
+/* Takes blocks from the global pool now, so that bytes more can be allocated from the
+ * arena's current position before it touches the pool again (block space: allocations
+ * that each fit a block; the tail a block cannot fit is not counted), and touches their
+ * pages now rather than in the first frame that uses them. Every later reset keeps at
+ * least the blocks that hold bytes from an empty arena (the largest reserve asked so far
+ * stays: it never decays). kiln_desc.frame_reserve does this for every frame arena.
+ * - true when the blocks are held (bytes 0: always).
+ * - false, logged, the arena left usable:
+ *   - memory_limit reached or the OS refused a block: ARENA_RESERVE_FAILED (after the
+ *     block pool's own MEMORY_LIMIT_REACHED or OS_MAP_FAILED); the blocks taken so far
+ *     are kept as spares until resets give them back, the floor is not raised;
+ *   - bad input: a NULL arena (ARENA_NULL), a destroyed one (ARENA_DESTROYED), more
+ *     bytes than the user address space (ARENA_RESERVE_TOO_LARGE), counted in
+ *     api_errors.
+ * - With KILN_DEBUG_OWNERSHIP, a call from a thread that does not own the arena is
+ *   reported (ARENA_WRONG_THREAD) and proceeds, as for kiln_arena_mark.
+ * Concurrency: owner thread only (a frame arena: its context's thread, between frames
+ * for a worker's); other threads may use the global pool meanwhile. */
+KILN_API bool kiln_arena_reserve(kiln_arena *arena, size_t bytes);
+
 /* This thread's frame arena: reset by kiln_frame_end for the driving context and
  * the workers (never by kiln_arena_reset, for a worker); reset by the owner itself
  * for other attached threads. */
@@ -135,6 +155,15 @@ KILN_API kiln_arena *kiln_frame_arena(kiln_ctx *ctx);
 
 /* Frame memory: lives until the next kiln_frame_end (or, for an attached thread
  * outside the frame clock, until it resets its frame arena).
+ * - Past desc.frame_budget: with KILN_BUDGET_WARN (the default) it succeeds, with one
+ *   FRAME_BUDGET_EXCEEDED per frame; with KILN_BUDGET_REFUSE it returns NULL, counted
+ *   (kiln_arena_stats.budget_refusals and failures), with one FRAME_BUDGET_REFUSED per
+ *   frame. A frame whose high-water mark reaches desc.warn_percent of the budget starts
+ *   a FRAME_BUDGET_NEAR episode (one warning, judged at the frame's reset).
+ * - When the block pool refuses (memory_limit, the OS): NULL, or with desc.frame_fallback
+ *   memory from the system allocator, freed at the arena's reset (one FRAME_FALLBACK per
+ *   frame; kiln_arena_stats.fallback_allocs, fallback_bytes; not in bytes_in_use and not
+ *   judged against the budget). A release to a mark frees no such allocation.
  * - NULL, logged as the context check logs it, for a NULL or detached context
  *   (CONTEXT_NULL, CONTEXT_DETACHED).
  * - NULL inside a background job with KILN_DEBUG_CHECKS (JOB_BACKGROUND_FRAME_ALLOC).

@@ -37,7 +37,8 @@ extern "C" {
     X(uint64_t, failures,            "gets and large maps refused (memory_limit or OS)")       \
     X(uint64_t, os_maps,             "successful OS reservations (chunks and large mappings)") \
     X(uint64_t, large_mappings,      "dedicated mappings alive now")                           \
-    X(uint64_t, trims,               "kiln_trim calls")                                        \
+    X(uint64_t, trims,               "kiln_trim calls, and kiln_trim_step calls with "         \
+                                     "max_blocks > 0")                                         \
     X(size_t,   trimmed_bytes,       "bytes given back to the OS by all trims")                \
     /* end of list */
 
@@ -65,6 +66,14 @@ typedef struct kiln_block_pool_stats {
     X(uint64_t, guard_errors,    "KILN_DEBUG_GUARDS: damaged guards found "                    \
                                  "(ARENA_GUARD_DAMAGED)")                                      \
     X(uint64_t, wrong_thread,    "KILN_DEBUG_OWNERSHIP: calls from a thread not owning it")    \
+    X(uint32_t, reserved_blocks, "blocks every reset keeps for kiln_arena_reserve and "        \
+                                 "desc.frame_reserve")                                         \
+    X(uint64_t, budget_refusals, "KILN_BUDGET_REFUSE: allocations refused at the budget "      \
+                                 "(counted in failures too)")                                  \
+    X(uint64_t, fallback_allocs, "desc.frame_fallback: allocations the system allocator "      \
+                                 "served")                                                     \
+    X(size_t,   fallback_bytes,  "bytes of those live now (freed at reset; not in "            \
+                                 "bytes_in_use)")                                              \
     /* end of list */
 
 typedef struct kiln_arena_stats {
