@@ -208,6 +208,8 @@ typedef struct kiln_site_stats {
  * - A handle item allocated without a site (kiln_handle_alloc) counts as live at the site
  *   its slot last recorded, none for a slot never allocated at one (as the leak report
  *   groups it).
+ * - A pool object gets its site right after its allocation (kiln_pool_alloc_at): a reading
+ *   meanwhile counts it under no site (file NULL), at most one object per context.
  * - Up to 3072 distinct sites are counted; the allocations of sites beyond are left out
  *   (kiln_stats_print says how many).
  * Bad input, 0 written: a NULL or destroyed runtime (RUNTIME_NULL, RUNTIME_INVALID, on
