@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/heap.h"   /* fault injection (the static library) */
 #include "json_check.h"
 #include "recording_log.h"
 
@@ -753,6 +754,23 @@ Test(observe_sites, bad_input) {
     cr_assert_eq(stats.api_errors, 1);
     kiln_destroy(plain);
     cr_assert_eq(kiln_sites_top(plain, s, 2), 0, "destroyed: refused, never read");
+}
+
+Test(observe_sites, no_heap_for_the_site_counts_refuses_create) {
+    kiln_desc desc = recording_desc(rec);
+    desc.worker_count = KILN_NO_WORKERS;
+    desc.debug = KILN_DEBUG_SITES;
+    bool refused = false;
+    for (unsigned long n = 1; n <= 8 && !refused; n++) {   /* the counts are among the first */
+        recording_log_clear(rec);
+        kiln_heap_fail_nth(n);
+        kiln_runtime *made = kiln_create(&desc);
+        kiln_heap_fail_nth(0);
+        refused = count_items(rec, KILN_LOGITEM_SITES_OUT_OF_MEMORY) == 1;
+        if (refused) cr_assert_null(made, "a runtime without its site counts");
+        kiln_destroy(made);
+    }
+    cr_assert(refused, "no allocation of the first 8 was the site counts'");
 }
 
 /* ---------- tracing ---------- */

@@ -204,7 +204,9 @@ typedef struct kiln_site_stats {
  * most live first), at most cap of them, and returns how many it wrote. At any time, not
  * only at destroy.
  * - The sites are counted as allocations are made, across every arena (frame arenas
- *   included), pool and handle table of the runtime; destroyed ones keep their counts.
+ *   included), pool and handle table of the runtime; destroyed ones keep their counts
+ *   (objects a pool still held at kiln_pool_destroy stay live: leaked; a destroyed
+ *   table's items are no longer live).
  * - A handle item allocated without a site (kiln_handle_alloc) counts as live at the site
  *   its slot last recorded, none for a slot never allocated at one (as the leak report
  *   groups it).
