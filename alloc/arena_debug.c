@@ -116,6 +116,8 @@ static void *debug_alloc(kiln_arena *arena, size_t size, size_t align, kiln_debu
                               .large_index = spot.large_index, .front = (uint32_t)front,
                               .large = spot.large };
     record_push(arena);
+    if (arena->debug & KILN_DEBUG_SITES)
+        kiln_sites_alloc(arena->pool->sites, (kiln_debug_site){ r->file, r->line }, size, true);
     if (arena->debug & KILN_DEBUG_POISON) {
         kiln_debug_unpoison(raw, total);   /* its guards may lie where a freed object was */
         kiln_debug_object_taken(arena, r->object, size);
@@ -147,6 +149,8 @@ static void debug_release(kiln_arena *arena, size_t pos, uint32_t large_count, c
     for (kiln_arena_record *r; (r = record_top(arena)) != NULL; record_pop(arena)) {
         if (r->large ? r->large_index < large_count : r->pos < pos) break;
         if (arena->debug & KILN_DEBUG_GUARDS) check_record(arena, r, when, false);
+        if (arena->debug & KILN_DEBUG_SITES)
+            kiln_sites_freed(arena->pool->sites, (kiln_debug_site){ r->file, r->line });
         if (arena->debug & KILN_DEBUG_FILL) memset(r->object, KILN_FILL_FREED, r->size);
         if (arena->debug & KILN_DEBUG_POISON) kiln_debug_object_freed(arena, r->object, r->size);
     }

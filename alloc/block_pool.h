@@ -68,6 +68,10 @@ typedef struct kiln_block_pool {
     size_t        memory_limit;           /* 0: none */
     uint32_t      warn_percent;           /* MEMORY_LIMIT_NEAR's share of memory_limit; 0: never */
     kiln_log_sink log;
+    /* KILN_DEBUG_SITES: the site counts every allocator taking blocks from this pool
+     * feeds (alloc/debug.h); set by the owner before any allocator exists, NULL
+     * without the bit. */
+    struct kiln_site_registry *sites;
 } kiln_block_pool;
 
 typedef struct kiln_block_pool_config {

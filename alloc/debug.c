@@ -1,5 +1,6 @@
 /* alloc/debug.c — the debug layer's shared tools: guard bytes and their reports, guard
- * pages on blocks, the thread id, and the site table of the leak reports. */
+ * pages on blocks, the thread id, the site counts and the site table of the leak
+ * reports. */
 #include "debug.h"
 
 #include <stdio.h>
@@ -113,7 +114,7 @@ void kiln_debug_block_leaving(uint32_t debug, void *block, size_t block_size) {
     if (debug & KILN_DEBUG_POISON) kiln_debug_unpoison(block, usable);
 }
 
-/* ---- the site table of the leak reports ---- */
+/* ---- sites: the hash both tables below use ---- */
 
 static size_t site_hash(kiln_debug_site site) {
     size_t h = (size_t)site.line * 0x9e3779b97f4a7c15ull;
@@ -122,6 +123,102 @@ static size_t site_hash(kiln_debug_site site) {
     for (const char *c = site.file; c && *c; c++) h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
     return h;
 }
+
+/* ---- the site counts (KILN_DEBUG_SITES) ---- */
+
+bool kiln_site_registry_init(kiln_site_registry *r) {
+    *r = (kiln_site_registry){ 0 };
+    r->entries = kiln_heap_calloc(KILN_SITE_REGISTRY_CAP, sizeof *r->entries);
+    if (!r->entries) return false;
+    pthread_mutex_init(&r->lock, NULL);
+    return true;
+}
+
+void kiln_site_registry_fini(kiln_site_registry *r) {
+    if (!r->entries) return;
+    kiln_heap_free(r->entries);
+    pthread_mutex_destroy(&r->lock);
+    *r = (kiln_site_registry){ 0 };
+}
+
+/* Whether e, an entry past 0, is the one of site (a site with a file). */
+static bool site_is(const kiln_site_entry *e, kiln_debug_site site) {
+    kiln_site_entry *entry = (kiln_site_entry *)e;   /* atomics are read, never written */
+    const char *file = kiln_load_acquire(&entry->file);   /* pairs with the claim's release */
+    if (!file || kiln_load_relaxed(&entry->line) != site.line) return false;
+    return file == site.file || strcmp(file, site.file) == 0;
+}
+
+/* Where site's probe starts, in entries 1 and up (entry 0 is the no-site one). */
+static size_t registry_start(kiln_debug_site site) {
+    return 1 + (site_hash(site) & (KILN_SITE_REGISTRY_CAP - 2));
+}
+
+static size_t registry_next(size_t i) { return i + 1 < KILN_SITE_REGISTRY_CAP ? i + 1 : 1; }
+
+/* Probes for site up to the first empty entry: the site's entry, or NULL with *empty
+ * set to where it would go. Lock-free: entries are only ever claimed, never emptied. */
+static kiln_site_entry *registry_probe(kiln_site_registry *r, kiln_debug_site site,
+                                       size_t *empty) {
+    for (size_t i = registry_start(site);; i = registry_next(i)) {
+        kiln_site_entry *e = &r->entries[i];
+        if (!kiln_load_acquire(&e->file)) {
+            *empty = i;
+            return NULL;
+        }
+        if (site_is(e, site)) return e;
+    }
+}
+
+kiln_site_entry *kiln_sites_find(kiln_site_registry *r, kiln_debug_site site) {
+    if (!site.file) return &r->entries[0];
+    size_t empty;
+    return registry_probe(r, site, &empty);
+}
+
+/* The entry of site, claimed if it has none; NULL when the table is too full. */
+static kiln_site_entry *registry_entry(kiln_site_registry *r, kiln_debug_site site) {
+    kiln_site_entry *e = kiln_sites_find(r, site);
+    if (e) return e;
+    pthread_mutex_lock(&r->lock);
+    size_t empty;
+    e = registry_probe(r, site, &empty);   /* again: another thread may have claimed it */
+    if (!e && 4 * (kiln_load_relaxed(&r->used) + 1) <= 3 * KILN_SITE_REGISTRY_CAP) {
+        e = &r->entries[empty];
+        kiln_store_relaxed(&e->line, site.line);
+        kiln_store_release(&e->file, site.file);   /* publishes line with it */
+        kiln_add_relaxed(&r->used, 1);
+    }
+    pthread_mutex_unlock(&r->lock);
+    return e;
+}
+
+void kiln_sites_alloc(kiln_site_registry *r, kiln_debug_site site, size_t bytes, bool live) {
+    kiln_site_entry *e = registry_entry(r, site);
+    if (!e) {
+        kiln_add_relaxed(&r->lost, 1);
+        return;
+    }
+    kiln_add_relaxed(&e->allocs, 1);
+    kiln_add_relaxed(&e->bytes, bytes);
+    if (live) kiln_add_relaxed(&e->live, 1);
+}
+
+void kiln_sites_move(kiln_site_registry *r, kiln_debug_site site, size_t bytes) {
+    if (!site.file) return;   /* stays where it is */
+    kiln_site_entry *none = &r->entries[0];
+    kiln_sub_relaxed(&none->allocs, 1);
+    kiln_sub_relaxed(&none->bytes, bytes);
+    kiln_sub_relaxed(&none->live, 1);
+    kiln_sites_alloc(r, site, bytes, true);
+}
+
+void kiln_sites_freed(kiln_site_registry *r, kiln_debug_site site) {
+    kiln_site_entry *e = kiln_sites_find(r, site);
+    if (e) kiln_sub_relaxed(&e->live, 1);   /* none: its allocation was counted in lost */
+}
+
+/* ---- the site table of the leak reports ---- */
 
 static bool same_site(const kiln_site_count *entry, kiln_debug_site site) {
     if (entry->line != site.line) return false;

@@ -13,6 +13,7 @@
 #define KILN_ALLOC_DEBUG_H
 
 #include <kiln/core.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -168,6 +169,66 @@ KILN_INTERNAL void kiln_debug_block_leaving(uint32_t debug, void *block, size_t 
 /* Makes [p, p + n) (whole pages) inaccessible for a guard page; a refusal by the OS is
  * logged once per process (DEBUG_GUARD_PAGE_FAILED) and leaves the range usable. */
 KILN_INTERNAL void kiln_debug_protect(void *p, size_t n, const kiln_log_sink *log);
+
+/* ---- the site counts (KILN_DEBUG_SITES): every allocation counted by its site ----
+ * One registry per runtime, reached by every allocator through its block pool
+ * (kiln_block_pool.sites), counts per file:line the allocations made there, their bytes
+ * and, for arenas and pools, the objects still live (handle tables count their live
+ * items by walking their slots: their free path never looks at sites). It is fed from
+ * the debug layers' out-of-line paths only, so it costs nothing without the bit.
+ *
+ * Entries are claimed under lock (once per new site) and found without it: an entry's
+ * line is written before its file is published (release), and a lookup loads the file
+ * with acquire. Counters are relaxed atomics: each is exact on its own, and a reader
+ * may see one allocation's allocs before its live. A site that finds the table over
+ * three quarters full is not entered: its allocations are counted in lost. */
+#define KILN_SITE_REGISTRY_CAP 4096u   /* entries, a power of two; entry 0: no site */
+
+/* A slot's site where other threads may read it while it changes (a handle table's
+ * site array): the same file and line as kiln_debug_site, relaxed atomics. */
+typedef struct kiln_site_slot {
+    _Atomic(const char *) file;
+    _Atomic int           line;
+} kiln_site_slot;
+
+typedef struct kiln_site_entry {
+    _Atomic(const char *) file;     /* NULL: empty (entry 0: allocations without a site) */
+    _Atomic int           line;
+    _Atomic uint64_t      allocs;   /* allocations made at the site */
+    _Atomic uint64_t      bytes;    /* bytes they asked for */
+    _Atomic uint64_t      live;     /* arena allocations and pool objects still live */
+} kiln_site_entry;
+
+typedef struct kiln_site_registry {
+    kiln_site_entry *entries;       /* KILN_SITE_REGISTRY_CAP, from the heap */
+    pthread_mutex_t  lock;          /* claims of new entries */
+    _Atomic uint32_t used;          /* entries claimed, entry 0 not counted */
+    _Atomic uint64_t lost;          /* allocations of sites that found no room */
+} kiln_site_registry;
+
+/* Sets a registry up (its entries from the heap); false when the heap refuses. Its
+ * owner, before any allocator sees it. */
+KILN_INTERNAL bool kiln_site_registry_init(kiln_site_registry *r);
+
+/* Frees the entries. No allocator may use the registry any more. */
+KILN_INTERNAL void kiln_site_registry_fini(kiln_site_registry *r);
+
+/* One allocation of bytes at site; live says whether it counts as live until a
+ * kiln_sites_freed (arenas and pools) or not (handle tables). Any thread, lock-free
+ * but for the first allocation at a site. */
+KILN_INTERNAL void kiln_sites_alloc(kiln_site_registry *r, kiln_debug_site site, size_t bytes,
+                                    bool live);
+
+/* A live pool object counted without a site (its alloc hook) gets its site: moved from
+ * entry 0 to site's. The object's user's thread. */
+KILN_INTERNAL void kiln_sites_move(kiln_site_registry *r, kiln_debug_site site, size_t bytes);
+
+/* A live allocation counted at site is freed. Any thread, lock-free. */
+KILN_INTERNAL void kiln_sites_freed(kiln_site_registry *r, kiln_debug_site site);
+
+/* The entry of site, NULL when it has none (no allocation counted there). Any thread,
+ * lock-free. */
+KILN_INTERNAL kiln_site_entry *kiln_sites_find(kiln_site_registry *r, kiln_debug_site site);
 
 /* Live objects counted by allocation site, for the leak reports. A small open-
  * addressing table on malloc (leak reports run at destroy, never on a hot path);

@@ -1,6 +1,7 @@
-/* alloc/handle_sites.c — the leak report of a handle table by allocation site
- * (KILN_DEBUG_SITES): the items still live when it is destroyed, grouped by the
- * file:line that allocated them. */
+/* alloc/handle_sites.c — the live items of a handle table by allocation site
+ * (KILN_DEBUG_SITES): walked for kiln_sites_top at any time, and the leak report of
+ * the items still live when the table is destroyed, grouped by the file:line that
+ * allocated them. */
 #include "handle_sites.h"
 
 #include <stdio.h>
@@ -10,10 +11,23 @@ void kiln_handle_sites_report(const kiln_handle_table *table) {
     kiln_site_table sites = { 0 };
     for (uint32_t i = 0; i < table->fresh; i++) {
         uint32_t gen = kiln_load_relaxed(&kiln_handle_slot_at(table, i)->gen);
-        if (gen & 1u) kiln_site_table_add(&sites, table->sites[i]);
+        if (gen & 1u) kiln_site_table_add(&sites, kiln_handle_sites_of(table, i));
     }
     char what[80];
     snprintf(what, sizeof what, "handle table '%s'", table->name);
     kiln_site_table_report(&sites, &table->log, KILN_LOGITEM_HANDLES_LEAK_SITE, KILN_LOGITEM_HANDLES_LEAK_SUMMARY, what,
                            "items");
+}
+
+void kiln_handle_sites_live(kiln_handle_table *table,
+                            void (*visit)(void *user, kiln_debug_site site), void *user) {
+    if (!table->sites) return;
+    pthread_mutex_lock(&table->lock);
+    uint32_t fresh = table->fresh;   /* slots past it were never handed out */
+    pthread_mutex_unlock(&table->lock);
+    for (uint32_t i = 0; i < fresh; i++) {
+        /* relaxed: only the parity is used, nothing is read through the item */
+        uint32_t gen = kiln_load_relaxed(&kiln_handle_slot_at(table, i)->gen);
+        if (gen & 1u) visit(user, kiln_handle_sites_of(table, i));
+    }
 }

@@ -86,8 +86,9 @@ typedef struct kiln_handle_table {
     kiln_log_sink    log;
     char             name[48];
     uint32_t         capacity_asked;  /* kept for the stats of a destroyed table */
-    kiln_debug_site *sites;           /* KILN_DEBUG_SITES: the site of each slot's item
-                                         (alloc/handle_sites.h) */
+    kiln_site_slot  *sites;           /* KILN_DEBUG_SITES: the site of each slot's item
+                                         (alloc/handle_sites.h); atomics: kiln_sites_top
+                                         reads them while items are allocated */
     uint32_t         warn_percent;    /* the owner's desc.warn_percent (HANDLES_CAPACITY_NEAR) */
 
     /* Statistics any thread adds to (relaxed). */

@@ -76,6 +76,9 @@ static void debug_alloc(kiln_pool *pool, void *obj) {
         kiln_store_relaxed(&info->line, 0);
         kiln_store_relaxed(&info->state, SLOT_LIVE);
     }
+    /* Counted without a site; kiln_pool_debug_site moves it to its own. */
+    if (pool->debug & KILN_DEBUG_SITES)
+        kiln_sites_alloc(pool->blocks->sites, (kiln_debug_site){ NULL, 0 }, pool->size, true);
     if (pool->debug & KILN_DEBUG_FILL) memset(obj, KILN_FILL_FRESH, pool->size);
 }
 
@@ -84,6 +87,7 @@ void kiln_pool_debug_site(kiln_pool *pool, void *obj, kiln_debug_site site) {
     kiln_pool_slot_info *info = slot_info(pool, block, slot_index(pool, block, obj));
     kiln_store_relaxed(&info->file, site.file);
     kiln_store_relaxed(&info->line, site.line);
+    kiln_sites_move(pool->blocks->sites, site, pool->size);
 }
 
 static void report_damage(kiln_pool *pool, const kiln_guarded *g, ptrdiff_t bad,
@@ -102,6 +106,7 @@ static bool free_slot(kiln_pool *pool, void *obj) {
     /* One exchange decides between two racing frees of the same object. */
     uint32_t was = kiln_exchange_relaxed(&info->state, SLOT_FREE);
     if (was == SLOT_FREE) return false;
+    if (pool->debug & KILN_DEBUG_SITES) kiln_sites_freed(pool->blocks->sites, site_of(info));
     if (pool->debug_front) {
         kiln_guarded g = guarded(pool, obj);
         ptrdiff_t bad = 0;

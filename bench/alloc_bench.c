@@ -1,6 +1,6 @@
-/* bench/alloc_bench.c — the allocation family of BENCH.md: A1 frame, A5 block pool and
- * A6 trim (A2-A4 join later), kiln against every peer found at configure time, one
- * table per workload.
+/* bench/alloc_bench.c — the allocation family of BENCH.md: A1 frame (and its cold start:
+ * the first and the worst frame of a fresh allocator), A5 block pool and A6 trim (A2-A4
+ * join later), kiln against every peer found at configure time, one table per workload.
  *
  * Usage:
  *   alloc_bench [--quick] [--only a1|a1u|a5|a6] [--debug BITS[,BITS...]]
@@ -245,6 +245,99 @@ static void a1_mi_heap_round(void *state, bench_series *s) {
     else a1_mi_heap_frames(a, s, false);
 }
 #endif
+
+/* ---- A1 cold start: the first frame and the worst one ----
+ * The rounds above drop their first frames (A1_SETTLE) and reuse one runtime, so they
+ * never show what a game sees at start: the first frame of a fresh allocator, which
+ * takes its memory from the OS then. Here each side plays the A1 frames once on a fresh
+ * allocator with every frame timed, the first included. */
+
+typedef struct a1_cold { double first_ms, worst_ms, median_ms; int worst_frame; } a1_cold;
+
+static int compare_ns(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a > b) - (a < b);
+}
+
+static a1_cold a1_cold_figures(const double *ns, int frames) {
+    a1_cold c = { ns[0] / 1e6, ns[0] / 1e6, 0, 1 };
+    double *sorted = malloc((size_t)frames * sizeof *sorted);
+    if (!sorted) bench_die("A1 cold: out of memory");
+    memcpy(sorted, ns, (size_t)frames * sizeof *sorted);
+    qsort(sorted, (size_t)frames, sizeof *sorted, compare_ns);
+    c.median_ms = sorted[frames / 2] / 1e6;
+    free(sorted);
+    for (int f = 0; f < frames; f++)
+        if (ns[f] / 1e6 > c.worst_ms) c.worst_ms = ns[f] / 1e6, c.worst_frame = f + 1;
+    return c;
+}
+
+static a1_cold a1_cold_kiln(a1_state *a, double *ns, int frames) {
+    kiln_runtime *rt = kiln_create(NULL);
+    kiln_ctx *ctx = rt ? kiln_attach(rt) : NULL;
+    if (!ctx) bench_die("A1 cold: kiln_create or kiln_attach failed");
+    for (int f = 0; f < frames; f++) {
+        uint64_t t0 = bench_now_ns();
+        kiln_frame_begin(ctx);
+        for (size_t i = 0; i < a->count; i++) {
+            void *p = kiln_frame_alloc(ctx, a->sizes[i], A1_ALIGN);
+            if (!p) bench_die("A1 cold: kiln_frame_alloc returned NULL");
+            touch(p, i);
+        }
+        kiln_frame_end(ctx);
+        ns[f] = (double)(bench_now_ns() - t0);
+    }
+    kiln_detach(ctx);
+    kiln_destroy(rt);
+    return a1_cold_figures(ns, frames);
+}
+
+static a1_cold a1_cold_malloc(a1_state *a, double *ns, int frames) {
+    for (int f = 0; f < frames; f++) {
+        uint64_t t0 = bench_now_ns();
+        for (size_t i = 0; i < a->count; i++) {
+            void *p = glibc.malloc(a->sizes[i]);
+            if (!p) bench_die("A1 cold: malloc returned NULL");
+            touch(p, i);
+            a->ptrs[i] = p;
+        }
+        for (size_t i = 0; i < a->count; i++) glibc.free(a->ptrs[i]);
+        ns[f] = (double)(bench_now_ns() - t0);
+    }
+    return a1_cold_figures(ns, frames);
+}
+
+static void a1_cold_line(const char *name, const a1_cold *c) {
+    printf("  %-20s first %8.3f ms   worst %8.3f ms (frame %d)   median %8.3f ms   "
+           "worst/median %5.2fx\n", name, c->first_ms, c->worst_ms, c->worst_frame, c->median_ms,
+           c->median_ms > 0 ? c->worst_ms / c->median_ms : 0.0);
+}
+
+/* Before every other A1 row, so that kiln's first frame and malloc's are this process's
+ * first A1 frames (glibc's heap has served only the inputs, which are mapped apart). */
+static void run_a1_cold(const run_size *size) {
+    int frames = size->a1_frames + A1_SETTLE;
+    a1_state a;
+    a1_init(&a, frames, true);
+    double *ns = malloc((size_t)frames * sizeof *ns);
+    if (!ns) bench_die("A1 cold: out of memory");
+    printf("\nA1 cold start: %d A1 frames (touched) on a fresh allocator, every frame timed, the "
+           "first included\n", frames);
+    a1_cold kiln = a1_cold_kiln(&a, ns, frames);
+    a1_cold_line("kiln frame_alloc", &kiln);
+    char why[160];
+    if (bench_glibc_find(&glibc, BENCH_FOREIGN_MALLOC, why, sizeof why)) {
+        a1_cold mal = a1_cold_malloc(&a, ns, frames);
+        a1_cold_line("glibc malloc+free", &mal);
+        printf("  goal: kiln's worst frame at most 1.5x its median and below malloc's worst: %s\n",
+               kiln.worst_ms <= 1.5 * kiln.median_ms && kiln.worst_ms < mal.worst_ms ? "met"
+                                                                                    : "not met");
+    } else {
+        printf("  glibc malloc+free: skipped (%s)\n", why);
+    }
+    free(ns);
+    a1_fini(&a);
+}
 
 /* A1, or with touch false its diagnostic variant: the allocators' own cost, without
  * the memory traffic of the touches. */
@@ -630,6 +723,7 @@ int main(int argc, char **argv) {
            size == &quick_run ? "quick" : "full", bench_malloc_provider());
     bench_print_load();
     uint64_t t0 = bench_now_ns();
+    if (!only || strcmp(only, "a1") == 0) run_a1_cold(size);
     if (!only || strcmp(only, "a1") == 0) run_a1(size, true);
     if (!only || strcmp(only, "a1u") == 0) run_a1(size, false);
     if (!only || strcmp(only, "a5") == 0) run_a5(size);

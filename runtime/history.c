@@ -1,6 +1,7 @@
 /* runtime/history.c — the per-frame history: what the driver measures at frame begin
- * and end, the ring of the last KILN_HISTORY_FRAMES records (the protocol is in
- * history.h), and kiln_history_read. */
+ * and end (time, frame bytes, jobs, allocations per context against
+ * desc.frame_alloc_budget, live objects, reserved bytes), the ring of the last
+ * KILN_HISTORY_FRAMES records (the protocol is in history.h), and kiln_history_read. */
 #include "history.h"
 #include "check.h"
 
@@ -25,6 +26,59 @@ static void add_context(kiln_frame_record *record, const kiln_ctx *ctx) {
     record->ctx_frame_bytes[record->contexts++] = bytes;
 }
 
+/* Every attached context's allocations so far, by job queue slot: its frame arena's
+ * count and its caches' of every live pool and table (owner-written counters, relaxed
+ * loads: the allocation paths pay nothing for them); and the objects live in those pools
+ * and tables, from the same sums. A cache flushed or unbound since the last frame end
+ * took its counts with it (desc.frame_alloc_budget says so). Under registry_lock. */
+static void count_allocations(kiln_runtime *rt, uint64_t allocs[KILN_MAX_QUEUES],
+                              kiln_frame_record *record) {
+    for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next)
+        allocs[ctx->queue.slot] = kiln_load_relaxed(&ctx->frame_arena->allocs);
+    for (int i = 0; i < KILN_MAX_POOLS; i++) {
+        kiln_pool *pool = rt->pools[i];
+        if (!pool) continue;
+        kiln_pool_tally all = { 0 };
+        for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {
+            uint64_t before = all.allocs;
+            kiln_pool_tally_cache(pool, &ctx->pool_caches[pool->index], &all);
+            allocs[ctx->queue.slot] += all.allocs - before;
+        }
+        kiln_pool_stats stats;
+        kiln_pool_stats_read(pool, &all, &stats);
+        record->pool_live += stats.live;
+    }
+    for (int i = 0; i < KILN_MAX_HANDLE_TABLES; i++) {
+        kiln_handles *table = rt->handle_tables[i];
+        kiln_handle_tally all;
+        if (!table || !kiln_handle_tally_begin(&table->core, &all)) continue;
+        for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {
+            uint64_t before = all.allocs;
+            kiln_handle_tally_cache(&table->core, &ctx->handle_caches[table->core.index], &all);
+            allocs[ctx->queue.slot] += all.allocs - before;
+        }
+        record->handles_live += all.allocs > all.frees ? all.allocs - all.frees : 0;
+    }
+}
+
+/* A context over desc.frame_alloc_budget this frame, to be warned about once the
+ * registry is unlocked. */
+typedef struct alloc_overrun { uint32_t id; uint64_t allocs; } alloc_overrun;
+
+/* This frame's allocations of a context whose total so far is now, after the last frame
+ * end saw seen->allocs: a total that went down (a cache unbound) counts from zero. */
+static uint64_t frame_allocs(kiln_history_seen *seen, uint64_t now) {
+    uint64_t made = now >= seen->allocs ? now - seen->allocs : now;
+    seen->allocs = now;
+    return made;
+}
+
+/* Its share of the record's allocs, for a context listed in ctx_ids. */
+static void list_allocs(kiln_frame_record *record, uint32_t id, uint64_t made) {
+    for (uint32_t i = 0; i < record->contexts; i++)
+        if (record->ctx_ids[i] == id) record->ctx_allocs[i] = made;
+}
+
 static void append(kiln_history *h, const kiln_frame_record *record) {
     uint64_t words[KILN_HISTORY_WORDS];
     memcpy(words, record, sizeof words);
@@ -46,10 +100,15 @@ void kiln_history_frame_end(kiln_runtime *rt, kiln_ctx *driver, kiln_frame_recor
     };
     add_context(record, driver);
     for (uint32_t i = 0; i < rt->workers_started; i++) add_context(record, rt->workers[i]);
-    /* Jobs run and stolen: the queues' own owner-written counters (relaxed loads), less
-     * what the last frame end saw, so the job path pays nothing for them and every job
-     * lands in exactly one record. */
+    /* Jobs run and stolen, and allocations made: the owners' own counters (relaxed
+     * loads), less what the last frame end saw, so the job and allocation paths pay
+     * nothing for them and every job lands in exactly one record. */
+    uint64_t budget = rt->desc.frame_alloc_budget;
+    uint64_t allocs[KILN_MAX_QUEUES];
+    alloc_overrun over[KILN_MAX_QUEUES];
+    size_t overruns = 0;
     pthread_mutex_lock(&rt->registry_lock);
+    count_allocations(rt, allocs, record);
     for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {
         kiln_history_seen *seen = &h->seen[ctx->queue.slot];
         if (seen->id != ctx->id)   /* attached since: its counts started at zero */
@@ -60,9 +119,20 @@ void kiln_history_frame_end(kiln_runtime *rt, kiln_ctx *driver, kiln_frame_recor
         record->steals += stolen - seen->jobs_stolen;
         seen->jobs_run = run;
         seen->jobs_stolen = stolen;
+        uint64_t made = frame_allocs(seen, allocs[ctx->queue.slot]);
+        record->allocs += made;
+        list_allocs(record, ctx->id, made);
+        if (budget != 0 && made > budget)
+            over[overruns++] = (alloc_overrun){ ctx->id, made };
     }
     pthread_mutex_unlock(&rt->registry_lock);
+    record->reserved_bytes = kiln_load_relaxed(&rt->blocks.reserved_bytes);
     append(h, record);
+    for (size_t i = 0; i < overruns; i++)
+        kiln_log(&rt->log, KILN_LOGITEM_FRAME_ALLOC_BUDGET_EXCEEDED,
+                 "frame %llu: context %u made %llu allocations (frame, pool and handle), more "
+                 "than frame_alloc_budget %llu", (unsigned long long)record->frame, over[i].id,
+                 (unsigned long long)over[i].allocs, (unsigned long long)budget);
 }
 
 /* Copies record number index from its slot; false when the driver has overwritten it

@@ -18,8 +18,9 @@
 KILN_INTERNAL void kiln_history_frame_begin(kiln_runtime *rt);
 
 /* kiln_frame_end, after the resets: fills *record for the frame (the caller also
- * hands it to the tracer) and appends it to the ring (takes registry_lock). Driver
- * only; driver is its context. */
+ * hands it to the tracer), appends it to the ring (takes registry_lock), then warns of
+ * every context over desc.frame_alloc_budget (FRAME_ALLOC_BUDGET_EXCEEDED, after the
+ * registry is unlocked). Driver only; driver is its context. */
 KILN_INTERNAL void kiln_history_frame_end(kiln_runtime *rt, kiln_ctx *driver,
                                           kiln_frame_record *record);
 

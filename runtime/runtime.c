@@ -112,6 +112,14 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
         kiln_heap_free(rt);
         return NULL;
     }
+    if ((d.debug & KILN_DEBUG_SITES) && !kiln_site_registry_init(&rt->sites)) {
+        kiln_log(&rt->log, KILN_LOGITEM_SITES_OUT_OF_MEMORY,
+                 "kiln_create: no heap memory for the site counts of KILN_DEBUG_SITES");
+        kiln_block_pool_fini(&rt->blocks);
+        kiln_heap_free(rt);
+        return NULL;
+    }
+    if (d.debug & KILN_DEBUG_SITES) rt->blocks.sites = &rt->sites;
     if ((d.debug & KILN_DEBUG_GUARD_PAGES) &&
         kiln_debug_block_usable(d.debug, d.block_size) == d.block_size) {
         /* The free list's link word would lie in the guard page (alloc/debug.h). */
@@ -177,6 +185,7 @@ void kiln_destroy(kiln_runtime *rt) {
     kiln_runtime_pools_free(rt);
     kiln_runtime_handles_free(rt);
     kiln_runtime_arenas_fini(rt);
+    kiln_site_registry_fini(&rt->sites);   /* every allocator that fed it is gone */
     pthread_mutex_destroy(&rt->registry_lock);
     kiln_runtime_unregister(rt);
     rt->magic = 0;

@@ -214,6 +214,28 @@ static void print_list(FILE *out, const section *s) {
     }
 }
 
+/* KILN_DEBUG_SITES: the sites with the most allocations, a row each, the site last (its
+ * width varies); and the allocations of sites the counts had no room for. */
+static void print_sites(kiln_runtime *rt, FILE *out) {
+    kiln_site_stats sites[KILN_SITES_PRINTED];
+    size_t n = kiln_sites_top(rt, sites, KILN_SITES_PRINTED);
+    fprintf(out, "\n== sites (top %zu) ==\n", n);
+    if (n == 0) return;
+    fprintf(out, "  %12s %14s %12s  %s\n", "allocs", "bytes", "live", "site");
+    for (size_t i = 0; i < n; i++) {
+        if (sites[i].file)
+            fprintf(out, "  %12" PRIu64 " %14" PRIu64 " %12" PRIu64 "  %s:%d\n", sites[i].allocs,
+                    sites[i].bytes, sites[i].live, sites[i].file, sites[i].line);
+        else
+            fprintf(out, "  %12" PRIu64 " %14" PRIu64 " %12" PRIu64 "  (no site)\n",
+                    sites[i].allocs, sites[i].bytes, sites[i].live);
+    }
+    uint64_t lost = kiln_load_relaxed(&rt->sites.lost);
+    if (lost != 0)
+        fprintf(out, "  %" PRIu64 " allocations at sites beyond the %u counted are not listed\n",
+                lost, KILN_SITE_REGISTRY_CAP / 4 * 3);
+}
+
 void kiln_stats_print(kiln_runtime *rt, FILE *out) {
     snapshot snap;
     if (!snapshot_take(rt, out, &snap, "kiln_stats_print")) return;
@@ -222,6 +244,7 @@ void kiln_stats_print(kiln_runtime *rt, FILE *out) {
         if (snap.sections[i].list) print_list(out, &snap.sections[i]);
         else print_struct(out, &snap.sections[i]);
     }
+    if (rt->desc.debug & KILN_DEBUG_SITES) print_sites(rt, out);
     snapshot_free(&snap);
 }
 

@@ -33,11 +33,13 @@ typedef struct kiln_history_slot {
     _Atomic uint64_t words[KILN_HISTORY_WORDS];  /* the record */
 } kiln_history_slot;
 
-/* A context's job counts at the last frame end, by job queue slot (unique among live
- * contexts); id tells a context attached since then (its counts started at zero). */
+/* A context's job and allocation counts at the last frame end, by job queue slot (unique
+ * among live contexts); id tells a context attached since then (its counts started at
+ * zero). */
 typedef struct kiln_history_seen {
     uint32_t id;
     uint64_t jobs_run, jobs_stolen;
+    uint64_t allocs;   /* frame, pool and handle allocations (runtime/history.c) */
 } kiln_history_seen;
 
 typedef struct kiln_history {
@@ -205,6 +207,8 @@ struct kiln_runtime {
      * (runtime/trace.c); their headers say who writes what. */
     kiln_trace       trace;
     kiln_history     history;
+    kiln_site_registry sites;       /* KILN_DEBUG_SITES: the site counts (alloc/debug.h),
+                                       blocks.sites points here; entries NULL without it */
 };
 
 #endif /* KILN_RUNTIME_TYPES_H */

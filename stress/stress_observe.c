@@ -14,7 +14,14 @@
  *     pad per context, frames that do not overlap in time;
  *   - a trace thread switches tracing on and off, writes the trace (to /dev/null, and
  *     every 8th time into memory, parsed strictly: whole events, never half), writes
- *     the stats as JSON (parsed likewise) and as tables, and reads the tracer's figures.
+ *     the stats as JSON (parsed likewise) and as tables, and reads the tracer's figures;
+ *   - a sites reader calls kiln_sites_top without pause (KILN_DEBUG_SITES is on): every
+ *     job's frame memory, and a pool object and a handle item that each top job takes
+ *     and gives back, are allocated at sites of their own; a reading lists only those,
+ *     ranked, and no site's count goes back.
+ * The history's allocation figures are checked too: each frame's allocations are the
+ * planned jobs' frame allocations plus each top job's object and item, and nothing is
+ * live in the pool or the table at a frame end. Once quiet, every site's totals.
  * Usage: stress-observe [--threads N] [--iterations N] [--seed S]; --threads is the
  * worker count, --iterations the number of frames. Exit status 0 when every check
  * held. */
@@ -35,8 +42,15 @@ enum {
     BLOCK        = 16 << 10,   /* small blocks: frames spill into more than one */
 };
 
+/* The allocation sites (KILN_DEBUG_SITES): file and lines of their own. */
+static const char *const SITE_FILE = "stress_observe";
+enum { SITE_TOP = 1, SITE_CHILD = 2, SITE_POOL = 3, SITE_ITEM = 4, SITES = 4 };
+enum { OBJECT_SIZE = 40, ITEM_SIZE = 24 };
+
 static stress_options    opt;
 static kiln_runtime     *rt;
+static kiln_pool        *objects;
+static kiln_handles     *items;
 static _Atomic bool      finished;
 static _Atomic uint64_t  bg_run;        /* background jobs finished so far */
 static _Atomic uint64_t  reads, trace_writes;
@@ -74,7 +88,7 @@ static job_arg top_args[MAX_TOP], child_args[MAX_TOP][MAX_CHILDREN];   /* the dr
 
 static void use_frame_memory(kiln_ctx *ctx, const job_arg *a) {
     size_t bytes = bytes_of(a->frame, a->top, a->child);
-    uint64_t *p = kiln_frame_alloc(ctx, bytes, UNIT);
+    uint64_t *p = kiln_frame_alloc_at(ctx, bytes, UNIT, SITE_FILE, a->child ? SITE_CHILD : SITE_TOP);
     STRESS_CHECK(p != NULL, "frame %" PRIu64 ": %zu bytes of frame memory refused", a->frame, bytes);
     if (p)
         for (size_t k = 0; k < bytes / sizeof *p; k++) p[k] = a->frame ^ k;
@@ -82,9 +96,20 @@ static void use_frame_memory(kiln_ctx *ctx, const job_arg *a) {
 
 static void child_job(kiln_ctx *ctx, void *arg) { use_frame_memory(ctx, arg); }
 
+/* A pool object and a handle item, taken and given back within the top job. */
+static void use_object_and_item(kiln_ctx *ctx) {
+    void *obj = kiln_pool_alloc_at(ctx, objects, SITE_FILE, SITE_POOL);
+    STRESS_CHECK(obj != NULL, "a pool object refused");
+    kiln_handle h = kiln_handle_alloc_at(ctx, items, NULL, SITE_FILE, SITE_ITEM);
+    STRESS_CHECK(h.bits != 0, "a handle item refused");
+    kiln_pool_free(ctx, objects, obj);
+    if (h.bits) STRESS_CHECK(kiln_handle_free(ctx, items, h), "a handle free refused");
+}
+
 static void top_job(kiln_ctx *ctx, void *arg) {
     const job_arg *a = arg;
     use_frame_memory(ctx, a);
+    use_object_and_item(ctx);
     uint32_t n = children_of(a->frame, a->top);
     if (n == 0) return;
     kiln_job jobs[MAX_CHILDREN];
@@ -150,6 +175,13 @@ static void check_records(const kiln_frame_record *r, size_t n, size_t cap, uint
                      "frame %" PRIu64 ": %" PRIu64 " jobs run, %" PRIu64 " planned (+ up to %"
                      PRIu64 " background)", x->frame, x->jobs_run, p.jobs, background);
         STRESS_CHECK(x->steals <= x->jobs_run, "frame %" PRIu64 ": more steals than jobs", x->frame);
+        uint64_t allocs = p.jobs + 2 * top_jobs(x->frame);   /* + an object and an item per top */
+        STRESS_CHECK(x->allocs == allocs, "frame %" PRIu64 ": %" PRIu64 " allocations, %" PRIu64
+                     " planned", x->frame, x->allocs, allocs);
+        STRESS_CHECK(x->pool_live == 0 && x->handles_live == 0,
+                     "frame %" PRIu64 ": %" PRIu64 " objects and %" PRIu64 " items live at its end",
+                     x->frame, x->pool_live, x->handles_live);
+        STRESS_CHECK(x->reserved_bytes > 0, "frame %" PRIu64 ": nothing reserved", x->frame);
         STRESS_CHECK(x->contexts + x->contexts_omitted == opt.threads + 1,
                      "frame %" PRIu64 ": %u contexts", x->frame, x->contexts + x->contexts_omitted);
         uint64_t sum = 0;
@@ -181,6 +213,74 @@ static void *history_reader(void *arg) {
     }
     free(records);
     return NULL;
+}
+
+/* ---- the sites reader ----------------------------------------------------------------- */
+
+static _Atomic uint64_t site_reads;
+
+/* Which of the stress's sites s is (1 to SITES), or 0 for none of them. */
+static int site_of(const kiln_site_stats *s) {
+    if (!s->file || strcmp(s->file, SITE_FILE) != 0 || s->line < 1 || s->line > SITES) return 0;
+    return s->line;
+}
+
+static void *sites_reader(void *arg) {
+    (void)arg;
+    stress_rng rng = stress_rng_make(opt.seed, 4);
+    uint64_t seen[SITES + 1] = { 0 };   /* each site's allocations at the last reading */
+    kiln_site_stats s[SITES + 2];
+    while (!atomic_load(&finished)) {
+        size_t cap = 1 + (size_t)stress_below(&rng, SITES + 2);
+        size_t n = kiln_sites_top(rt, s, cap);
+        STRESS_CHECK(n <= cap && n <= SITES + 1, "%zu sites for a cap of %zu", n, cap);
+        for (size_t i = 0; i < n; i++) {
+            int site = site_of(&s[i]);
+            /* A pool object gets its site right after its allocation, which counts it under
+             * no site meanwhile: at most one such object per context at a time. */
+            STRESS_CHECK(site != 0 || (!s[i].file && s[i].allocs <= opt.threads + 1u),
+                         "a site that is none of the stress's: %s:%d, %" PRIu64 " allocations",
+                         s[i].file ? s[i].file : "(none)", s[i].line, s[i].allocs);
+            if (i > 0)
+                STRESS_CHECK(s[i].allocs <= s[i - 1].allocs, "sites out of rank order");
+            if (site == 0) continue;
+            STRESS_CHECK(s[i].allocs >= seen[site], "site %d: allocations went back from %" PRIu64
+                         " to %" PRIu64, site, seen[site], s[i].allocs);
+            seen[site] = s[i].allocs;
+        }
+        atomic_fetch_add_explicit(&site_reads, 1, memory_order_relaxed);
+        sched_yield();
+    }
+    return NULL;
+}
+
+/* Quiet, after frames 1 to last: every site's figures, exact. */
+static void check_sites(uint64_t last) {
+    uint64_t tops = 0, children = 0, top_bytes = 0, child_bytes = 0;
+    for (uint64_t f = 1; f <= last; f++)
+        for (uint32_t t = 0, n = top_jobs(f); t < n; t++) {
+            tops++;
+            top_bytes += bytes_of(f, t, 0);
+            for (uint32_t c = 1, k = children_of(f, t); c <= k; c++, children++)
+                child_bytes += bytes_of(f, t, c);
+        }
+    kiln_site_stats s[SITES + 1];
+    size_t n = kiln_sites_top(rt, s, SITES + 1);
+    STRESS_CHECK(n == SITES, "%zu sites once quiet", n);
+    uint64_t allocs[SITES + 1] = { 0 }, bytes[SITES + 1] = { 0 }, live[SITES + 1] = { 0 };
+    for (size_t i = 0; i < n; i++) {
+        int site = site_of(&s[i]);
+        allocs[site] = s[i].allocs, bytes[site] = s[i].bytes, live[site] = s[i].live;
+    }
+    STRESS_CHECK(allocs[SITE_TOP] == tops && bytes[SITE_TOP] == top_bytes, "the top jobs' site");
+    STRESS_CHECK(allocs[SITE_CHILD] == children && bytes[SITE_CHILD] == child_bytes,
+                 "the children's site");
+    STRESS_CHECK(allocs[SITE_POOL] == tops && bytes[SITE_POOL] == tops * OBJECT_SIZE &&
+                 live[SITE_POOL] == 0, "the pool's site: %" PRIu64 " allocs, %" PRIu64 " live",
+                 allocs[SITE_POOL], live[SITE_POOL]);
+    STRESS_CHECK(allocs[SITE_ITEM] == tops && bytes[SITE_ITEM] == tops * ITEM_SIZE &&
+                 live[SITE_ITEM] == 0, "the table's site: %" PRIu64 " allocs, %" PRIu64 " live",
+                 allocs[SITE_ITEM], live[SITE_ITEM]);
 }
 
 /* ---- the trace thread ----------------------------------------------------------------- */
@@ -231,14 +331,20 @@ int main(int argc, char **argv) {
     if (!stress_parse(argc, argv, &opt)) return 2;
     stress_log log = { .expected = NULL };
     rt = kiln_create(&(kiln_desc){ .worker_count = opt.threads, .block_size = BLOCK,
+                                   .debug = KILN_DEBUG_SITES,
                                    .log = stress_log_fn, .log_user = &log });
     if (!rt) return 1;
     kiln_ctx *ctx = kiln_attach(rt);
     if (!ctx) return 1;
-    pthread_t readers[2], tracer;
+    objects = kiln_pool_create(rt, &(kiln_pool_desc){ .name = "objects", .size = OBJECT_SIZE });
+    items = kiln_handles_create(rt, &(kiln_handles_desc){ .name = "items", .item_size = ITEM_SIZE,
+                                                          .capacity = 1u << 14 });
+    if (!objects || !items) return 1;
+    pthread_t readers[2], tracer, sites;
     pthread_create(&readers[0], NULL, history_reader, (void *)1);
     pthread_create(&readers[1], NULL, history_reader, NULL);
     pthread_create(&tracer, NULL, trace_thread, NULL);
+    pthread_create(&sites, NULL, sites_reader, NULL);
 
     double start = stress_seconds();
     kiln_counter background = { { 0, 0 } };
@@ -248,7 +354,9 @@ int main(int argc, char **argv) {
     pthread_join(readers[0], NULL);
     pthread_join(readers[1], NULL);
     pthread_join(tracer, NULL);
+    pthread_join(sites, NULL);
     kiln_wait(ctx, &background);
+    check_sites(opt.iterations);
 
     /* quiet now: the whole ring, and a trace that parses */
     static kiln_frame_record records[KILN_HISTORY_FRAMES];
@@ -262,9 +370,12 @@ int main(int argc, char **argv) {
     kiln_wait(ctx, &background);
 
     printf("stress-observe: %" PRIu64 " frames in %.2f s (%.1f us per frame), %" PRIu64
-           " history reads, %" PRIu64 " trace and stats writes, %" PRIu64 " background jobs\n",
-           opt.iterations, seconds, seconds * 1e6 / (double)opt.iterations,
-           atomic_load(&reads), atomic_load(&trace_writes), atomic_load(&bg_run));
+           " history reads, %" PRIu64 " site readings, %" PRIu64 " trace and stats writes, %"
+           PRIu64 " background jobs\n", opt.iterations, seconds,
+           seconds * 1e6 / (double)opt.iterations, atomic_load(&reads), atomic_load(&site_reads),
+           atomic_load(&trace_writes), atomic_load(&bg_run));
+    kiln_pool_destroy(objects);
+    kiln_handles_destroy(items);
     kiln_detach(ctx);
     kiln_destroy(rt);
     uint64_t failures = stress_failure_count();

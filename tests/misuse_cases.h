@@ -1732,6 +1732,34 @@ ROW(stats_write_json_null_out, "kiln_stats_write_json", "NULL out: false", KILN_
     WANT(!kiln_stats_write_json(f->a, NULL));
 })
 
+ROW(sites_top_null_rt, "kiln_sites_top", "NULL runtime: 0, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    kiln_site_stats s[2];
+    WANT_EQ(kiln_sites_top(NULL, s, 2), 0u);
+})
+ROW(sites_top_destroyed_rt, "kiln_sites_top", "destroyed runtime: 0, RUNTIME_INVALID", KILN_LOGITEM_RUNTIME_INVALID, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    kiln_desc d = recording_desc(f->rec_a);
+    d.debug = KILN_DEBUG_SITES;
+    d.worker_count = KILN_NO_WORKERS;
+    kiln_runtime *rt = kiln_create(&d);
+    WANT_NOT_NULL(rt);
+    kiln_destroy(rt);
+    kiln_site_stats s[2];
+    WANT_EQ(kiln_sites_top(rt, s, 2), 0u);   /* never read: not on the list of live runtimes */
+})
+ROW(sites_top_null_out, "kiln_sites_top", "NULL out with cap 2 (KILN_DEBUG_SITES): 0, STATS_NULL_OUT", KILN_LOGITEM_STATS_NULL_OUT, SINK_A, COUNTED, FX_SITES, DOC, {
+    WANT_EQ(kiln_sites_top(f->a, NULL, 2), 0u);
+})
+ROW(sites_top_cap_0, "kiln_sites_top", "NULL out with cap 0 (KILN_DEBUG_SITES; legal: 0)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, FX_SITES, DOC, {
+    WANT_EQ(kiln_sites_top(f->a, NULL, 0), 0u);
+})
+ROW(sites_top_bit_off, "kiln_sites_top", "a runtime without KILN_DEBUG_SITES: 0, SITES_OFF", KILN_LOGITEM_SITES_OFF, SINK_A, COUNTED, 0, DOC, {
+    kiln_site_stats s[2];
+    WANT_EQ(kiln_sites_top(f->a, s, 2), 0u);
+})
+ROW(sites_top_bit_off_cap_0, "kiln_sites_top", "cap 0 on a runtime without KILN_DEBUG_SITES: 0, SITES_OFF", KILN_LOGITEM_SITES_OFF, SINK_A, COUNTED, 0, DOC, {
+    WANT_EQ(kiln_sites_top(f->a, NULL, 0), 0u);
+})
+
 /* ======================= trace.h ======================= */
 
 ROW(history_read_null_rt, "kiln_history_read", "UNDOC NULL runtime: 0, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {

@@ -2,8 +2,9 @@
  * JSON (parsed strictly, its figures against kiln_stats_get and the list calls), the
  * keys and columns of both in the order of the structs' X-macro lists, the
  * per-frame history (wrap-around after 300 frames, order, contiguous frame numbers,
- * jobs and steals per frame, frame bytes per context, reads of a partial ring), and
- * tracing (nothing recorded while off; on: one complete event per job run, inside its
+ * jobs and steals per frame, frame bytes per context, reads of a partial ring; allocations,
+ * live objects and reserved bytes per frame), desc.frame_alloc_budget, the allocation
+ * sites under KILN_DEBUG_SITES (kiln_sites_top, the table's top 20), and tracing (nothing recorded while off; on: one complete event per job run, inside its
  * frame, frame markers, counters, thread names; the ring dropping its oldest events;
  * writing to a path; bad input). */
 #define _GNU_SOURCE   /* open_memstream, mkstemp */
@@ -15,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/heap.h"   /* fault injection (the static library) */
 #include "json_check.h"
 #include "recording_log.h"
 
@@ -29,18 +31,24 @@ static void teardown(void) { recording_fixture_end(&main_ctx, &rt, &rec); }
 TestSuite(observe_stats, .init = setup, .fini = teardown, .timeout = 60);
 TestSuite(observe_history, .init = setup, .fini = teardown, .timeout = 60);
 TestSuite(observe_trace, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(observe_count, .init = setup, .fini = teardown, .timeout = 60);
+TestSuite(observe_sites, .init = setup, .fini = teardown, .timeout = 60);
 
 #define assert_no_log() \
     cr_assert_eq(recorded_count(rec), 0, "unexpected log:%s", recorded_summary(rec))
 
 /* The suite's runtime with this many workers (or KILN_NO_WORKERS) and main_ctx. */
-static void start(uint32_t workers) {
-    kiln_desc desc = recording_desc(rec);
-    desc.worker_count = workers;
+static void start_with(kiln_desc desc) {
     rt = kiln_create(&desc);
     cr_assert_not_null(rt, "kiln_create failed:%s", recorded_summary(rec));
     main_ctx = kiln_attach(rt);
     cr_assert_not_null(main_ctx);
+}
+
+static void start(uint32_t workers) {
+    kiln_desc desc = recording_desc(rec);
+    desc.worker_count = workers;
+    start_with(desc);
 }
 
 /* ---------- output into memory, parsed ---------- */
@@ -496,6 +504,273 @@ Test(observe_history, frame_bytes_of_the_driver) {
     cr_assert_eq(fa.peak_last_frame, r[1].ctx_frame_bytes[0]);
     cr_assert_eq(r[0].jobs_run, 0);
     assert_no_log();
+}
+
+/* ---------- allocations per frame: the history and desc.frame_alloc_budget ---------- */
+
+/* On main_ctx, in one frame: frame allocations, pool objects and handle items. */
+static kiln_pool    *count_pool;
+static kiln_handles *count_table;
+static void         *count_objects[16];
+static kiln_handle   count_handles[16];
+
+static void make_allocators(void) {
+    count_pool = kiln_pool_create(rt, &(kiln_pool_desc){ .name = "shots", .size = 40 });
+    count_table = kiln_handles_create(rt, &(kiln_handles_desc){ .name = "units", .item_size = 24,
+                                                               .capacity = 64 });
+    cr_assert(count_pool && count_table);
+}
+
+static void frame_of(int frame_allocs, int objects, int items) {
+    kiln_frame_begin(main_ctx);
+    for (int i = 0; i < frame_allocs; i++) cr_assert_not_null(kiln_frame_alloc(main_ctx, 32, 16));
+    for (int i = 0; i < objects; i++)
+        cr_assert_not_null(count_objects[i] = kiln_pool_alloc(main_ctx, count_pool));
+    for (int i = 0; i < items; i++)
+        cr_assert_neq((count_handles[i] = kiln_handle_alloc(main_ctx, count_table, NULL)).bits, 0);
+    kiln_frame_end(main_ctx);
+}
+
+Test(observe_count, history_has_allocations_live_objects_and_reserved_bytes) {
+    start(KILN_NO_WORKERS);
+    make_allocators();
+    frame_of(5, 3, 2);
+    kiln_frame_begin(main_ctx);   /* frees only: nothing allocated, nothing live after */
+    for (int i = 0; i < 3; i++) kiln_pool_free(main_ctx, count_pool, count_objects[i]);
+    for (int i = 0; i < 2; i++) cr_assert(kiln_handle_free(main_ctx, count_table, count_handles[i]));
+    kiln_frame_end(main_ctx);
+    frame_of(1, 4, 0);
+    kiln_frame_record r[3];
+    cr_assert_eq(kiln_history_read(rt, r, 3), 3);
+    kiln_stats stats;
+    cr_assert(kiln_stats_get(rt, &stats));
+    cr_assert_eq(r[0].allocs, 10);
+    cr_assert_eq(r[0].ctx_allocs[0], 10, "the driver is listed first");
+    cr_assert_eq(r[0].pool_live, 3);
+    cr_assert_eq(r[0].handles_live, 2);
+    cr_assert_eq(r[1].allocs, 0);
+    cr_assert_eq(r[1].pool_live, 0);
+    cr_assert_eq(r[1].handles_live, 0);
+    cr_assert_eq(r[2].allocs, 5);
+    cr_assert_eq(r[2].pool_live, 4);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_gt(r[i].reserved_bytes, 0);
+        cr_assert_leq(r[i].reserved_bytes, stats.blocks.peak_reserved_bytes);
+    }
+    cr_assert_eq(r[2].reserved_bytes, stats.blocks.reserved_bytes, "nothing reserved since");
+    for (int i = 0; i < 4; i++) kiln_pool_free(main_ctx, count_pool, count_objects[i]);
+    assert_no_log();
+}
+
+Test(observe_count, allocations_of_workers_are_counted) {
+    start(2);
+    frame_with_jobs(40, 64);   /* each job takes frame memory once on the context running it */
+    kiln_frame_record r;
+    cr_assert_eq(kiln_history_read(rt, &r, 1), 1);
+    cr_assert_eq(r.allocs, 40);
+    uint64_t listed = 0;
+    for (uint32_t i = 0; i < r.contexts; i++) listed += r.ctx_allocs[i];
+    cr_assert_eq(listed, 40, "every context that ran a job is listed");
+    assert_no_log();
+}
+
+Test(observe_count, budget_warns_once_per_context_and_frame_over_it) {
+    kiln_desc desc = recording_desc(rec);
+    desc.worker_count = KILN_NO_WORKERS;
+    desc.frame_alloc_budget = 6;
+    start_with(desc);
+    make_allocators();
+    frame_of(2, 2, 2);   /* 6: at the budget, not over it */
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_ALLOC_BUDGET_EXCEEDED), 0);
+    frame_of(3, 2, 2);   /* 7 */
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_ALLOC_BUDGET_EXCEEDED), 1);
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_FRAME_ALLOC_BUDGET_EXCEEDED, KILN_LOG_WARN), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_FRAME_ALLOC_BUDGET_EXCEEDED,
+                                  "frame 2: context 1 made 7 allocations"), 1,
+                 "%s", recorded_summary(rec));
+    frame_of(0, 0, 0);   /* the next frame starts from zero */
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_ALLOC_BUDGET_EXCEEDED), 1);
+    kiln_stats stats;
+    cr_assert(kiln_stats_get(rt, &stats));
+    cr_assert_eq(stats.api_errors, 0, "a warning, not a misuse");
+    for (int i = 0; i < 2; i++) kiln_pool_free(main_ctx, count_pool, count_objects[i]);
+    cr_assert_eq(kiln_runtime_desc(rt).frame_alloc_budget, 6, "read back as given");
+}
+
+Test(observe_count, no_budget_no_warning) {
+    start(KILN_NO_WORKERS);
+    make_allocators();
+    frame_of(16, 16, 16);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_FRAME_ALLOC_BUDGET_EXCEEDED), 0);
+    for (int i = 0; i < 16; i++) kiln_pool_free(main_ctx, count_pool, count_objects[i]);
+    assert_no_log();
+}
+
+/* ---------- allocation sites (KILN_DEBUG_SITES) ---------- */
+
+static void start_sites(void) {
+    kiln_desc desc = recording_desc(rec);
+    desc.worker_count = KILN_NO_WORKERS;
+    desc.debug = KILN_DEBUG_SITES;
+    start_with(desc);
+}
+
+static const char *const here = __FILE__;
+
+static const kiln_site_stats *site_at(const kiln_site_stats *s, size_t n, int line) {
+    for (size_t i = 0; i < n; i++)
+        if (s[i].file && strcmp(s[i].file, here) == 0 && s[i].line == line) return &s[i];
+    return NULL;
+}
+
+Test(observe_sites, ranked_across_arenas_pools_and_tables_at_any_time) {
+    start_sites();
+    make_allocators();
+    kiln_arena *arena = kiln_arena_create(rt, "level");
+    cr_assert_not_null(arena);
+    enum { ARENA_LINE = 1001, POOL_LINE = 1002, TABLE_LINE = 1003, FRAME_LINE = 1004 };
+    kiln_frame_begin(main_ctx);
+    for (int i = 0; i < 3; i++) cr_assert_not_null(kiln_arena_alloc_at(arena, 100, 8, here, ARENA_LINE));
+    for (int i = 0; i < 5; i++)
+        cr_assert_not_null(count_objects[i] = kiln_pool_alloc_at(main_ctx, count_pool, here, POOL_LINE));
+    for (int i = 0; i < 2; i++)
+        cr_assert_neq((count_handles[i] = kiln_handle_alloc_at(main_ctx, count_table, NULL, here,
+                                                             TABLE_LINE)).bits, 0);
+    for (int i = 0; i < 4; i++) cr_assert_not_null(kiln_frame_alloc_at(main_ctx, 10, 8, here, FRAME_LINE));
+
+    kiln_site_stats s[8];
+    size_t n = kiln_sites_top(rt, s, 8);   /* mid-frame: not only at destroy */
+    cr_assert_eq(n, 4, "four sites");
+    cr_assert_eq(s[0].line, POOL_LINE);
+    cr_assert_eq(s[1].line, FRAME_LINE);
+    cr_assert_eq(s[2].line, ARENA_LINE);
+    cr_assert_eq(s[3].line, TABLE_LINE);
+    const kiln_site_stats *pool_site = site_at(s, n, POOL_LINE), *table_site = site_at(s, n, TABLE_LINE);
+    const kiln_site_stats *arena_site = site_at(s, n, ARENA_LINE), *frame_site = site_at(s, n, FRAME_LINE);
+    cr_assert(pool_site && table_site && arena_site && frame_site);
+    cr_assert_eq(pool_site->allocs, 5);
+    cr_assert_eq(pool_site->bytes, 5 * 40);
+    cr_assert_eq(pool_site->live, 5);
+    cr_assert_eq(arena_site->bytes, 300);
+    cr_assert_eq(arena_site->live, 3);
+    cr_assert_eq(table_site->allocs, 2);
+    cr_assert_eq(table_site->bytes, 2 * 24);
+    cr_assert_eq(table_site->live, 2);
+    cr_assert_eq(frame_site->live, 4);
+
+    cr_assert_eq(kiln_sites_top(rt, s, 2), 2, "cap cuts the list");
+    cr_assert_eq(s[0].line, POOL_LINE);
+    cr_assert_eq(s[1].line, FRAME_LINE);
+
+    /* Frees and resets: allocations stay counted, live ones go. */
+    kiln_frame_end(main_ctx);
+    for (int i = 0; i < 2; i++) kiln_pool_free(main_ctx, count_pool, count_objects[i]);
+    cr_assert(kiln_handle_free(main_ctx, count_table, count_handles[0]));
+    kiln_arena_reset(arena);
+    n = kiln_sites_top(rt, s, 8);
+    cr_assert_eq(n, 4);
+    cr_assert_eq(site_at(s, n, POOL_LINE)->live, 3);
+    cr_assert_eq(site_at(s, n, POOL_LINE)->allocs, 5);
+    cr_assert_eq(site_at(s, n, FRAME_LINE)->live, 0);
+    cr_assert_eq(site_at(s, n, ARENA_LINE)->live, 0);
+    cr_assert_eq(site_at(s, n, TABLE_LINE)->live, 1);
+    for (int i = 2; i < 5; i++) kiln_pool_free(main_ctx, count_pool, count_objects[i]);
+    cr_assert(kiln_handle_free(main_ctx, count_table, count_handles[1]));
+    kiln_arena_destroy(arena);
+    assert_no_log();
+}
+
+Test(observe_sites, allocations_without_a_site_and_a_destroyed_pool) {
+    start_sites();
+    make_allocators();
+    void *a = kiln_pool_alloc(main_ctx, count_pool);   /* no site */
+    void *b = kiln_pool_alloc_at(main_ctx, count_pool, here, 2001);
+    cr_assert(a && b);
+    kiln_site_stats s[4];
+    size_t n = kiln_sites_top(rt, s, 4);
+    cr_assert_eq(n, 2);
+    bool none_seen = false;
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(s[i].allocs, 1);
+        cr_assert_eq(s[i].live, 1);
+        if (!s[i].file) none_seen = true;
+    }
+    cr_assert(none_seen, "the allocation without a site has an entry of its own");
+    kiln_pool_free(main_ctx, count_pool, a);
+    kiln_pool_free(main_ctx, count_pool, b);
+    kiln_pool_destroy(count_pool);
+    n = kiln_sites_top(rt, s, 4);
+    cr_assert_eq(n, 2, "a destroyed pool's sites keep their counts");
+    cr_assert_eq(s[0].live + s[1].live, 0);
+    assert_no_log();
+}
+
+Test(observe_sites, stats_print_lists_the_top_sites) {
+    start_sites();
+    make_allocators();
+    for (int i = 0; i < 3; i++) count_objects[i] = kiln_pool_alloc_at(main_ctx, count_pool, here, 3001);
+    capture c;
+    kiln_stats_print(rt, capture_begin(&c));
+    char *text = capture_end(&c);
+    cr_assert_not_null(strstr(text, "== sites (top 1) =="), "%s", text);
+    char row[200];
+    snprintf(row, sizeof row, "%s:3001", here);
+    cr_assert_not_null(strstr(text, row), "%s", text);
+    free(text);
+    for (int i = 0; i < 3; i++) kiln_pool_free(main_ctx, count_pool, count_objects[i]);
+    assert_no_log();
+}
+
+Test(observe_sites, stats_print_without_the_bit_has_no_sites) {
+    start(KILN_NO_WORKERS);
+    capture c;
+    kiln_stats_print(rt, capture_begin(&c));
+    char *text = capture_end(&c);
+    cr_assert_null(strstr(text, "== sites"), "%s", text);
+    free(text);
+    assert_no_log();
+}
+
+Test(observe_sites, bad_input) {
+    start_sites();
+    kiln_site_stats s[2];
+    cr_assert_eq(kiln_sites_top(rt, NULL, 2), 0);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_STATS_NULL_OUT), 1);
+    cr_assert_eq(kiln_sites_top(rt, NULL, 0), 0);
+    cr_assert_eq(kiln_sites_top(rt, s, 0), 0);
+    cr_assert_eq(recorded_count(rec), 1, "cap 0 is legal:%s", recorded_summary(rec));
+    cr_assert_eq(kiln_sites_top(NULL, s, 2), 0);   /* on stderr */
+    kiln_stats stats;
+    cr_assert(kiln_stats_get(rt, &stats));
+    cr_assert_eq(stats.api_errors, 1);
+
+    kiln_desc desc = recording_desc(rec);
+    desc.worker_count = KILN_NO_WORKERS;
+    kiln_runtime *plain = kiln_create(&desc);   /* the bit off */
+    cr_assert_not_null(plain);
+    cr_assert_eq(kiln_sites_top(plain, s, 2), 0);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_SITES_OFF), 1);
+    cr_assert(kiln_stats_get(plain, &stats));
+    cr_assert_eq(stats.api_errors, 1);
+    kiln_destroy(plain);
+    cr_assert_eq(kiln_sites_top(plain, s, 2), 0, "destroyed: refused, never read");
+}
+
+Test(observe_sites, no_heap_for_the_site_counts_refuses_create) {
+    kiln_desc desc = recording_desc(rec);
+    desc.worker_count = KILN_NO_WORKERS;
+    desc.debug = KILN_DEBUG_SITES;
+    bool refused = false;
+    for (unsigned long n = 1; n <= 8 && !refused; n++) {   /* the counts are among the first */
+        recording_log_clear(rec);
+        kiln_heap_fail_nth(n);
+        kiln_runtime *made = kiln_create(&desc);
+        kiln_heap_fail_nth(0);
+        refused = count_items(rec, KILN_LOGITEM_SITES_OUT_OF_MEMORY) == 1;
+        if (refused) cr_assert_null(made, "a runtime without its site counts");
+        kiln_destroy(made);
+    }
+    cr_assert(refused, "no allocation of the first 8 was the site counts'");
 }
 
 /* ---------- tracing ---------- */

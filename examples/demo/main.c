@@ -19,7 +19,8 @@ static void usage(FILE *out) {
           "  --workers N       worker threads (default: one per CPU but one; 0: none)\n"
           "  --alloc=WHICH     kiln, malloc or both (default both: kiln, then malloc)\n"
           "  --trace FILE      Chrome trace JSON of the (first) run (default kiln-demo-trace.json)\n"
-          "  --svg FILE        chart of frame times and frame memory (default kiln-demo.svg)\n"
+          "  --svg FILE        chart of frame times, frame memory and objects live (default\n"
+          "                    kiln-demo.svg)\n"
           "  --no-trace        --no-svg   write no trace / no chart\n"
           "  --seed N          random seed (default 1); both runs use the same\n"
           "  --quiet           only the table and the check lines\n"
@@ -78,16 +79,18 @@ static int parse(int argc, char **argv, demo_options *o) {
     return -1;   /* go on */
 }
 
-/* Panel 1: frame time of every run; panel 2: the kiln run's frame memory. */
+/* Panel 1: frame time of every run; panel 2: the kiln run's frame memory; panel 3: the
+ * objects live in its pools and handle tables at each frame end (memory that rises and
+ * never falls shows there). */
 static bool write_chart(const demo_options *o, const demo_run *runs, size_t n) {
     static const char *const colors[2] = { "#1f77b4", "#d62728" };
-    svg_series times[2], memory[1];
+    svg_series times[2], memory[1], live[2];
     size_t kiln = n;
     for (size_t i = 0; i < n; i++) {
         times[i] = (svg_series){ runs[i].name, colors[i], runs[i].frame_ms, runs[i].frames };
         if (!strcmp(runs[i].name, "kiln")) kiln = i;
     }
-    svg_panel panels[2] = {
+    svg_panel panels[3] = {
         { "Frame time per frame", "frame time (ms)", times, n, runs[0].barrage, runs[0].frames,
           "artillery barrage", 1000.0 / 60.0, "16.7 ms: one frame at 60 Hz" },
     };
@@ -96,11 +99,15 @@ static bool write_chart(const demo_options *o, const demo_run *runs, size_t n) {
         panels[1] = (svg_panel){ "Frame memory high-water per frame (kiln)", "frame memory (KiB)",
                                  memory, 1, runs[kiln].barrage, runs[kiln].frames, "artillery barrage",
                                  0, NULL };
+        live[0] = (svg_series){ "pool objects", "#9467bd", runs[kiln].pool_live, runs[kiln].frames };
+        live[1] = (svg_series){ "handle items", "#ff7f0e", runs[kiln].handles_live, runs[kiln].frames };
+        panels[2] = (svg_panel){ "Objects live at each frame end (kiln)", "objects live", live, 2,
+                                 runs[kiln].barrage, runs[kiln].frames, "artillery barrage", 0, NULL };
     }
     char title[160];
     snprintf(title, sizeof title, "kiln-demo: %u entities, %u frames, seed %llu", o->entities,
              o->frames, (unsigned long long)o->seed);
-    return svg_write(o->svg_path, title, "frame", panels, kiln < n ? 2 : 1);
+    return svg_write(o->svg_path, title, "frame", panels, kiln < n ? 3 : 1);
 }
 
 int main(int argc, char **argv) {
@@ -134,7 +141,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "kiln-demo: cannot write %s: %s\n", o.svg_path, strerror(errno));
             ok = false;
         } else if (o.svg_path && !o.quiet) {
-            printf("\nwrote %s: frame time and frame memory per frame (open it in a browser)\n",
+            printf("\nwrote %s: frame time, frame memory and objects live per frame (open it in a\n"
+                   "  browser)\n",
                    o.svg_path);
         }
         if (o.trace_path && runs[0].trace_written && !o.quiet)

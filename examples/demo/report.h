@@ -8,8 +8,13 @@
 
 #include "run.h"
 
-/* Frame time figures of a run, in ms. */
-typedef struct frame_times { double median, p99, max, over_budget; } frame_times;
+/* Frame time figures of a run, in ms: the median, the 99th percentile, the worst frame
+ * (the first one included) and the first frame, the worst one's number (1, 2, ...) and
+ * how many frames went over 16.7 ms. */
+typedef struct frame_times {
+    double   median, p99, max, first, over_budget;
+    uint32_t worst_frame;
+} frame_times;
 frame_times report_frame_times(const demo_run *run);
 
 void report_table(const demo_options *o, const demo_run *runs, size_t count, FILE *out);

@@ -43,7 +43,8 @@ static bool trace_finish(kiln_runtime *rt, const char *path, kiln_trace_stats *s
     return kiln_trace_write(rt, path);
 }
 
-/* The frame just closed, as kiln recorded it: its jobs, steals and frame memory. */
+/* The frame just closed, as kiln recorded it: its jobs, steals, frame memory,
+ * allocations and the objects live in kiln's pools and handle tables. */
 static void read_history(kiln_runtime *rt, uint64_t number, demo_run *out, uint32_t f) {
     kiln_frame_record record;
     if (kiln_history_read(rt, &record, 1) != 1 || record.frame != number) return;
@@ -51,6 +52,12 @@ static void read_history(kiln_runtime *rt, uint64_t number, demo_run *out, uint3
     out->history_jobs += record.jobs_run;
     out->history_steals += record.steals;
     out->frame_kib[f] = (double)record.frame_bytes / 1024.0;
+    out->history_allocs += record.allocs;
+    out->pool_live[f] = (double)record.pool_live;
+    out->handles_live[f] = (double)record.handles_live;
+    out->last_pool_live = record.pool_live;
+    out->last_handles_live = record.handles_live;
+    out->last_reserved_bytes = record.reserved_bytes;
     for (uint32_t i = 0; i < record.contexts; i++) {
         uint32_t id = record.ctx_ids[i];
         if (id <= RUN_MAX_CONTEXTS && record.ctx_frame_bytes[i] > out->ctx_peak_bytes[id])
@@ -90,6 +97,8 @@ bool run_play(const demo_options *o, bool use_kiln, const char *trace_path, demo
     *out = (demo_run){ .name = use_kiln ? "kiln" : "malloc",
                        .frame_ms = calloc(o->frames, sizeof *out->frame_ms),
                        .frame_kib = calloc(o->frames, sizeof *out->frame_kib),
+                       .pool_live = calloc(o->frames, sizeof *out->pool_live),
+                       .handles_live = calloc(o->frames, sizeof *out->handles_live),
                        .barrage = calloc(o->frames, sizeof *out->barrage) };
     run_log log = { .quiet = o->quiet };
     /* The same runtime in both runs: the jobs are kiln's either way. */
@@ -100,7 +109,8 @@ bool run_play(const demo_options *o, bool use_kiln, const char *trace_path, demo
     uint32_t capacity = o->entities * 2 + 1024;   /* the living + a frame's respawns */
     demo_memory memory;
     world w = { 0 };
-    bool ok = ctx && out->frame_ms && out->frame_kib && out->barrage &&
+    bool ok = ctx && out->frame_ms && out->frame_kib && out->pool_live && out->handles_live &&
+              out->barrage &&
               (use_kiln ? demo_memory_kiln(&memory, rt, capacity) : demo_memory_malloc(&memory, capacity));
     bool have_memory = ok;
     ok = ok && world_init(&w, &memory, ctx, o->entities, o->seed);
@@ -135,6 +145,8 @@ bool run_play(const demo_options *o, bool use_kiln, const char *trace_path, demo
 void run_free(demo_run *run) {
     free(run->frame_ms);
     free(run->frame_kib);
+    free(run->pool_live);
+    free(run->handles_live);
     free(run->barrage);
     *run = (demo_run){ 0 };
 }

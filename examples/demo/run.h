@@ -13,12 +13,17 @@ typedef struct demo_run {
     uint32_t          frames;          /* frames played */
     double           *frame_ms;        /* [frames] frame_begin to the end of frame_end */
     double           *frame_kib;       /* [frames] frame memory, high-water of all contexts */
+    double           *pool_live;       /* [frames] objects live in kiln's pools at frame end */
+    double           *handles_live;    /* [frames] items live in kiln's handle tables */
     uint8_t          *barrage;         /* [frames] 1 where artillery fell */
     double            wall_s;          /* the whole run, setup and teardown included */
 
     /* From kiln_history_read, one record per frame. */
     uint64_t          history_frames;  /* records found with the expected frame number */
     uint64_t          history_jobs, history_steals;
+    uint64_t          history_allocs;  /* frame, pool and handle allocations of every frame */
+    uint64_t          last_pool_live, last_handles_live;   /* the last frame's record */
+    uint64_t          last_reserved_bytes;
     uint64_t          ctx_peak_bytes[RUN_MAX_CONTEXTS + 1];   /* by context id */
 
     /* From kiln_stats_get and kiln_stats_contexts after the last frame. */

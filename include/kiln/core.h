@@ -138,7 +138,10 @@ enum {
      * - kiln_pool_destroy, and kiln_destroy for the pools and arenas still alive, list
      *   what is live by site: one WARN per site (POOL_LEAK_SITE, ARENA_LEAK_SITE) for
      *   the 16 biggest, then one POOL_LEAK_SUMMARY / ARENA_LEAK_SUMMARY for the rest.
-     * - Guard reports name the site. */
+     * - Guard reports name the site.
+     * - Every allocation is counted by its site (allocations, bytes, live objects):
+     *   kiln_sites_top (kiln/stats.h) ranks them at any time; kiln_stats_print lists the
+     *   top 20. */
     KILN_DEBUG_SITES       = 1u << 5,
     /* An arena used (alloc, mark, release) from a thread that does not own it.
      * - An ERROR, ARENA_WRONG_THREAD, once per offending thread until the owner changes;
@@ -224,12 +227,25 @@ typedef struct kiln_desc {
                                   that sends every allocation through the debug layer
                                   (KILN_DEBUG_FILL, GUARDS, POISON, SITES, OWNERSHIP).
                                   false: NULL, as memory_limit says */
+    uint64_t    frame_alloc_budget;  /* most allocations one context may make in one frame:
+                                  frame allocations, pool allocations and handle
+                                  allocations together, every context counted between two
+                                  ends of the clock's frame. One FRAME_ALLOC_BUDGET_EXCEEDED
+                                  warning per context and frame, at that frame's end, with
+                                  the count (kiln_frame_record.allocs has the frame's sum).
+                                  Summed at frame end from counters each context keeps
+                                  anyway: free on the allocation paths. Exact but for a
+                                  frame in which one of the context's pool or handle caches
+                                  was flushed (detach, kiln_pool_flush) or its pool or table
+                                  destroyed: that cache's allocations of the frame are not
+                                  counted. 0: none */
 } kiln_desc;
 
 /* Creates a runtime. NULL on failure, with the reason logged as one ERROR (through
  * desc->log when given): a refused desc field (BLOCK_SIZE_INVALID, MEMORY_LIMIT_INVALID,
  * RESERVE_SIZE_INVALID, WORKER_COUNT_INVALID, WARN_PERCENT_INVALID), no memory (RUNTIME_OUT_OF_MEMORY,
- * CONTEXT_OUT_OF_MEMORY, JOB_OUT_OF_MEMORY), the block pool refusing a worker's first
+ * CONTEXT_OUT_OF_MEMORY, JOB_OUT_OF_MEMORY, SITES_OUT_OF_MEMORY for KILN_DEBUG_SITES' site
+ * counts), the block pool refusing a worker's first
  * block, or a worker thread that cannot start (WORKER_START_FAILED). desc may be NULL;
  * every zero field means the default written beside it.
  * Concurrency: any thread; runtimes are independent of each other. */

@@ -59,6 +59,7 @@
     X(FRAME_BUDGET_NEAR, WARN, "a frame arena's frame reached desc.warn_percent of desc.frame_budget") \
     X(FRAME_BUDGET_REFUSED, WARN, "KILN_BUDGET_REFUSE: a frame allocation past desc.frame_budget returned NULL (once per frame)") \
     X(FRAME_FALLBACK, WARN, "desc.frame_fallback: the system allocator served a frame allocation the block pool refused (once per frame)") \
+    X(FRAME_ALLOC_BUDGET_EXCEEDED, WARN, "a context made more than desc.frame_alloc_budget allocations (frame, pool and handle) in one frame") \
     /* ---- arenas ---- */ \
     X(ARENA_NULL, ERROR, "the arena argument is NULL") \
     X(ARENA_DESTROYED, ERROR, "a call on an arena that was destroyed") \
@@ -150,6 +151,7 @@
     X(TRACE_OUT_OF_MEMORY, ERROR, "no heap memory for a context's trace ring; its events are counted as dropped") \
     /* ---- the debug layer ---- */ \
     X(DEBUG_GUARD_PAGE_FAILED, WARN, "KILN_DEBUG_GUARD_PAGES: the OS refused to protect a guard page") \
+    X(SITES_OFF, ERROR, "kiln_sites_top on a runtime without KILN_DEBUG_SITES (no sites are counted)") \
     X(SITES_OUT_OF_MEMORY, ERROR, "KILN_DEBUG_SITES: no heap memory to group live objects by site")
 
 #endif /* KILN_LOG_ITEMS_H */

@@ -197,11 +197,55 @@ KILN_API bool kiln_pool_stats_get(kiln_pool *pool, kiln_pool_stats *out);
 /* The figures of one arena. false (and *out zeroed) for bad input. */
 KILN_API bool kiln_arena_stats_get(const kiln_arena *arena, kiln_arena_stats *out);
 
+/* ---------- allocation sites (KILN_DEBUG_SITES) ---------- */
+
+/* One allocation site's figures: every arena, pool and handle-table allocation made at
+ * file:line (through the _at calls, or the plain names with KILN_TRACK_SITES). */
+typedef struct kiln_site_stats {
+    const char *file;     /* as the call gave it; NULL: allocations made without a site */
+    int         line;
+    uint64_t    allocs;   /* allocations made there since kiln_create */
+    uint64_t    bytes;    /* bytes they asked for (pool objects: the object size; handle
+                             items: the item size) */
+    uint64_t    live;     /* of those, arena allocations not yet released or reset, pool
+                             objects not yet freed, handle items not yet freed */
+} kiln_site_stats;
+
+/* Sites kiln_stats_print lists under KILN_DEBUG_SITES. */
+#define KILN_SITES_PRINTED 20
+
+/* Fills out with the allocation sites that made the most allocations, most first (ties:
+ * most live first), at most cap of them, and returns how many it wrote. At any time, not
+ * only at destroy.
+ * - The sites are counted as allocations are made, across every arena (frame arenas
+ *   included), pool and handle table of the runtime; destroyed ones keep their counts
+ *   (objects a pool still held at kiln_pool_destroy stay live: leaked; a destroyed
+ *   table's items are no longer live).
+ * - A handle item allocated without a site (kiln_handle_alloc) counts as live at the site
+ *   its slot last recorded, none for a slot never allocated at one (as the leak report
+ *   groups it).
+ * - A pool object gets its site right after its allocation (kiln_pool_alloc_at): a reading
+ *   meanwhile counts it under no site (file NULL), at most one object per context.
+ * - Up to 3072 distinct sites are counted; the allocations of sites beyond are left out
+ *   (kiln_stats_print says how many).
+ * Bad input, 0 written: a NULL or destroyed runtime (RUNTIME_NULL, RUNTIME_INVALID, on
+ * stderr); out NULL with cap > 0 (STATS_NULL_OUT); a runtime made without
+ * KILN_DEBUG_SITES (SITES_OFF, whatever cap is); all counted in api_errors but the first
+ * two. cap 0 writes nothing and, the bit on, logs nothing (out may be NULL then).
+ * Concurrency: any thread at any time, while others allocate and free (lock-free
+ * reads, but the registry lock for the walk of the handle tables' live items): each
+ * figure is exact on its own, but a reading may miss allocations and frees made while it
+ * runs, or see one's allocs and not yet its live; a site first used meanwhile may be
+ * missing, and the ranking is that of the moment each site was read. */
+KILN_API size_t kiln_sites_top(kiln_runtime *rt, kiln_site_stats *out, size_t cap);
+
 /* ---------- every figure at once, for people and for tools ---------- */
 
 /* Prints every figure above as readable tables: the runtime, the block pool, every
- * arena, pool, handle table and context (jobs run, stolen, sleep, frame bytes), and
- * the tracer. Column names are the struct fields' names. Nothing for bad input
+ * arena, pool, handle table and context (jobs run, stolen, sleep, frame bytes), the
+ * tracer, and under KILN_DEBUG_SITES the KILN_SITES_PRINTED sites with the most
+ * allocations (kiln_sites_top: "== sites (top N) ==", a row per site: allocs, bytes, live,
+ * site). Column names are the struct fields' names. Nothing for bad input
  * (logged). Concurrency: any thread at any time (see the top of this header). */
 KILN_API void kiln_stats_print(kiln_runtime *rt, FILE *out);
 

@@ -76,6 +76,16 @@ typedef struct kiln_frame_record {
     uint32_t ctx_ids[KILN_HISTORY_MAX_CONTEXTS];          /* context ids (kiln_ctx_stats.id) */
     uint64_t ctx_frame_bytes[KILN_HISTORY_MAX_CONTEXTS];  /* each one's frame-arena high-water
                                                              mark in this frame */
+    /* Allocations and what stays live: memory that rises and never falls shows here. */
+    uint64_t allocs;           /* frame, pool and handle allocations every attached context
+                                  made since the previous frame's end (as jobs_run; the
+                                  precision is kiln_desc.frame_alloc_budget's) */
+    uint64_t pool_live;        /* objects live in the live pools at this frame end */
+    uint64_t handles_live;     /* items live in the live handle tables at this frame end */
+    uint64_t reserved_bytes;   /* bytes the block pool holds reserved from the OS
+                                  (kiln_block_pool_stats.reserved_bytes) at this frame end */
+    uint64_t ctx_allocs[KILN_HISTORY_MAX_CONTEXTS];       /* each listed context's share of
+                                                             allocs, in ctx_ids' order */
 } kiln_frame_record;
 
 /* Copies the newest min(cap, recorded) frame records into out, oldest first, and

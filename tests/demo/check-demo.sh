@@ -2,9 +2,11 @@
 # Runs kiln-demo small (60 frames, 2000 entities, both memory layers) with a trace and a
 # chart into a temporary folder and checks what it wrote: the trace is valid Chrome
 # trace JSON with job, frame, counter and thread-name events; the chart is well-formed
-# SVG with one frame-time polyline per run; the report's figures agree with each other
-# (the demo checks them itself and exits non-zero, and this script checks them again from
-# its demo-check lines). Usage: tests/demo/check-demo.sh [BUILD_DIR] (default: build).
+# SVG with one frame-time polyline per run, the frame-memory one and the live-objects
+# panel (pool objects, handle items); the report prints the first and the worst frame;
+# the report's figures agree with each other (the demo checks them itself and exits
+# non-zero, and this script checks them again from its demo-check lines: frame times,
+# the history's allocations and live objects against the game's counts). Usage: tests/demo/check-demo.sh [BUILD_DIR] (default: build).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -62,9 +64,17 @@ panels = {g.get("id"): g for g in svg.iter(ns + "g")}
 lines = lambda panel: list(panels[panel].iter(ns + "polyline")) if panel in panels else []
 expect(len(lines("panel-1")) == 2, f"{len(lines('panel-1'))} frame-time polylines, expected 2")
 expect(len(lines("panel-2")) == 1, f"{len(lines('panel-2'))} frame-memory polylines, expected 1")
-for line in lines("panel-1") + lines("panel-2"):
+expect(len(lines("panel-3")) == 2, f"{len(lines('panel-3'))} live-objects polylines, expected 2")
+for line in lines("panel-1") + lines("panel-2") + lines("panel-3"):
     expect(len(line.get("points", "").split()) >= frames // 2, "a polyline with too few points")
 expect(any(t.text and "kiln" in t.text for t in svg.iter(ns + "text")), "no legend text")
+
+# The report's table: the first and the worst frame, and the goal's line.
+with open(f"{tmp}/report.txt") as f:
+    report = f.read()
+for label in ("first frame (ms)", "worst frame (ms), the first included", "worst frame's number",
+              "kiln allocations per frame", "kiln objects live, last frame", "goal: kiln's worst frame"):
+    expect(label in report, f"the report has no '{label}' line")
 
 # The report's machine-readable lines.
 runs = {}
@@ -95,6 +105,18 @@ for name in ("kiln", "malloc"):
         if name == "kiln":
             for what in ("allocs", "frees", "live"):
                 expect(n[f"pool_{kind}_{what}"] == n[f"{kind}_{what}"], f"kiln: pool {kind} {what} differ")
+    # Frame times: one run's figures against each other only (no timing threshold).
+    expect(n["worst_frame_us"] >= n["first_frame_us"] and n["worst_frame_us"] >= n["median_frame_us"],
+           f"{name}: the worst frame is faster than the first or the median")
+    expect(1 <= n["worst_frame"] <= frames, f"{name}: worst_frame {n['worst_frame']}")
+    # The history's last record against the game: kiln's pools and table hold its objects.
+    on_kiln = name == "kiln"
+    live = n["projectile_live"] + n["particle_live"]
+    expect(n["history_pool_live"] == (live if on_kiln else 0), f"{name}: history_pool_live")
+    expect(n["history_handles_live"] == (n["entities"] if on_kiln else 0), f"{name}: history_handles_live")
+    made = n["entity_allocs"] + n["projectile_allocs"] + n["particle_allocs"]
+    expect(not on_kiln or n["history_allocs"] >= made,
+           f"{name}: history_allocs {n['history_allocs']} (the game made {made})")
     expect(n["scratch_failures"] == 0 and n["kiln_errors"] == 0 and n["api_errors"] == 0, f"{name}: errors")
 if "compare" in runs:
     expect(runs["compare"]["result"] == "ok", "the kiln and malloc runs played different games")
