@@ -308,16 +308,11 @@ void kiln_handle_tally_cache(const kiln_handle_table *table, const kiln_handle_c
 void kiln_handle_table_sample_peak(kiln_handle_table *table, const kiln_handle_tally *tally) {
     uint64_t live = tally->allocs - tally->frees;
     kiln_max_relaxed_u64(&table->peak_live, live);
-    bool in_episode = kiln_load_relaxed(&table->near_warned) != 0;
-    kiln_near_limit_step step = kiln_near_limit_next(in_episode, live, table->capacity, table->warn_percent);
-    if (step == KILN_NEAR_LIMIT_END) {
-        kiln_store_relaxed(&table->near_warned, 0);
-    } else if (step == KILN_NEAR_LIMIT_START && kiln_exchange_relaxed(&table->near_warned, 1) == 0) {
+    if (kiln_near_limit_sample_shared(&table->near_warned, live, table->capacity, table->warn_percent))
         kiln_log(&table->log, KILN_LOGITEM_HANDLES_CAPACITY_NEAR,
                  "handle table '%s': %llu of its capacity of %u items are live (%llu%%), at or over "
                  "warn_percent %u%%", table->name, (unsigned long long)live, table->capacity,
                  (unsigned long long)(live * 100 / table->capacity), table->warn_percent);
-    }
 }
 
 void kiln_handle_table_stats(kiln_handle_table *table, const kiln_handle_tally *tally,

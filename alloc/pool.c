@@ -264,16 +264,11 @@ static void sample_live(kiln_pool *pool, kiln_pool_cache *cache) {
     cache->synced = now;
     int64_t sum = (int64_t)(kiln_add_relaxed(&pool->live_sampled, delta) + delta);
     uint64_t live = sum > 0 ? (uint64_t)sum : 0;
-    bool in_episode = kiln_load_relaxed(&pool->near_reported) != 0;
-    kiln_near_limit_step step = kiln_near_limit_next(in_episode, live, pool->capacity, pool->warn_percent);
-    if (step == KILN_NEAR_LIMIT_END) {
-        kiln_store_relaxed(&pool->near_reported, 0);
-    } else if (step == KILN_NEAR_LIMIT_START && kiln_exchange_relaxed(&pool->near_reported, 1) == 0) {
+    if (kiln_near_limit_sample_shared(&pool->near_reported, live, pool->capacity, pool->warn_percent))
         kiln_log(&pool->log, KILN_LOGITEM_POOL_CAPACITY_NEAR,
                  "pool '%s': %llu of its capacity of %zu objects are live (%llu%%), at or over "
                  "warn_percent %u%%", pool->name, (unsigned long long)live, pool->capacity,
                  (unsigned long long)(live * 100 / pool->capacity), pool->warn_percent);
-    }
 }
 
 static void note_exchange(kiln_pool *pool, kiln_pool_cache *cache) {

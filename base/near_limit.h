@@ -2,13 +2,15 @@
  * the frame arenas, the block pool, pools and handle tables. An episode starts at the
  * first sample at or over the threshold (one warning) and ends at the first sample more
  * than 10 percentage points under it, so usage that hovers at the line warns once, not
- * every frame. Pure functions: the caller keeps the episode flag (owned, or atomic where
- * several threads sample) and logs. Never installed. */
+ * every frame. The caller keeps the episode flag (owned, or atomic where several threads
+ * sample: kiln_near_limit_sample_shared) and logs. Never installed. */
 #ifndef KILN_BASE_NEAR_LIMIT_H
 #define KILN_BASE_NEAR_LIMIT_H
 
 #include <stdbool.h>
 #include <stdint.h>
+
+#include "atomics.h"
 
 /* kiln_desc.warn_percent's default (0 means it) and the hysteresis below it. */
 #define KILN_WARN_PERCENT_DEFAULT 80u
@@ -39,6 +41,17 @@ static inline kiln_near_limit_step kiln_near_limit_next(bool in_episode, uint64_
     uint32_t low = percent > KILN_WARN_HYSTERESIS ? percent - KILN_WARN_HYSTERESIS : 0;
     bool under = low == 0 ? used == 0 : !kiln_near_limit_over(used, limit, low);
     return under ? KILN_NEAR_LIMIT_END : KILN_NEAR_LIMIT_STAY;
+}
+
+/* One sample against an episode flag that several threads step (a pool's caches, the
+ * stats readers of a handle table): true for exactly one sampler per episode start, which
+ * then logs. Relaxed: the flag only decides who warns; the figures logged are the
+ * sampler's own. Any thread. */
+static inline bool kiln_near_limit_sample_shared(_Atomic int *in_episode, uint64_t used,
+                                                 uint64_t limit, uint32_t percent) {
+    kiln_near_limit_step step = kiln_near_limit_next(kiln_load_relaxed(in_episode) != 0, used, limit, percent);
+    if (step == KILN_NEAR_LIMIT_END) kiln_store_relaxed(in_episode, 0);
+    return step == KILN_NEAR_LIMIT_START && kiln_exchange_relaxed(in_episode, 1) == 0;
 }
 
 #endif /* KILN_BASE_NEAR_LIMIT_H */

@@ -288,7 +288,7 @@ static KILN_COLD void *refuse_stale_frame_memory(const kiln_ctx *ctx, uint64_t s
                     "kiln_frame_alloc_stamped: context %u: a frame container made %llu frame "
                     "resets ago grows in frame %llu; its memory was reset, so growing would copy "
                     "reset memory; refused", ctx->id, (unsigned long long)(now - stamp),
-                    (unsigned long long)kiln_frame_number(ctx->rt));
+                    (unsigned long long)kiln_load_relaxed(&ctx->rt->frame));   /* a figure */
     return NULL;
 }
 

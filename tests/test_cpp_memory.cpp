@@ -890,6 +890,42 @@ Test(cpp_memory, handles_of_one_type_name_distinct_tables) {
     cr_assert(enemies.free(e.ctx.get(), h));
 }
 
+// ---------- memory planning ----------
+
+Test(cpp_memory, pool_and_arena_reserve_trim_and_flush_through_the_owners) {
+    env e;
+    kiln::pool<enemy> enemies(e.rt.get(), "enemies", 0, 500);
+    cr_assert(enemies);
+    kiln_pool_stats s = enemies.stats();
+    cr_assert_eq(s.reserve, 500u);
+    uint64_t blocks_before = runtime_stats(e.rt.get()).blocks.blocks_in_use;
+    std::vector<enemy *> made;
+    for (int i = 0; i < 500; i++) made.push_back(enemies.create(e.ctx.get()));
+    cr_assert_eq(runtime_stats(e.rt.get()).blocks.blocks_in_use, blocks_before,
+                 "the reserved objects took no block");
+    cr_assert_geq(enemies.reserve(5000), 5000u);
+    for (enemy *x : made) enemies.destroy(e.ctx.get(), x);
+    enemies.flush(e.ctx.get());
+    cr_assert_gt(enemies.trim(), 0u, "the blocks of the 5000 go back; the 500 stay");
+    cr_assert_geq(enemies.reserve(0), 500u);
+
+    kiln::arena level(e.rt.get(), "level");
+    cr_assert(level.reserve(1u << 20));
+    cr_assert_geq(level.stats().reserved_blocks, 1u);
+    kiln::handle_table<enemy> targets(e.rt.get(), "targets", 1024, 1024);
+    cr_assert(targets);
+    cr_assert_eq(recorded_count(e.rec()), 0u, "log:%s", recorded_summary(e.rec()));
+    kiln::pool<enemy> moved(std::move(enemies));
+    std::string err = stderr_of([&] {
+        cr_assert_eq(enemies.reserve(1), 0u);
+        cr_assert_eq(enemies.trim(), 0u);
+    });
+    cr_assert_eq(count_substrings(err.c_str(), "POOL_NULL"), 2u, "stderr: %s", err.c_str());
+    enemies.flush(e.ctx.get());
+    cr_assert_eq(count_items(e.rec(), KILN_LOGITEM_POOL_NULL), 1u, "flush through the context's runtime:%s",
+                 recorded_summary(e.rec()));
+}
+
 // ---------- the live-item walks ----------
 
 Test(cpp_memory, handle_table_foreach_visits_live_items_with_typed_handles) {

@@ -99,20 +99,31 @@ static void destroy(void *self, kiln_ctx *ctx) {
     free(k);
 }
 
+/* What the level plans for, reserved at load as a shipping game would, so that the first
+ * frames take no memory from the OS: every slot of the entity table, and the projectiles
+ * and particles a battle of this size keeps live at its busiest (about four times what
+ * the default battle peaks at). The pools still grow past it if a battle needs more. */
+static uint32_t planned_objects(int kind, uint32_t entity_capacity) {
+    return kind == DEMO_PROJECTILE ? entity_capacity / 8 + 1024 : entity_capacity / 2 + 4096;
+}
+
 bool demo_memory_kiln(demo_memory *memory, kiln_runtime *rt, uint32_t entity_capacity) {
     kiln_memory *k = calloc(1, sizeof *k);
     if (!k) return false;
     k->rt = rt;
     /* Slots freed in a frame are reused only after its end, so the table needs room for
      * the frame's respawns on top of the living. */
-    k->entities = entity_table_create(rt, "entities", entity_capacity);
+    k->entities = (entity_table){ kiln_handles_create(rt, &(kiln_handles_desc){
+        .name = "entities", .item_size = sizeof(entity), .item_align = _Alignof(entity),
+        .capacity = entity_capacity, .reserve = entity_capacity }) };
     bool ok = k->entities.raw != NULL;
     for (int kind = 0; kind < DEMO_KINDS; kind++) {
         /* capacity 0: the pool grows as needed; the world caps its lists itself, the same
          * way in both runs. */
         k->pools[kind] = kiln_pool_create(rt, &(kiln_pool_desc){
             .name = pool_names[kind],
-            .size = kind == DEMO_PROJECTILE ? sizeof(projectile) : sizeof(particle) });
+            .size = kind == DEMO_PROJECTILE ? sizeof(projectile) : sizeof(particle),
+            .reserve = planned_objects(kind, entity_capacity) });
         ok = ok && k->pools[kind];
     }
     if (!ok) {

@@ -102,8 +102,11 @@ bool run_play(const demo_options *o, bool use_kiln, const char *trace_path, demo
                        .barrage = calloc(o->frames, sizeof *out->barrage) };
     run_log log = { .quiet = o->quiet };
     /* The same runtime in both runs: the jobs are kiln's either way. */
+    /* frame_reserve: each context's frame arena takes (and touches) the frame memory a
+     * frame of this battle uses when the context is made, at load, not in frame one. */
     kiln_runtime *rt = kiln_create(&(kiln_desc){ .worker_count = o->workers,
                                                  .frame_budget = 8u << 20,
+                                                 .frame_reserve = 2u << 20,
                                                  .log = on_log, .log_user = &log });
     kiln_ctx *ctx = rt ? kiln_attach(rt) : NULL;
     uint32_t capacity = o->entities * 2 + 1024;   /* the living + a frame's respawns */

@@ -217,6 +217,12 @@ public:
         kiln_arena_stats_get(get(), &s);
         return s;
     }
+
+    // kiln_arena_reserve: blocks taken (pages touched) now so that bytes can be allocated
+    // without the block pool, and kept across resets. false when kiln refuses (logged:
+    // ARENA_RESERVE_FAILED at memory_limit or the OS, ARENA_NULL for a moved-from arena).
+    // The arena's owner thread.
+    bool reserve(std::size_t bytes) noexcept { return kiln_arena_reserve(get(), bytes); }
 };
 
 // A stack-allocator scope over an arena: kiln_arena_mark at construction,
@@ -503,10 +509,11 @@ class pool : public detail::owner<kiln_pool *, kiln_pool_destroy> {
                   "kiln::pool: kiln pools align objects to at most 4096 bytes");
 
 public:
-    // kiln_pool_create(rt, {name, sizeof(T), alignof(T), capacity}); capacity 0: grows
-    // without limit. .get() is null when kiln refuses (logged).
-    pool(kiln_runtime *rt, const char *name, std::size_t capacity = 0) noexcept
-        : owner(create_pool(rt, name, capacity)), rt_(rt) {}
+    // kiln_pool_create(rt, {name, sizeof(T), alignof(T), capacity, reserve}); capacity 0:
+    // grows without limit; reserve: objects carved now and kept by trim
+    // (kiln_pool_desc.reserve). .get() is null when kiln refuses (logged).
+    pool(kiln_runtime *rt, const char *name, std::size_t capacity = 0, std::size_t reserve = 0) noexcept
+        : owner(create_pool(rt, name, capacity, reserve)), rt_(rt) {}
     // A move destroys the pool held, then takes other's (and its runtime).
     pool(pool &&other) noexcept : owner(std::move(other)), rt_(std::exchange(other.rt_, nullptr)) {}
     pool &operator=(pool &&other) noexcept {
@@ -567,13 +574,27 @@ public:
         return s;
     }
 
+    // Memory planning, the C calls' contracts (kiln/pool.h):
+    // - reserve(count): kiln_pool_reserve, objects carved (pages touched) now so that count
+    //   objects need no new block; returns how many can be created without one. Any thread.
+    // - trim(): kiln_pool_trim, every block whose objects are all free and uncached goes
+    //   back to the block pool; returns the blocks given back. Any thread.
+    // - flush(ctx): kiln_pool_flush, ctx's cached objects go to the depot, so a trim can
+    //   reach their blocks. ctx's thread.
+    // A moved-from pool: refused by kiln (POOL_NULL, logged), 0.
+    std::size_t reserve(std::size_t count) noexcept { return kiln_pool_reserve(this->get(), count); }
+    std::size_t trim() noexcept { return kiln_pool_trim(this->get()); }
+    void flush(kiln_ctx *ctx) noexcept { kiln_pool_flush(ctx, this->get()); }
+
 private:
-    static kiln_pool *create_pool(kiln_runtime *rt, const char *name, std::size_t capacity) noexcept {
+    static kiln_pool *create_pool(kiln_runtime *rt, const char *name, std::size_t capacity,
+                                  std::size_t reserve) noexcept {
         kiln_pool_desc desc{};
         desc.name = name;
         desc.size = sizeof(T);
         desc.align = alignof(T);
         desc.capacity = capacity;
+        desc.reserve = reserve;
         return kiln_pool_create(rt, &desc);
     }
 
@@ -628,10 +649,11 @@ class handle_table : public detail::owner<kiln_handles *, kiln_handles_destroy> 
                   "kiln::handle_table: kiln handle tables hold items of at most 1 MiB");
 
 public:
-    // kiln_handles_create(rt, {name, sizeof(T), alignof(T), capacity}); capacity 0: 65536.
+    // kiln_handles_create(rt, {name, sizeof(T), alignof(T), capacity, reserve}); capacity
+    // 0: 65536; reserve: slots whose pages are touched now (kiln_handles_desc.reserve).
     // .get() is null when kiln refuses (logged).
-    handle_table(kiln_runtime *rt, const char *name, uint32_t capacity = 0) noexcept
-        : owner(create_table(rt, name, capacity)) {}
+    handle_table(kiln_runtime *rt, const char *name, uint32_t capacity = 0, uint32_t reserve = 0) noexcept
+        : owner(create_table(rt, name, capacity, reserve)) {}
     // A move destroys the table held, then takes other's.
     handle_table(handle_table &&) noexcept = default;
     handle_table &operator=(handle_table &&) noexcept = default;
@@ -720,12 +742,14 @@ private:
 #endif
     }
 
-    static kiln_handles *create_table(kiln_runtime *rt, const char *name, uint32_t capacity) noexcept {
+    static kiln_handles *create_table(kiln_runtime *rt, const char *name, uint32_t capacity,
+                                      uint32_t reserve) noexcept {
         kiln_handles_desc desc{};
         desc.name = name;
         desc.item_size = sizeof(T);
         desc.item_align = alignof(T);
         desc.capacity = capacity;
+        desc.reserve = reserve;
         return kiln_handles_create(rt, &desc);
     }
 };
