@@ -6,7 +6,9 @@
  *     (the standard library's own frame allocator);
  *   - std::allocator's calls on glibc's malloc (looked up in libc itself: linking
  *     mimalloc replaces the process's malloc, see bench/harness.h);
- *   - mimalloc's STL allocator (mi_stl_allocator), when mimalloc is installed.
+ *   - mimalloc's STL allocator (mi_stl_allocator), when mimalloc is installed;
+ *   - the floor: an inline pointer bump over one buffer, reset per frame (the vectors'
+ *     own work with an allocator that costs nothing).
  * Figures: ns per push_back, medians of alternating rounds (../shared/BENCH.md method).
  *
  *   cpp_bench [--quick]     --quick: two frames per round, a few rounds (the test suite) */
@@ -119,6 +121,49 @@ void pmr_round(void *state, bench_series *s) {
     }
 }
 
+/* ---- the floor: an inline bump over one buffer, reset per frame ---- */
+/* What no allocator can beat: allocate is a pointer bump the compiler inlines into
+ * push_back's growth, with no call, no check and no bookkeeping. It tells how much of a
+ * figure is the vectors' own work (push_back, the copies at each growth). */
+struct floor_buffer {
+    std::vector<unsigned char> bytes;
+    size_t used = 0;
+    floor_buffer() : bytes((size_t)64 << 20) {}
+};
+
+floor_buffer floor_memory;
+
+template <class T>
+struct floor_allocator {
+    using value_type = T;
+    floor_allocator() = default;
+    template <class U> floor_allocator(const floor_allocator<U> &) {}
+    T *allocate(size_t n) {
+        size_t at = (floor_memory.used + alignof(T) - 1) & ~(alignof(T) - 1);
+        floor_memory.used = at + n * sizeof(T);
+        if (floor_memory.used > floor_memory.bytes.size()) throw std::bad_alloc();
+        return reinterpret_cast<T *>(floor_memory.bytes.data() + at);
+    }
+    void deallocate(T *, size_t) {}
+    template <class U> bool operator==(const floor_allocator<U> &) const { return true; }
+    template <class U> bool operator!=(const floor_allocator<U> &) const { return false; }
+};
+
+struct plain_state {
+    int frames;
+};
+
+void floor_round(void *state, bench_series *s) {
+    plain_state *p = static_cast<plain_state *>(state);
+    using vec = std::vector<uint32_t, floor_allocator<uint32_t>>;
+    for (int f = 0; f < p->frames; f++) {
+        uint64_t start = bench_now_ns();
+        fill_frame<vec>([] { return vec(); });
+        floor_memory.used = 0;   /* the frame's reset */
+        bench_add_sample(s, (double)(bench_now_ns() - start), (double)plan.pushes);
+    }
+}
+
 /* ---- std::allocator's calls on glibc's malloc ---- */
 template <class T>
 struct glibc_allocator {
@@ -133,10 +178,6 @@ struct glibc_allocator {
     void deallocate(T *p, size_t) { glibc.free(p); }
     template <class U> bool operator==(const glibc_allocator<U> &) const { return true; }
     template <class U> bool operator!=(const glibc_allocator<U> &) const { return false; }
-};
-
-struct plain_state {
-    int frames;
 };
 
 void glibc_round(void *state, bench_series *s) {
@@ -192,6 +233,7 @@ int main(int argc, char **argv) {
     plain_state plain_s = { size->frames };
     bench_add_entry(&w, "kiln::frame_allocator", kiln_round, &kiln_s);
     bench_add_entry(&w, "pmr::monotonic_buffer", pmr_round, &pmr_s);
+    bench_add_entry(&w, "inline bump (the floor)", floor_round, &plain_s);
     char why[256];
 #ifdef BENCH_HAVE_MIMALLOC
     bool (*foreign)(const void *) = in_mimalloc;

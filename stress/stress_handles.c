@@ -732,7 +732,7 @@ int main(int argc, char **argv) {
     if (!stress_parse(argc, argv, &opt)) return 2;
     static const char *const expected_items[] = {
         "HANDLE_DOUBLE_FREE", "HANDLE_FOREIGN", "HANDLES_FULL",
-        "HANDLES_DESTROYED", "HANDLES_ITEMS_LIVE", NULL };
+        "HANDLES_DESTROYED", "HANDLES_ITEMS_LIVE", "HANDLES_CAPACITY_NEAR", NULL };
     static stress_log log = { .expected = expected_items };
     double start = stress_seconds();
     g_rt = kiln_create(&(kiln_desc){ .worker_count = opt.threads, .log = stress_log_fn,
