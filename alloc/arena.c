@@ -32,6 +32,7 @@ struct kiln_large {
 struct kiln_fallback {
     kiln_fallback *prev;    /* the next older one */
     size_t         size;    /* bytes asked */
+    char          *data;    /* the allocation: size bytes (kiln_arena_holds) */
 };
 
 /* Every block alike: the arena's record lives outside its blocks. */
@@ -322,6 +323,7 @@ static KILN_COLD void *alloc_fallback(kiln_arena *arena, size_t size, size_t ali
     }
     fb->prev = arena->fallback_list;
     fb->size = size;
+    fb->data = (char *)fb + header;
     arena->fallback_list = fb;
     kiln_owner_add(&arena->fallback_allocs, 1);
     kiln_owner_add(&arena->fallback_bytes, size);
@@ -334,7 +336,7 @@ static KILN_COLD void *alloc_fallback(kiln_arena *arena, size_t size, size_t ali
                  "the system allocator served it, freed at the arena's reset (logged once per "
                  "frame)", arena->name, size, frame);
     }
-    return (char *)fb + header;
+    return fb->data;
 }
 
 /* Owner: frees the frame's fallback allocations (reset, fini). */
@@ -733,6 +735,10 @@ bool kiln_arena_holds(const kiln_arena *arena, const void *ptr, size_t size) {
         uintptr_t map = (uintptr_t)large - large->guard;
         uintptr_t end = map + large->map_size - large->guard;
         if (p > (uintptr_t)large && p <= end && size <= end - p) return true;
+    }
+    for (const kiln_fallback *fb = arena->fallback_list; fb; fb = fb->prev) {
+        uintptr_t start = (uintptr_t)fb->data, end = start + fb->size;
+        if (p >= start && p <= end && size <= end - p) return true;
     }
     return false;
 }
