@@ -151,8 +151,10 @@ static KILN_COLD void log_near_limit(kiln_block_pool *pool, size_t reserved) {
 #define KILN_CARVE_BATCH 64
 
 /* Under grow_lock: pushes the next batch of the newest reservation's blocks; false when
- * none is left. uncarved goes down before the push, whose release then publishes it
- * with the blocks (a reader that pops one never counts it twice). */
+ * none is left. They go on trimmed_blocks: like a trimmed block, a block no one has used
+ * holds no page but its link's, so kiln_trim_step has nothing to give back from it.
+ * uncarved goes down before the push, whose release then publishes it with the blocks
+ * (a reader that pops one never counts it twice). */
 static bool carve_locked(kiln_block_pool *pool) {
     size_t bs = pool->block_size;
     size_t left = (size_t)(pool->carve_end - pool->carve_next) / bs;
@@ -163,7 +165,7 @@ static bool carve_locked(kiln_block_pool *pool) {
         ((kiln_lifo_node *)(base + i * bs))->next = (kiln_lifo_node *)(base + (i + 1) * bs);
     pool->carve_next = base + n * bs;
     kiln_store_relaxed(&pool->uncarved, left - n);
-    kiln_lifo_push_chain(&pool->free_blocks, (kiln_lifo_node *)base,
+    kiln_lifo_push_chain(&pool->trimmed_blocks, (kiln_lifo_node *)base,
                          (kiln_lifo_node *)(base + (n - 1) * bs), n);
     return true;
 }

@@ -308,7 +308,8 @@ void kiln_handle_tally_cache(const kiln_handle_table *table, const kiln_handle_c
 void kiln_handle_table_sample_peak(kiln_handle_table *table, const kiln_handle_tally *tally) {
     uint64_t live = tally->allocs - tally->frees;
     kiln_max_relaxed_u64(&table->peak_live, live);
-    if (kiln_near_limit_sample_shared(&table->near_warned, live, table->capacity, table->warn_percent))
+    if (kiln_near_limit_sample_shared(&table->near_warned, live, table->capacity, table->warn_percent,
+                                      true))
         kiln_log(&table->log, KILN_LOGITEM_HANDLES_CAPACITY_NEAR,
                  "handle table '%s': %llu of its capacity of %u items are live (%llu%%), at or over "
                  "warn_percent %u%%", table->name, (unsigned long long)live, table->capacity,

@@ -254,21 +254,26 @@ static uint32_t carve_into(kiln_pool *pool, kiln_magazine *mag) {
     return n;
 }
 
-/* POOL_CAPACITY_NEAR: adds the cache's allocs - frees since its last sample to the
- * pool's live_sampled and steps the episode (base/near_limit.h). At every exchange and
- * at a flush, so the figure lags each cache by at most its two magazines. */
+/* POOL_CAPACITY_NEAR's episode step (base/near_limit.h) on a live count: an exact one
+ * (a stats read, every frame end) may end an episode, an estimate only start one. */
+static void judge_live(kiln_pool *pool, uint64_t live, bool exact) {
+    if (kiln_near_limit_sample_shared(&pool->near_reported, live, pool->capacity, pool->warn_percent, exact))
+        kiln_log(&pool->log, KILN_LOGITEM_POOL_CAPACITY_NEAR,
+                 "pool '%s': %llu of its capacity of %zu objects are live (%llu%%), at or over "
+                 "warn_percent %u%%", pool->name, (unsigned long long)live, pool->capacity,
+                 (unsigned long long)(live * 100 / pool->capacity), pool->warn_percent);
+}
+
+/* The estimate between frames: adds the cache's allocs - frees since its last sample to
+ * the pool's live_sampled and judges that. At every exchange and at a flush, so the
+ * figure lags each cache by at most its two magazines. */
 static void sample_live(kiln_pool *pool, kiln_pool_cache *cache) {
     if (pool->capacity == 0) return;
     uint32_t now = (uint32_t)(kiln_load_relaxed(&cache->allocs) - kiln_load_relaxed(&cache->frees));
     uint64_t delta = (uint64_t)(int64_t)(int32_t)(now - cache->synced);
     cache->synced = now;
     int64_t sum = (int64_t)(kiln_add_relaxed(&pool->live_sampled, delta) + delta);
-    uint64_t live = sum > 0 ? (uint64_t)sum : 0;
-    if (kiln_near_limit_sample_shared(&pool->near_reported, live, pool->capacity, pool->warn_percent))
-        kiln_log(&pool->log, KILN_LOGITEM_POOL_CAPACITY_NEAR,
-                 "pool '%s': %llu of its capacity of %zu objects are live (%llu%%), at or over "
-                 "warn_percent %u%%", pool->name, (unsigned long long)live, pool->capacity,
-                 (unsigned long long)(live * 100 / pool->capacity), pool->warn_percent);
+    judge_live(pool, sum > 0 ? (uint64_t)sum : 0, false);
 }
 
 static void note_exchange(kiln_pool *pool, kiln_pool_cache *cache) {
@@ -449,18 +454,13 @@ void kiln_pool_cache_retire(kiln_pool *pool, kiln_pool_cache *cache) {
 
 /* ---- planning: reserve and trim (both under carve_lock) ---- */
 
-/* Under carve_lock: the objects an alloc can get without a new block: the depot's, and
- * the room left in the block being carved, up to the capacity. */
+/* Under carve_lock: the objects an alloc can get without a new block: the depot's.
+ * Not the room left in the block being carved: a refill carves a whole magazine, and
+ * when that room runs out partway it takes a new block to finish it, so the room is no
+ * promise. */
 static size_t available(const kiln_pool *pool) {
-    kiln_pool *p = (kiln_pool *)pool;   /* atomics are read, never written */
-    uint64_t carved = kiln_load_relaxed(&p->carved);
-    uint64_t room = pool->carve_block ? (pool->carve_end - pool->carve_next) / pool->slot : 0;
-    if (pool->capacity != 0) {
-        uint64_t left = carved < pool->capacity ? pool->capacity - carved : 0;
-        if (room > left) room = left;
-    }
-    uint64_t total = kiln_load_relaxed(&p->in_depot) + room;
-    return total > SIZE_MAX ? SIZE_MAX : (size_t)total;
+    uint64_t in_depot = kiln_load_relaxed(&((kiln_pool *)pool)->in_depot);   /* read only */
+    return in_depot > SIZE_MAX ? SIZE_MAX : (size_t)in_depot;
 }
 
 size_t kiln_pool_reserve_objects(kiln_pool *pool, size_t count) {
@@ -475,8 +475,9 @@ size_t kiln_pool_reserve_objects(kiln_pool *pool, size_t count) {
         return now;
     }
     pthread_mutex_lock(&pool->carve_lock);
-    /* The room of the block being carved counts: fault its pages in now too. Its slots
-     * are nobody's yet; with KILN_DEBUG_POISON they are poisoned, and left alone. */
+    /* The room of the block being carved is carved first: fault its pages in now too.
+     * Its slots are nobody's yet; with KILN_DEBUG_POISON they are poisoned, and left
+     * alone. */
     if (pool->carve_block && !(pool->debug & KILN_DEBUG_POISON))
         touch_pages((char *)pool->carve_next, pool->carve_end - pool->carve_next, true);
     pool->touching = true;
@@ -496,7 +497,9 @@ size_t kiln_pool_reserve_objects(kiln_pool *pool, size_t count) {
     uint64_t carved = kiln_load_relaxed(&pool->carved);
     pthread_mutex_unlock(&pool->carve_lock);
     if (now < count) {
-        bool capped = pool->capacity != 0 && carved >= pool->capacity;
+        /* Short by the capacity (the count was over it, or every object is carved and some
+         * are out of the depot), or because the block pool refused a block. */
+        bool capped = pool->capacity != 0 && (count > pool->capacity || carved >= pool->capacity);
         kiln_log(&pool->log, KILN_LOGITEM_POOL_RESERVE_SHORT,
                  "kiln_pool_reserve: pool '%s': %zu of the %zu objects asked can be allocated "
                  "without a new block: %s", pool->name, now, count,
@@ -613,6 +616,8 @@ void kiln_pool_stats_read(kiln_pool *pool, const kiln_pool_tally *caches, kiln_p
         caches->given + kiln_load_relaxed(&pool->retired_given),
     };
     uint64_t in = t.received + t.frees, gone = t.allocs + t.given;
+    uint64_t live = t.allocs > t.frees ? t.allocs - t.frees : 0;
+    if (pool->capacity != 0 && kiln_load_relaxed(&pool->serial) != 0) judge_live(pool, live, true);
     *out = (kiln_pool_stats){
         .object_size = pool->size,
         .slot_size = pool->slot,
@@ -621,7 +626,7 @@ void kiln_pool_stats_read(kiln_pool *pool, const kiln_pool_tally *caches, kiln_p
         .magazine_size = pool->magazine_size,
         .alive = kiln_load_relaxed(&pool->serial) != 0,
         .blocks_held = kiln_load_relaxed(&pool->blocks_held),
-        .live = t.allocs > t.frees ? t.allocs - t.frees : 0,
+        .live = live,
         .peak_live = kiln_load_relaxed(&pool->peak_outside),
         .allocs = t.allocs,
         .frees = t.frees,

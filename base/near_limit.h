@@ -45,12 +45,14 @@ static inline kiln_near_limit_step kiln_near_limit_next(bool in_episode, uint64_
 
 /* One sample against an episode flag that several threads step (a pool's caches, the
  * stats readers of a handle table): true for exactly one sampler per episode start, which
- * then logs. Relaxed: the flag only decides who warns; the figures logged are the
- * sampler's own. Any thread. */
+ * then logs. may_end false: an estimate (a figure that lags), which may start an episode
+ * but never ends one, so that an exact sample and a lagging one cannot take turns
+ * ending and restarting it. Relaxed: the flag only decides who warns; the figures logged
+ * are the sampler's own. Any thread. */
 static inline bool kiln_near_limit_sample_shared(_Atomic int *in_episode, uint64_t used,
-                                                 uint64_t limit, uint32_t percent) {
+                                                 uint64_t limit, uint32_t percent, bool may_end) {
     kiln_near_limit_step step = kiln_near_limit_next(kiln_load_relaxed(in_episode) != 0, used, limit, percent);
-    if (step == KILN_NEAR_LIMIT_END) kiln_store_relaxed(in_episode, 0);
+    if (step == KILN_NEAR_LIMIT_END && may_end) kiln_store_relaxed(in_episode, 0);
     return step == KILN_NEAR_LIMIT_START && kiln_exchange_relaxed(in_episode, 1) == 0;
 }
 

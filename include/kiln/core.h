@@ -208,8 +208,14 @@ typedef struct kiln_desc {
                                   the block pool of memory_limit (MEMORY_LIMIT_NEAR), a pool of
                                   its capacity (POOL_CAPACITY_NEAR), a handle table of its
                                   capacity (HANDLES_CAPACITY_NEAR). An episode ends when usage
-                                  falls more than 10 percentage points under the share. 0: 80; over 100:
-                                  refused (WARN_PERCENT_INVALID) */
+                                  falls more than 10 percentage points under the share (for a
+                                  share of 10 or less: when it falls to zero). Judged: frame
+                                  arenas on each frame's high-water mark at its reset; the
+                                  block pool when it reserves or unmaps; pools and tables at
+                                  each frame end and stats read, pools also at their caches'
+                                  magazine exchanges (an estimate a magazine late, which may
+                                  start an episode but not end one). 0: 80; over 100: refused
+                                  (WARN_PERCENT_INVALID) */
     size_t      frame_reserve; /* bytes of block space each context's frame arena takes when
                                   its context is made (workers at create, attached threads at
                                   kiln_attach; pages touched then) and keeps across every
@@ -310,7 +316,7 @@ KILN_API kiln_desc kiln_runtime_desc(const kiln_runtime *rt);
 
 /* Gives the pages of every free block back to the OS (madvise), without unmapping
  * the address space; returns the bytes given back (free blocks trimmed before and not
- * used since hold no pages and count nothing). Blocks stay usable and are faulted in
+ * used since, and blocks never used at all, hold no pages and count nothing). Blocks stay usable and are faulted in
  * again on their next use: gets take warm free blocks before trimmed ones. The same as
  * kiln_trim_step(rt, SIZE_MAX). Concurrency: any thread, lock-free with respect to
  * block gets and puts. */

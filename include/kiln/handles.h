@@ -137,8 +137,8 @@ typedef struct kiln_handles_stats {
  * as slots are first used, the first desc.reserve slots' at create) and counted against
  * memory_limit. With a capacity, one HANDLES_CAPACITY_NEAR warning per episode when the
  * live items reach kiln_desc.warn_percent of it, judged at each frame end and stats
- * read (so it may come a frame late; the episode ends 10 points under). At most 64 tables live per
- * runtime (HANDLES_TOO_MANY beyond).
+ * read (so it may come a frame late; kiln_desc.warn_percent says when an episode ends).
+ * At most 64 tables live per runtime (HANDLES_TOO_MANY beyond).
  * Concurrency: any thread, concurrently with other creates and destroys. */
 KILN_API kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *desc);
 

@@ -152,9 +152,10 @@ KILN_API void kiln_pool_free(kiln_ctx *ctx, kiln_pool *pool, void *obj);
 /* Carves objects now, so that count objects can be allocated from the pool without it
  * taking a block from the runtime's block pool, and page-faults the memory they take
  * (no cold first frame). Returns how many objects can now be allocated without a new
- * block: the free objects in the pool's depot plus the room left in the block it is
- * carving (objects idle in contexts' caches are not counted: only their own context
- * can use them). That is at least count on success; at the capacity or memory_limit
+ * block: the free objects in the pool's depot (objects idle in contexts' caches are not
+ * counted: only their own context can use them; nor is the room left in the block being
+ * carved, since a refill that ran out of it partway would take a block). That is at
+ * least count on success; at the capacity or memory_limit
  * it carves what it can and returns that, logged (POOL_RESERVE_SHORT, naming the pool
  * and both figures). count 0 carves nothing and returns the figure. The count is not
  * remembered: kiln_pool_trim keeps only desc.reserve.
