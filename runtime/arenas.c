@@ -89,9 +89,14 @@ kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *name, kiln_ctx 
         return NULL;
     }
     /* desc.frame_reserve: taken and touched before the context's first frame (logged on
-     * refusal: ARENA_RESERVE_FAILED); the context is then not made. */
+     * refusal: ARENA_RESERVE_FAILED); the context is then not made, and that is said too,
+     * since the arena's own message speaks of an arena that lives on. */
     if (is_frame && rt->desc.frame_reserve != 0 &&
         !kiln_arena_reserve_bytes(&record->arena, rt->desc.frame_reserve)) {
+        kiln_log(&rt->log, KILN_LOGITEM_CONTEXT_OUT_OF_MEMORY,
+                 "a new context (a worker's at kiln_create, or kiln_attach's): desc.frame_reserve "
+                 "of %zu bytes could not be taken for its frame arena; the context is not made "
+                 "and the blocks taken go back", rt->desc.frame_reserve);
         kiln_arena_fini(&record->arena);
         record_keep(rt, record, !reused);
         return NULL;

@@ -59,6 +59,19 @@ static bool desc_check(kiln_desc *d, const kiln_log_sink *early) {
                  d->memory_limit != 0 ? d->memory_limit : (size_t)1 << KILN_ADDRESS_BITS);
         return false;
     }
+    /* Every worker and one attached thread each reserve it, in whole blocks (one more for
+     * a block's header): a limit that cannot hold that would refuse every context. */
+    size_t contexts = (size_t)d->worker_count + 1;
+    size_t per_context = d->block_size ? (d->frame_reserve / d->block_size + 1) * d->block_size : 0;
+    bool block_size_ok = d->block_size >= 4096 && (d->block_size & (d->block_size - 1)) == 0;
+    if (d->frame_reserve != 0 && d->memory_limit != 0 && block_size_ok &&   /* else the block pool refuses it */
+        per_context > d->memory_limit / contexts) {
+        kiln_log(early, KILN_LOGITEM_FRAME_RESERVE_INVALID,
+                 "kiln_create: frame_reserve %zu for each of %zu contexts (the workers and one "
+                 "attached thread) takes about %zu bytes of blocks each, more than memory_limit "
+                 "%zu leaves them", d->frame_reserve, contexts, per_context, d->memory_limit);
+        return false;
+    }
     if (d->frame_budget_policy != KILN_BUDGET_WARN && d->frame_budget_policy != KILN_BUDGET_REFUSE) {
         kiln_log(early, KILN_LOGITEM_FRAME_BUDGET_POLICY_INVALID,
                  "kiln_create: frame_budget_policy %d is not KILN_BUDGET_WARN (0) or "

@@ -167,16 +167,31 @@ Test(arena_plan, reserve_when_the_os_refuses) {
     kiln_destroy(rt);
 }
 
+/* A frame_reserve that memory_limit cannot hold for every context is refused at create;
+ * one that fits, but no longer does once other memory is taken, refuses the context. */
 Test(arena_plan, frame_reserve_the_pool_refuses_makes_no_context) {
     kiln_desc desc = plan_desc();
     desc.memory_limit = 8 * BS;
-    desc.frame_reserve = 8 * BS;   /* 9 blocks of block space: allowed, never satisfied */
+    desc.frame_reserve = 8 * BS;   /* 9 blocks of block space for a context: never satisfied */
+    cr_assert_null(kiln_create(&desc));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_FRAME_RESERVE_INVALID, "more than memory_limit"), 1,
+                 "log:%s", recorded_summary(rec));
+    desc.frame_reserve = 3 * BS;
     kiln_runtime *rt = create(&desc);
-    cr_assert_null(kiln_attach(rt));
+    kiln_ctx *first = kiln_attach(rt);
+    cr_assert_not_null(first, "log:%s", recorded_summary(rec));
+    kiln_arena *level = kiln_arena_create(rt, "level");
+    cr_assert(kiln_arena_reserve(level, 2 * BS), "log:%s", recorded_summary(rec));   /* 3 blocks: 7 of 8 in use */
+    uint64_t in_use = runtime_stats(rt).blocks.blocks_in_use;
+    cr_assert_null(kiln_attach(rt), "no room is left for a second context's reserve");
     cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_RESERVE_FAILED), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_CONTEXT_OUT_OF_MEMORY, "the context is not made"), 1,
+                 "log:%s", recorded_summary(rec));
     kiln_stats s = runtime_stats(rt);
-    cr_assert_eq(s.contexts, 0);
-    cr_assert_eq(s.blocks.blocks_in_use, 0, "the refused context's blocks went back");
+    cr_assert_eq(s.contexts, 1);
+    cr_assert_eq(s.blocks.blocks_in_use, in_use, "the refused context's blocks went back");
+    kiln_arena_destroy(level);
+    kiln_detach(first);
     kiln_destroy(rt);
 }
 
@@ -453,6 +468,30 @@ Test(arena_plan, fallback_serves_what_memory_limit_refuses) {
     cr_assert_not_null(kiln_frame_alloc(ctx, 40000, 8));
     cr_assert_not_null(kiln_frame_alloc(ctx, 40000, 8));
     cr_assert_not_null(kiln_frame_alloc(ctx, 40000, 8));   /* left to detach to free */
+    kiln_detach(ctx);
+    kiln_destroy(rt);
+}
+
+/* Memory the system allocator served is the arena's too: under KILN_DEBUG_CHECKS,
+ * kiln_arena_grow of it copies (it cannot grow in place) instead of calling it foreign. */
+Test(arena_plan, fallback_memory_grows_under_checks) {
+    kiln_desc desc = plan_desc();
+    desc.memory_limit = 2 * BS;
+    desc.reserve_size = BS;
+    desc.frame_fallback = true;
+    desc.debug = KILN_DEBUG_CHECKS;
+    kiln_runtime *rt = create(&desc);
+    kiln_ctx *ctx = kiln_attach(rt);
+    kiln_frame_begin(ctx);
+    unsigned char *p = NULL;
+    for (int i = 0; i < 5; i++) p = kiln_frame_alloc(ctx, 40000, 8);   /* the last: fallback */
+    cr_assert_geq(arena_stats(kiln_frame_arena(ctx)).fallback_allocs, 1, "%s", recorded_summary(rec));
+    memset(p, 0x5A, 40000);
+    unsigned char *grown = kiln_arena_grow(kiln_frame_arena(ctx), p, 40000, 80000, 8);
+    cr_assert_not_null(grown, "%s", recorded_summary(rec));
+    cr_assert_eq(grown[39999], 0x5A);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_GROW_FOREIGN), 0, "%s", recorded_summary(rec));
+    kiln_frame_end(ctx);
     kiln_detach(ctx);
     kiln_destroy(rt);
 }

@@ -212,8 +212,11 @@ typedef void (*kiln_handle_visit_fn)(void *user, kiln_handle h, void *item);
  *   costs a pass over the slots handed out so far, live or not, and no lock but one
  *   short one at its start.
  * - Items allocated or freed during the walk (by fn or by other threads) may or may not
- *   be visited. A visited item's pointer follows kiln_handle_get's lifetime rule (the
- *   reuse rule above): fn may free the item it is given (or any other) with its own
+ *   be visited. An item another thread has just allocated may be visited before that
+ *   thread has written it (zeroed, or half written): as for a handle looked up before
+ *   its owner published it, what fn reads of an item is the client's to order. A
+ *   visited item's pointer follows kiln_handle_get's lifetime rule (the reuse rule
+ *   above): fn may free the item it is given (or any other) with its own
  *   context, and the pointer stays valid until the reuse rule lets the slot go.
  * - fn may call kiln_handle_get, alloc and free on this table and may start another
  *   walk. kiln_handles_destroy of a table that is being walked is refused

@@ -24,8 +24,10 @@
  *   waits for them nor runs one, and neither does kiln_wait (with KILN_NO_WORKERS,
  *   kiln_wait runs them: nobody else would).
  * - Wait for them with a counter.
- * - They must not use frame memory: with KILN_DEBUG_CHECKS, kiln_frame_alloc inside one
- *   is refused (JOB_BACKGROUND_FRAME_ALLOC).
+ * - They must not use frame memory: with KILN_DEBUG_CHECKS, kiln_frame_alloc and the
+ *   other kiln_frame_* calls inside one are refused (JOB_BACKGROUND_FRAME_ALLOC). The arena
+ *   calls on kiln_frame_arena(ctx) (kiln_arena_alloc, _grow, _printf, ...) are not
+ *   checked: they take the arena, not the context.
  *
  * The frame a job belongs to:
  * - A frame job (any job that is not background) belongs to the frame of the driver's

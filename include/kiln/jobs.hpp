@@ -152,7 +152,8 @@ inline std::atomic<std::size_t> &destructor_drops() noexcept {
 // Threads: construct, run(), wait() and destroy on the thread of the context given (a
 // job may make a task_group of its own with the ctx it was given: nested groups are
 // fine, since kiln_wait runs other jobs meanwhile). Never wait on a group from one of its
-// own jobs (that job is among those waited for). exceptions_dropped() from any thread.
+// own jobs: that job is among those waited for, so the wait never returns (kiln cannot
+// tell that job from any other, and says nothing). exceptions_dropped() from any thread.
 //
 // Neither copyable nor movable: the group's jobs hold its exception slot's address, and
 // kiln holds its counter's address, until they are done; a move while they run would

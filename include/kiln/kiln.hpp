@@ -21,7 +21,9 @@
 //   standard requires. Without exceptions (-fno-exceptions) they call std::abort, as the
 //   standard library's own allocators do then.
 // - Owners are destroyed before the runtime that made them (declare them after it): kiln
-//   cannot check a pointer into a runtime that kiln_destroy has freed.
+//   cannot check a pointer into a runtime that kiln_destroy has freed. Likewise a
+//   kiln::frame ends before its kiln::context goes: a context detached with its frame
+//   open drops that frame, and the frame's destructor is then refused (CONTEXT_DETACHED).
 // - Thread contracts are the C calls': each class says which it follows.
 #ifndef KILN_KILN_HPP
 #define KILN_KILN_HPP
@@ -271,8 +273,9 @@ private:
 // C++17 Allocator requirements over kiln's bump arenas.
 // - allocate(n): n * sizeof(T) bytes aligned to alignof(T); std::bad_alloc when kiln
 //   returns NULL (logged by kiln: the limit reached, a bad context or arena, an
-//   alignment above the arena's block size: ARENA_BAD_ALIGN), std::bad_array_new_length
-//   when the bytes overflow size_t.
+//   alignment above the arena's block size: ARENA_BAD_ALIGN, a size past what one
+//   mapping may be: ARENA_SIZE_OVERFLOW), std::bad_array_new_length when the bytes
+//   overflow size_t.
 // - deallocate frees nothing: the arena's reset or release does. No give-back of the
 //   arena's last allocation either: the C API frees only to a mark, and a release to a
 //   mark taken before an allocation also ends every mark taken after it (an arena_scope
@@ -374,12 +377,25 @@ inline bool operator!=(const bump_allocator<T, Source> &a, const bump_allocator<
 // - A frame container is destroyed before its frame ends: one kept longer reads reset
 //   memory (KILN_DEBUG_POISON reports it under AddressSanitizer and memcheck).
 // - With KILN_DEBUG_CHECKS, a container that grows after the frame of its first
-//   allocation has ended is refused (FRAME_MEMORY_STALE, then std::bad_alloc) before it
-//   copies a single element out of reset memory: each allocator copy carries the frame
-//   of its first allocation (kiln_frame_alloc_stamped). An allocator that has not
-//   allocated yet may live across frames: a system can keep one and make each frame's
-//   containers from it. frame_resource carries no stamp (many containers share it), so
-//   pmr containers are not checked.
+//   allocation has ended is refused (FRAME_MEMORY_STALE, then std::bad_alloc): each
+//   allocator copy carries the frame of its first allocation (kiln_frame_alloc_stamped)
+//   and compares it at every later one.
+//   - An allocator that has not allocated yet may live across frames: a system can keep
+//     one and make each frame's containers from it. A copy of one that has allocated
+//     carries its stamp: get_allocator() of a container, and the allocator a moved-from
+//     container keeps, belong to that frame (give a kept container a fresh allocator,
+//     v = frame_vector<int>(ctx), to use it in a later frame).
+//   - Caught before anything is read: vector, string and deque growth, list and set
+//     inserts (they allocate first). Not caught, or only after reset memory was read,
+//     since no allocation of the stored allocator comes first: a map or unordered
+//     container's lookup-then-insert (operator[], insert: the lookup walks the old nodes
+//     or buckets), an unordered container's bucket array (libstdc++ allocates it through
+//     a temporary copy of the allocator, whose stamp is lost), and a container built by
+//     the allocator-extended move constructor from an equal allocator (it takes the
+//     storage but not the stamp). KILN_DEBUG_POISON under AddressSanitizer or memcheck
+//     reports every read of reset memory, these included.
+//   - frame_resource carries no stamp (many containers share it), so pmr containers are
+//     not checked.
 // - Refused by kiln, then std::bad_alloc: a null or detached context (CONTEXT_NULL,
 //   CONTEXT_DETACHED); a background job's frame memory with KILN_DEBUG_CHECKS
 //   (JOB_BACKGROUND_FRAME_ALLOC).
