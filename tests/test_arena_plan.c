@@ -433,12 +433,18 @@ Test(arena_plan, budget_warn_is_todays_behaviour) {
 
 /* ---- desc.frame_fallback ----------------------------------------------------------- */
 
-Test(arena_plan, fallback_serves_what_memory_limit_refuses) {
+/* A runtime whose block pool holds two blocks, with frame_fallback on. */
+static kiln_runtime *fallback_runtime(uint32_t debug) {
     kiln_desc desc = plan_desc();
     desc.memory_limit = 2 * BS;
     desc.reserve_size = BS;
     desc.frame_fallback = true;
-    kiln_runtime *rt = create(&desc);
+    desc.debug = debug;
+    return create(&desc);
+}
+
+Test(arena_plan, fallback_serves_what_memory_limit_refuses) {
+    kiln_runtime *rt = fallback_runtime(0);
     kiln_ctx *ctx = kiln_attach(rt);
     for (int frame = 1; frame <= 2; frame++) {
         kiln_frame_begin(ctx);
@@ -475,12 +481,7 @@ Test(arena_plan, fallback_serves_what_memory_limit_refuses) {
 /* Memory the system allocator served is the arena's too: under KILN_DEBUG_CHECKS,
  * kiln_arena_grow of it copies (it cannot grow in place) instead of calling it foreign. */
 Test(arena_plan, fallback_memory_grows_under_checks) {
-    kiln_desc desc = plan_desc();
-    desc.memory_limit = 2 * BS;
-    desc.reserve_size = BS;
-    desc.frame_fallback = true;
-    desc.debug = KILN_DEBUG_CHECKS;
-    kiln_runtime *rt = create(&desc);
+    kiln_runtime *rt = fallback_runtime(KILN_DEBUG_CHECKS);
     kiln_ctx *ctx = kiln_attach(rt);
     kiln_frame_begin(ctx);
     unsigned char *p = NULL;

@@ -355,17 +355,11 @@ Test(handle_walk, parallel_for_from_inside_a_job) {
 }
 
 /* A destroy from a visit on a worker is refused as on the walking thread. */
-static void destroy_from_worker(void *user, kiln_handle h, void *item) {
-    (void)h;
-    (void)item;
-    kiln_handles_destroy(user);
-}
-
 Test(handle_walk, destroy_during_a_parallel_walk_is_refused) {
     kiln_handles *t = make_table(256);
     kiln_handle hs[200];
     fill(t, hs, 200);
-    kiln_handles_parallel_for(ctx, t, 8, destroy_from_worker, t);
+    kiln_handles_parallel_for(ctx, t, 8, destroy_during_visit, t);
     cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_WALK_ACTIVE), 200, "%s", recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 200, "%s", recorded_summary(rec));
     for (int i = 0; i < 200; i++) cr_assert(kiln_handle_free(ctx, t, hs[i]));
