@@ -437,7 +437,9 @@ static phase_result run_phase(const char *name, size_t limit) {
     phase_result result = { 0 };
     static const char *const expected_items[] = { "MEMORY_LIMIT_REACHED", "FRAME_BUDGET_EXCEEDED",
                                                    "FRAME_BUDGET_NEAR", "MEMORY_LIMIT_NEAR",
-                                                   "ARENA_RESERVE_FAILED", NULL };
+                                                   "ARENA_RESERVE_FAILED",
+                                                   /* an attach whose frame_reserve the limit refused */
+                                                   "CONTEXT_OUT_OF_MEMORY", NULL };
     static const char *const expected_unlimited[] = { "FRAME_BUDGET_EXCEEDED", "FRAME_BUDGET_NEAR",
                                                       NULL };
     stress_log log = { .expected = limit ? expected_items : expected_unlimited };
