@@ -102,6 +102,25 @@ static inline kiln_steal_result kiln_deque_steal(kiln_deque *deque, kiln_task *t
     return KILN_STEAL_OK;
 }
 
+/* Any thread, the owner included (an isolated wait looks at the oldest task of its own
+ * deque too; the owner never pushes or takes at the same time as it steals): the oldest
+ * task, only when its isolation is tag; KILN_STEAL_EMPTY (empty for this tag),
+ * leaving it in place, when it is not: the slot is read before the CAS, as kiln_deque_steal reads it, and a task
+ * that is not taken is not claimed. */
+static inline kiln_steal_result kiln_deque_steal_tagged(kiln_deque *deque, kiln_task *task,
+                                                        uint64_t tag) {
+    int64_t t = kiln_load_acquire(&deque->top);
+    kiln_fence_seq_cst();                         /* the top load before the bottom load */
+    int64_t b = kiln_load_acquire(&deque->bottom);
+    if (t >= b) return KILN_STEAL_EMPTY;
+    kiln_deque_ring *ring = kiln_load_acquire(&deque->ring);
+    kiln_slot_read(ring, t, task);
+    if (task->isolation != tag) return KILN_STEAL_EMPTY;   /* possibly a torn read: harmless */
+    if (!kiln_cas_strong_seq_cst(&deque->top, &t, t + 1))
+        return KILN_STEAL_ABORT;
+    return KILN_STEAL_OK;
+}
+
 /* Whether the deque looked non-empty at some instant (a hint for idle workers). */
 static inline bool kiln_deque_looks_busy(kiln_deque *deque) {
     return kiln_load_acquire(&deque->bottom) > kiln_load_acquire(&deque->top);
