@@ -20,6 +20,7 @@
  *   CAS fails the counter was reused (a new run made it non-zero: misuse while batches
  *   wait, see jobs.h): the flag stays, and that run's last decrement drains what has
  *   been pushed since.
+ * The drain is kiln_counter_drain in jobs/scheduler.c.
  * - A batch's pending count: the drainer reads link->next before its decrement (which may
  *   queue and free the record); the thread whose decrement reaches zero read every
  *   task the submitter wrote, through the submitter's release of its own hold. */
@@ -36,12 +37,6 @@ kiln_batch *kiln_batch_new(size_t count, uint32_t prerequisites) {
     batch->count = count;
     batch->links = (kiln_wait_link *)(void *)((char *)batch->tasks + tasks);
     return batch;
-}
-
-/* Every task of the batch on q (or its pin); the record is gone afterwards. */
-static void queue_batch(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *batch) {
-    kiln_jobs_queue_counted(sys, q, batch->tasks, batch->count, batch->priority, batch->pinned);
-    kiln_heap_free(batch);
 }
 
 /* A hold on a non-zero counter, with the flag set (see the file comment); false when
@@ -77,17 +72,5 @@ void kiln_jobs_submit_after(kiln_job_system *sys, kiln_job_queue *q, kiln_batch 
         } while (!kiln_cas_strong_seq_cst(&counter->waiters, &head, link));   /* release: link, tasks */
         kiln_counter_finish(sys, q, counter, 1);   /* the hold; may drain, this batch included */
     }
-    if (kiln_sub_acq_rel(&batch->pending, done) == done) queue_batch(sys, q, batch);
-}
-
-void kiln_counter_drain(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter) {
-    kiln_wait_link *link = kiln_exchange_acq_rel(&counter->waiters, NULL);
-    uint64_t drained = KILN_COUNTER_WAITERS;
-    kiln_cas_strong_seq_cst(&counter->pending, &drained, 0);   /* fails only when reused */
-    while (link) {
-        kiln_wait_link *next = link->next;   /* before the decrement that may free the record */
-        kiln_batch *batch = link->batch;
-        if (kiln_sub_acq_rel(&batch->pending, 1) == 1) queue_batch(sys, q, batch);
-        link = next;
-    }
+    if (kiln_sub_acq_rel(&batch->pending, done) == done) kiln_jobs_queue_batch(sys, q, batch);
 }

@@ -3,8 +3,6 @@
 #define _GNU_SOURCE
 #include "scheduler.h"
 
-#include "graph.h"
-
 #include "../base/backoff.h"
 #include "../base/clock.h"
 #include "../base/futex.h"
@@ -219,6 +217,27 @@ void kiln_jobs_queue_counted(kiln_job_system *sys, kiln_job_queue *q, const kiln
     if (!(tasks[0].flags & KILN_TASK_BACKGROUND))
         kiln_store_release(&q->completed, kiln_load_relaxed(&q->completed) + count);
     if (tasks[0].counter) kiln_counter_finish(sys, q, tasks[0].counter, count);
+}
+
+/* Every task of the batch on q (or its pin); the record is gone afterwards. */
+void kiln_jobs_queue_batch(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *batch) {
+    kiln_jobs_queue_counted(sys, q, batch->tasks, batch->count, batch->priority, batch->pinned);
+    kiln_heap_free(batch);
+}
+
+/* Takes the list, clears the flag (the counter's last touch), then queues each batch
+ * whose last prerequisite this was (the proof: jobs/graph.c). Cold: only a counter that
+ * batches wait on gets here. */
+KILN_COLD void kiln_counter_drain(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter) {
+    kiln_wait_link *link = kiln_exchange_acq_rel(&counter->waiters, NULL);
+    uint64_t drained = KILN_COUNTER_WAITERS;
+    kiln_cas_strong_seq_cst(&counter->pending, &drained, 0);   /* fails only when reused */
+    while (link) {
+        kiln_wait_link *next = link->next;   /* before the decrement that may free the record */
+        kiln_batch *batch = link->batch;
+        if (kiln_sub_acq_rel(&batch->pending, 1) == 1) kiln_jobs_queue_batch(sys, q, batch);
+        link = next;
+    }
 }
 
 /* Owner: one pinned task: a frame one, else with background any background one. */

@@ -15,6 +15,7 @@
 #include <pthread.h>
 
 #include "../base/log.h"
+#include "batch.h"
 #include "deque.h"
 #include "inbox.h"
 
@@ -147,6 +148,10 @@ KILN_INTERNAL bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, con
 KILN_INTERNAL void kiln_jobs_queue_counted(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks,
                                            size_t count, int priority, kiln_job_queue *pinned);
 
+/* Owner of q: queues a batch whose prerequisites have all finished (its tasks are
+ * counted already), and frees its record. */
+KILN_INTERNAL void kiln_jobs_queue_batch(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *batch);
+
 /* The isolation a task submitted now by q's owner carries: the tag of the isolated
  * wait it is in, else its counter's address (an isolated wait on that counter runs it),
  * 0 without either. */
@@ -192,5 +197,21 @@ KILN_INTERNAL void kiln_jobs_set_hook(kiln_job_system *sys, kiln_job_hook hook);
 
 /* Wakes every sleeper and makes worker loops return. */
 KILN_INTERNAL void kiln_jobs_shutdown(kiln_job_system *sys);
+
+/* Owner of q, the thread whose decrement left the counter at KILN_COUNTER_WAITERS: takes
+ * its list, queues (on q) each batch whose last prerequisite it was, then clears the
+ * flag unless the counter was reused meanwhile. */
+KILN_INTERNAL void kiln_counter_drain(kiln_job_system *sys, kiln_job_queue *q,
+                                                kiln_counter_state *counter);
+
+/* Owner of q: n jobs (or registrations) counted on counter are done. The decrement is
+ * the last touch of the counter unless it leaves the flag alone: waiters then drain.
+ * acq_rel: the release publishes the jobs' writes to a waiter reading 0 and to the
+ * drainer; the acquire lets a drainer see every registration that released before. */
+static inline void kiln_counter_finish(kiln_job_system *sys, kiln_job_queue *q,
+                                       kiln_counter_state *counter, uint64_t n) {
+    uint64_t before = kiln_sub_acq_rel(&counter->pending, n);
+    if (kiln_unlikely(before == (KILN_COUNTER_WAITERS | n))) kiln_counter_drain(sys, q, counter);
+}
 
 #endif /* KILN_JOBS_SCHEDULER_H */
