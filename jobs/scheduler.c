@@ -37,6 +37,7 @@ bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, u
     q->id = id;
     kiln_store_relaxed(&q->is_worker, is_worker);
     q->job_depth = q->frame_depth = 0;
+    q->isolated = 0;
     kiln_store_relaxed(&q->work_state, KILN_WORK_IDLE);   /* published with the queue */
     /* Its frame memory is empty: it serves the epoch of now (no reset before its first job). */
     kiln_store_relaxed(&q->work_epoch, sys->frame_epoch ? kiln_load_acquire(sys->frame_epoch) : 0);
@@ -162,20 +163,13 @@ static KILN_COLD void run_here(kiln_job_system *sys, kiln_job_queue *q, const ki
     }
 }
 
-bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks, size_t count,
-                      int priority, kiln_job_queue *pinned) {
-    /* Counted before anyone can run them (frame_quiet reads completions first, so a
-     * count that came late could make a running job look finished). */
-    uint64_t frame_jobs = (tasks[0].flags & KILN_TASK_BACKGROUND) ? 0 : count;
-    uint64_t submitted = kiln_load_relaxed(&q->submitted);
-    kiln_store_relaxed(&q->submitted, submitted + frame_jobs);
+/* Tasks counted already: to pinned's inbox, or to q's deque. false, with nothing
+ * queued, when the pinned target's inbox is closed. */
+static bool push_tasks(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks, size_t count,
+                       int priority, kiln_job_queue *pinned) {
     if (pinned) {
         pin_result result = inbox_append(pinned, tasks, count);
-        if (result == PIN_CLOSED) {
-            /* Never queued: taken back (a frame end that saw the count only waited longer). */
-            kiln_store_relaxed(&q->submitted, submitted);
-            return false;
-        }
+        if (result == PIN_CLOSED) return false;
         if (result == PIN_NO_MEMORY) {
             kiln_log(&sys->log, KILN_LOGITEM_JOB_OUT_OF_MEMORY,
                      "context %u: no memory to queue pinned jobs for context %u; the submitting "
@@ -197,6 +191,53 @@ bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *
     }
     wake(sys, count);
     return true;
+}
+
+bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks, size_t count,
+                      int priority, kiln_job_queue *pinned) {
+    /* Counted before anyone can run them (frame_quiet reads completions first, so a
+     * count that came late could make a running job look finished). */
+    uint64_t frame_jobs = (tasks[0].flags & KILN_TASK_BACKGROUND) ? 0 : count;
+    uint64_t submitted = kiln_load_relaxed(&q->submitted);
+    kiln_store_relaxed(&q->submitted, submitted + frame_jobs);
+    if (push_tasks(sys, q, tasks, count, priority, pinned)) return true;
+    /* Never queued: taken back (a frame end that saw the count only waited longer). */
+    kiln_store_relaxed(&q->submitted, submitted);
+    return false;
+}
+
+void kiln_jobs_queue_counted(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks,
+                             size_t count, int priority, kiln_job_queue *pinned) {
+    if (push_tasks(sys, q, tasks, count, priority, pinned)) return;
+    /* Counted on another queue's submitted, which only its owner writes: these count as
+     * completed here instead (release, as run_task's), so the sums still meet. */
+    kiln_log(&sys->log, KILN_LOGITEM_JOB_PIN_DETACHING,
+             "context %u: pinned_to context %u detached while %zu jobs waited for their "
+             "prerequisites; they are not run", q->id, pinned->id, count);
+    if (!(tasks[0].flags & KILN_TASK_BACKGROUND))
+        kiln_store_release(&q->completed, kiln_load_relaxed(&q->completed) + count);
+    if (tasks[0].counter) kiln_counter_finish(sys, q, tasks[0].counter, count);
+}
+
+/* Every task of the batch on q (or its pin); the record is gone afterwards. */
+void kiln_jobs_queue_batch(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *batch) {
+    kiln_jobs_queue_counted(sys, q, batch->tasks, batch->count, batch->priority, batch->pinned);
+    kiln_heap_free(batch);
+}
+
+/* Takes the list, clears the flag (the counter's last touch), then queues each batch
+ * whose last prerequisite this was (the proof: jobs/graph.c). Cold: only a counter that
+ * batches wait on gets here. */
+KILN_COLD void kiln_counter_drain(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter) {
+    kiln_wait_link *link = kiln_exchange_acq_rel(&counter->waiters, NULL);
+    uint64_t drained = KILN_COUNTER_WAITERS;
+    kiln_cas_strong_seq_cst(&counter->pending, &drained, 0);   /* fails only when reused */
+    while (link) {
+        kiln_wait_link *next = link->next;   /* before the decrement that may free the record */
+        kiln_batch *batch = link->batch;
+        if (kiln_sub_acq_rel(&batch->pending, 1) == 1) kiln_jobs_queue_batch(sys, q, batch);
+        link = next;
+    }
 }
 
 /* Owner: one pinned task: a frame one, else with background any background one. */
@@ -312,7 +353,7 @@ static void run_range(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) 
      * Pieces of a background range sit on the background deque, which kiln_wait leaves
      * to the workers: this wait takes them too, or two workers each waiting on pieces
      * of their own would wait for ever. */
-    kiln_counter_state pieces = { 0, 0 };
+    kiln_counter_state pieces = { 0, 0, NULL };
     split_range(sys, q, task, &pieces);
     task->fn.range((kiln_ctx *)q->owner, (size_t)task->begin, (size_t)task->end, task->arg);
     wait_counter(sys, q, &pieces, sys->threads == 1 || (task->flags & KILN_TASK_BACKGROUND));
@@ -426,7 +467,8 @@ static void run_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
     kiln_owner_add(&q->jobs_run, 1);
     if (!(task->flags & KILN_TASK_BACKGROUND))   /* release: frame end then sees its writes */
         kiln_store_release(&q->completed, kiln_load_relaxed(&q->completed) + 1);
-    if (task->counter) kiln_sub_acq_rel(&task->counter->pending, 1);
+    /* No batch waits on the counter: one compare more, predicted (kiln_counter_finish). */
+    if (task->counter) kiln_counter_finish(sys, q, task->counter, 1);
 }
 
 bool kiln_jobs_run_one(kiln_job_system *sys, kiln_job_queue *q, bool background) {
@@ -436,16 +478,82 @@ bool kiln_jobs_run_one(kiln_job_system *sys, kiln_job_queue *q, bool background)
     return true;
 }
 
-/* Runs tasks until the counter reads zero; background ones too when background. Without
- * background, still the background jobs pinned to this thread that count on this very
- * counter: nobody else may run them, and the waiter asked for them (looked for only
- * when nothing else ran: one hint load). */
+/* ---- Isolated waits: only tasks of one isolation tag (scheduler.h) ----
+ * Other queues: the oldest task, only when it carries the tag (kiln_deque_steal_tagged
+ * leaves any other in place). Its own deque: the newest ones, setting aside (on the
+ * stack) up to KILN_ISOLATED_REACH of other tags to reach one with the tag below them,
+ * all put back in their order before the task runs or the search moves on, so no task
+ * is hidden from thieves while this thread runs or spins; then its oldest one. */
+#define KILN_ISOLATED_REACH 32
+
+static __attribute__((noinline)) bool take_own_tagged(kiln_deque *deque, kiln_task *task,
+                                                      uint64_t tag) {
+    if (!kiln_deque_looks_busy(deque)) return false;
+    kiln_task aside[KILN_ISOLATED_REACH];
+    size_t set_aside = 0;
+    bool found = false;
+    while (set_aside < KILN_ISOLATED_REACH && kiln_deque_take(deque, task)) {
+        if (task->isolation == tag) {
+            found = true;
+            break;
+        }
+        aside[set_aside++] = *task;
+    }
+    /* Back where they were: each take made room for its push, so none grows the ring. */
+    while (set_aside > 0) kiln_deque_push(deque, &aside[--set_aside]);
+    if (found) return true;
+    kiln_steal_result r;
+    while ((r = kiln_deque_steal_tagged(deque, task, tag)) == KILN_STEAL_ABORT) kiln_cpu_pause();
+    return r == KILN_STEAL_OK;
+}
+
+/* One pass over the other queues' oldest tasks, as steal() makes, for tag only. */
+static bool steal_tagged(kiln_job_system *sys, kiln_job_queue *q, int priority, kiln_task *task,
+                         uint64_t tag) {
+    if (!q->steals) return false;
+    uint32_t limit = kiln_load_acquire(&sys->queue_limit);
+    for (uint32_t i = 0; i < limit; i++) {
+        kiln_job_queue *victim = kiln_load_acquire(&sys->queues[i]);
+        if (!victim || victim == q || !kiln_deque_looks_busy(&victim->deques[priority])) continue;
+        kiln_steal_result r;
+        while ((r = kiln_deque_steal_tagged(&victim->deques[priority], task, tag)) == KILN_STEAL_ABORT)
+            kiln_cpu_pause();
+        if (r == KILN_STEAL_OK) {
+            kiln_owner_add(&q->jobs_stolen, 1);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* find_task for an isolated wait: pinned tasks (any), then tagged ones by priority. */
+static bool find_task_isolated(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task,
+                               bool background, uint64_t tag) {
+    if (take_pinned(q, task, background)) return true;
+    for (int d = KILN_DEQUE_HIGH; d >= KILN_DEQUE_NORMAL; d--)
+        if (take_own_tagged(&q->deques[d], task, tag) || steal_tagged(sys, q, d, task, tag))
+            return true;
+    if (background && (take_own_tagged(&q->deques[KILN_DEQUE_BACKGROUND], task, tag) ||
+                       steal_tagged(sys, q, KILN_DEQUE_BACKGROUND, task, tag)))
+        return true;
+    kiln_owner_add(&q->steal_misses, 1);
+    return false;
+}
+
+/* Runs tasks until the counter reads zero; background ones too when background; inside
+ * an isolated wait (q->isolated), only tasks of its tag. Without background, still the
+ * background jobs pinned to this thread that count on this very counter: nobody else
+ * may run them, and the waiter asked for them (looked for only when nothing else ran:
+ * one hint load). */
 static void wait_counter(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
                          bool background) {
     unsigned idle = 0;
+    uint64_t tag = q->isolated;
     while (kiln_load_acquire(&counter->pending) != 0) {
         kiln_task task;
-        if (kiln_jobs_run_one(sys, q, background)) {
+        if (tag ? find_task_isolated(sys, q, &task, background, tag)
+                : find_task(sys, q, &task, background)) {
+            run_task(sys, q, &task);
             idle = 0;
         } else if (!background && take_pinned_counted(q, counter, &task)) {
             run_task(sys, q, &task);
@@ -456,9 +564,19 @@ static void wait_counter(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_s
     }
 }
 
-void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter) {
+void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
+                    bool isolate) {
     /* Background jobs only where no worker would ever take them. */
-    wait_counter(sys, q, counter, sys->threads == 1);
+    bool background = sys->threads == 1;
+    if (!isolate || q->isolated) {
+        wait_counter(sys, q, counter, background);
+        return;
+    }
+    /* The counter's jobs carry its address (kiln_jobs_isolation), and so does what they
+     * submit while running here. */
+    q->isolated = (uint64_t)(uintptr_t)counter;
+    wait_counter(sys, q, counter, background);
+    q->isolated = 0;
 }
 
 /* Every completed count first, then every submitted count (see the header). */

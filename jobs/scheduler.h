@@ -15,6 +15,7 @@
 #include <pthread.h>
 
 #include "../base/log.h"
+#include "batch.h"
 #include "deque.h"
 #include "inbox.h"
 
@@ -79,6 +80,9 @@ struct kiln_job_queue {
     uint32_t            running_flags;   /* KILN_TASK_* of the job running now */
     uint32_t            job_depth;       /* jobs running on this thread, nested ones included */
     uint32_t            frame_depth;     /* of them, frame (not background) jobs */
+    uint64_t            isolated;        /* the tag of the isolated wait this thread is in
+                                            (0: none): its waits take only tasks of that
+                                            tag, and what it submits carries it */
     bool                steals;          /* takes other queues' jobs: workers and the frame
                                             driver, whose frame arenas frame end resets. An
                                             attached thread with a clock of its own must not:
@@ -137,12 +141,33 @@ KILN_INTERNAL void kiln_job_queue_fini(kiln_job_queue *q);
 KILN_INTERNAL bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks,
                                     size_t count, int priority, kiln_job_queue *pinned);
 
+/* Tasks already counted as submitted (kiln_jobs_submit_after counted them, on the
+ * submitter's queue), queued on q by q's owner, or on pinned's inbox. A pinned target
+ * that is detaching refuses them: they count as completed on q, finish on their
+ * counter, and are logged (JOB_PIN_DETACHING). */
+KILN_INTERNAL void kiln_jobs_queue_counted(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks,
+                                           size_t count, int priority, kiln_job_queue *pinned);
+
+/* Owner of q: queues a batch whose prerequisites have all finished (its tasks are
+ * counted already), and frees its record. */
+KILN_INTERNAL void kiln_jobs_queue_batch(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *batch);
+
+/* The isolation a task submitted now by q's owner carries: the tag of the isolated
+ * wait it is in, else its counter's address (an isolated wait on that counter runs it),
+ * 0 without either. */
+static inline uint64_t kiln_jobs_isolation(const kiln_job_queue *q, const kiln_counter_state *counter) {
+    return q->isolated ? q->isolated : (uint64_t)(uintptr_t)counter;
+}
+
 /* Owner of q: finds one task (pinned, high, stolen high, normal, stolen normal, then,
  * with background, background ones) and runs it. false when none was found. */
 KILN_INTERNAL bool kiln_jobs_run_one(kiln_job_system *sys, kiln_job_queue *q, bool background);
 
-/* Owner of q: runs tasks until the counter reads zero. */
-KILN_INTERNAL void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter);
+/* Owner of q: runs tasks until the counter reads zero. isolate: only tasks of the
+ * counter's isolation (its own tasks, and what they submit while this wait runs them)
+ * and tasks pinned to q; inside an isolated wait every wait keeps the outer one's. */
+KILN_INTERNAL void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
+                                  bool isolate);
 
 /* Owner of q: runs a range task (KILN_TASK_RANGE) as a job on q, its splitting loop in
  * place (parallel_for's root), and returns when every piece of it is done (the pieces
@@ -172,5 +197,21 @@ KILN_INTERNAL void kiln_jobs_set_hook(kiln_job_system *sys, kiln_job_hook hook);
 
 /* Wakes every sleeper and makes worker loops return. */
 KILN_INTERNAL void kiln_jobs_shutdown(kiln_job_system *sys);
+
+/* Owner of q, the thread whose decrement left the counter at KILN_COUNTER_WAITERS: takes
+ * its list, queues (on q) each batch whose last prerequisite it was, then clears the
+ * flag unless the counter was reused meanwhile. */
+KILN_INTERNAL void kiln_counter_drain(kiln_job_system *sys, kiln_job_queue *q,
+                                                kiln_counter_state *counter);
+
+/* Owner of q: n jobs (or registrations) counted on counter are done. The decrement is
+ * the last touch of the counter unless it leaves the flag alone: waiters then drain.
+ * acq_rel: the release publishes the jobs' writes to a waiter reading 0 and to the
+ * drainer; the acquire lets a drainer see every registration that released before. */
+static inline void kiln_counter_finish(kiln_job_system *sys, kiln_job_queue *q,
+                                       kiln_counter_state *counter, uint64_t n) {
+    uint64_t before = kiln_sub_acq_rel(&counter->pending, n);
+    if (kiln_unlikely(before == (KILN_COUNTER_WAITERS | n))) kiln_counter_drain(sys, q, counter);
+}
 
 #endif /* KILN_JOBS_SCHEDULER_H */

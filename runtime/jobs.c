@@ -2,6 +2,8 @@
  * arrays into tasks on the caller's queue, parallel_for. */
 #include "check.h"
 
+#include "../jobs/graph.h"
+
 /* Jobs are copied into tasks in batches of this many, on the stack. */
 #define KILN_SUBMIT_BATCH 64
 
@@ -32,7 +34,13 @@ static kiln_counter_state *counter_add(kiln_ctx *ctx, kiln_counter *counter, siz
     uint64_t owner = kiln_load_relaxed(&state->owner);
     if (before == 0) {
         if (owner != ctx->id) kiln_store_relaxed(&state->owner, ctx->id);
-    } else if (owner != ctx->id) {
+        return state;
+    }
+    if (kiln_unlikely(before & KILN_COUNTER_WAITERS) && ctx->debug_checks) {
+        kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_COUNTER_REUSED_WAITING,
+                        "kiln_run: context %u adds %zu jobs to a counter that jobs of a run with "
+                        "after wait on; those wait for these too", ctx->id, count);
+    } else if (KILN_COUNTER_COUNT(before) != 0 && owner != ctx->id) {
         kiln_log(&ctx->rt->log, KILN_LOGITEM_COUNTER_SHARED,
                  "kiln_run: context %u adds to a counter still non-zero from a run of context "
                  "%llu; both runs now finish together", ctx->id, (unsigned long long)owner);
@@ -63,10 +71,61 @@ static bool pin_allowed(kiln_ctx *ctx, const kiln_run_desc *d, const kiln_counte
  * queued: they are not submitted, and the counter no longer waits for them. */
 static KILN_COLD void refuse_pin_detaching(kiln_ctx *ctx, const kiln_ctx *target,
                                            kiln_counter_state *state, size_t done, size_t count) {
-    if (state) kiln_sub_acq_rel(&state->pending, count - done);
+    if (state) kiln_counter_finish(&ctx->rt->jobs, &ctx->queue, state, count - done);
     kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_PIN_DETACHING,
                     "kiln_run: context %u: pinned_to context %u is detaching; %zu of %zu jobs "
                     "not submitted", ctx->id, target->id, count - done, count);
+}
+
+/* Whether desc's after list is usable: logs and refuses a NULL array, a NULL entry and
+ * the call's own counter (its jobs would wait for themselves). */
+static bool after_allowed(kiln_ctx *ctx, const kiln_run_desc *d, const kiln_counter *counter) {
+    if (!d->after) {
+        kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_AFTER_NULL,
+                        "kiln_run: context %u: after_count is %u and after is NULL; nothing "
+                        "submitted", ctx->id, d->after_count);
+        return false;
+    }
+    for (uint32_t i = 0; i < d->after_count; i++) {
+        if (!d->after[i] || d->after[i] == counter) {
+            kiln_log_misuse(&ctx->rt->log, d->after[i] ? KILN_LOGITEM_JOB_AFTER_CYCLE
+                                                        : KILN_LOGITEM_JOB_AFTER_NULL_ENTRY,
+                            "kiln_run: context %u: after[%u] of %u is %s; nothing submitted",
+                            ctx->id, i, d->after_count,
+                            d->after[i] ? "the call's own counter" : "NULL");
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The tasks of count jobs, counted on state, into out. */
+static void fill_tasks(kiln_task *out, const kiln_job *jobs, size_t count, kiln_counter_state *state,
+                       uint64_t flags, uint64_t isolation) {
+    for (size_t i = 0; i < count; i++)
+        out[i] = (kiln_task){ .fn.job = jobs[i].fn, .arg = jobs[i].arg, .counter = state,
+                              .flags = flags, .isolation = isolation };
+}
+
+/* kiln_run_ex with after: one record for the whole call (jobs/graph.h), queued by
+ * whichever thread finishes the last prerequisite. */
+static KILN_COLD void run_after(kiln_ctx *ctx, const kiln_job *jobs, size_t count,
+                                kiln_counter *counter, const kiln_run_desc *d, uint64_t flags) {
+    if (!after_allowed(ctx, d, counter)) return;
+    kiln_batch *batch = kiln_batch_new(count, d->after_count);
+    if (!batch) {
+        kiln_log(&ctx->rt->log, KILN_LOGITEM_JOB_OUT_OF_MEMORY,
+                 "kiln_run: context %u: no memory to hold %zu jobs until their %u prerequisites "
+                 "finish; nothing submitted", ctx->id, count, d->after_count);
+        return;
+    }
+    kiln_counter_state *state = counter_add(ctx, counter, count);
+    fill_tasks(batch->tasks, jobs, count, state, flags, kiln_jobs_isolation(&ctx->queue, state));
+    batch->pinned = d->pinned_to ? &d->pinned_to->queue : NULL;
+    batch->priority = d->priority == KILN_PRIORITY_HIGH;
+    /* kiln_counter and kiln_counter_state are the same words (jobs/task.h). */
+    kiln_jobs_submit_after(&ctx->rt->jobs, &ctx->queue, batch,
+                           (const kiln_counter_state *const *)(const void *)d->after, d->after_count);
 }
 
 void kiln_run_ex(kiln_ctx *ctx, const kiln_job *jobs, size_t count, kiln_counter *counter,
@@ -80,16 +139,19 @@ void kiln_run_ex(kiln_ctx *ctx, const kiln_job *jobs, size_t count, kiln_counter
         return;
     }
     if (d.pinned_to && !pin_allowed(ctx, &d, counter)) return;
-    kiln_job_queue *pinned = d.pinned_to ? &d.pinned_to->queue : NULL;
-    kiln_counter_state *state = counter_add(ctx, counter, count);
     uint64_t flags = (d.background ? KILN_TASK_BACKGROUND : 0) |
                      (d.priority == KILN_PRIORITY_HIGH ? KILN_TASK_HIGH : 0);
+    if (kiln_unlikely(d.after_count != 0)) {   /* the one branch dependencies add here */
+        run_after(ctx, jobs, count, counter, &d, flags);
+        return;
+    }
+    kiln_job_queue *pinned = d.pinned_to ? &d.pinned_to->queue : NULL;
+    kiln_counter_state *state = counter_add(ctx, counter, count);
+    uint64_t isolation = kiln_jobs_isolation(&ctx->queue, state);
     kiln_task batch[KILN_SUBMIT_BATCH];
     for (size_t done = 0; done < count;) {
         size_t n = count - done < KILN_SUBMIT_BATCH ? count - done : KILN_SUBMIT_BATCH;
-        for (size_t i = 0; i < n; i++)
-            batch[i] = (kiln_task){ .fn.job = jobs[done + i].fn, .arg = jobs[done + i].arg,
-                                    .counter = state, .flags = flags };
+        fill_tasks(batch, jobs + done, n, state, flags, isolation);
         if (!kiln_jobs_submit(&ctx->rt->jobs, &ctx->queue, batch, n, d.priority == KILN_PRIORITY_HIGH,
                               pinned)) {
             refuse_pin_detaching(ctx, d.pinned_to, state, done, count);
@@ -103,14 +165,22 @@ void kiln_run(kiln_ctx *ctx, const kiln_job *jobs, size_t count, kiln_counter *c
     kiln_run_ex(ctx, jobs, count, counter, NULL);
 }
 
-void kiln_wait(kiln_ctx *ctx, kiln_counter *counter) {
-    if (!kiln_ctx_check(ctx, "kiln_wait")) return;
+static void wait_counter(kiln_ctx *ctx, kiln_counter *counter, bool isolate, const char *function) {
+    if (!kiln_ctx_check(ctx, function)) return;
     if (!counter) {
         kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_WAIT_NULL_COUNTER,
-                        "kiln_wait: context %u: the counter is NULL; nothing to wait for", ctx->id);
+                        "%s: context %u: the counter is NULL; nothing to wait for", function, ctx->id);
         return;
     }
-    kiln_jobs_wait(&ctx->rt->jobs, &ctx->queue, kiln_counter_of(counter));
+    kiln_jobs_wait(&ctx->rt->jobs, &ctx->queue, kiln_counter_of(counter), isolate);
+}
+
+void kiln_wait(kiln_ctx *ctx, kiln_counter *counter) {
+    wait_counter(ctx, counter, false, "kiln_wait");
+}
+
+void kiln_wait_ex(kiln_ctx *ctx, kiln_counter *counter, const kiln_wait_desc *desc) {
+    wait_counter(ctx, counter, desc && desc->isolate, "kiln_wait_ex");
 }
 
 void kiln_parallel_for(kiln_ctx *ctx, size_t count, size_t grain, kiln_range_fn fn, void *arg) {
@@ -132,6 +202,7 @@ void kiln_parallel_for(kiln_ctx *ctx, size_t count, size_t grain, kiln_range_fn 
         .fn.range = fn, .arg = arg,
         .flags = KILN_TASK_RANGE | (ctx->queue.running_flags & KILN_TASK_BACKGROUND),
         .begin = 0, .end = count, .grain = grain,
+        .isolation = ctx->queue.isolated,   /* inside an isolated wait, its pieces are its */
     };
     kiln_jobs_run_range(&ctx->rt->jobs, &ctx->queue, &root);
 }

@@ -51,6 +51,43 @@
  * - Likewise a pointer that a frame job gets from kiln_handle_get stays valid (the slot
  *   is not reused) until the job returns, and for the driver's jobs until frame end.
  *
+ * Dependencies (kiln_run_desc.after): jobs that start once other jobs have finished.
+ * - The jobs of a call with .after = (const kiln_counter *[]){ &physics, &animation },
+ *   .after_count = 2 become runnable once every job counted in each of those counters at
+ *   the time of the call has finished (after_count 0: no dependency). A counter already
+ *   zero counts as done, a zero-initialised one that no run ever used included: kiln
+ *   cannot tell it from one whose jobs just finished, and refusing it would make the
+ *   call's outcome depend on how fast those jobs ran.
+ * - No thread blocks or polls for them: the thread whose job (or kiln_run) finishes the
+ *   last prerequisite queues them on its own queue (or on their pin's inbox). Chains,
+ *   fan-out (several calls after one counter), fan-in (one call after several counters,
+ *   or after one counter that several runs count on) and grids all work.
+ * - The call's own counter counts them from the call on (kiln_wait on it waits for them
+ *   too), and frame end waits for frame jobs still waiting for their prerequisites, even
+ *   when a prerequisite is a background job (it then holds frame end until it finishes).
+ * - Lifetimes: the after array is read during the call only; each counter in it must
+ *   stay alive, and get no new kiln_run, until the jobs waiting on it are runnable. A
+ *   kiln_wait on such a counter returns only after that, so a counter that a thread has
+ *   waited on may be reused or freed. Jobs added to it meanwhile count for the waiting
+ *   jobs too; with KILN_DEBUG_CHECKS such a kiln_run is logged (COUNTER_REUSED_WAITING,
+ *   counted as misuse) and still runs.
+ * - One heap allocation per call that has after, whatever its job count, freed once its
+ *   jobs are queued.
+ * - Background and pinned jobs may come after frame jobs and the other way round: the
+ *   pin and the kind are honoured when they become runnable. A pin to a context that
+ *   detaches meanwhile drops them: they finish on their counter without running
+ *   (JOB_PIN_DETACHING).
+ * - A cycle never runs: its jobs wait for ever (and a frame job in one holds frame end).
+ *   kiln refuses the direct one, a call after its own counter (JOB_AFTER_CYCLE); one
+ *   through other counters it cannot see.
+ *
+ * Isolated waits (kiln_wait_ex with .isolate): while waiting, the thread runs only jobs
+ * that descend from the counter's jobs and jobs pinned to its context, never an unrelated
+ * job that happens to sit on a deque (a wait for a short batch must not turn into a long
+ * stall). "Descend": jobs counted on that counter, and jobs submitted by jobs that this
+ * wait runs. Jobs that the counter's jobs submit on other threads run there (their own
+ * waits help them). Every wait inside an isolated one keeps its isolation.
+ *
  * Concurrency: every function here is called on the context's own thread; any number
  * of contexts at once. */
 #ifndef KILN_JOBS_H
@@ -64,7 +101,7 @@ extern "C" {
 
 typedef void (*kiln_job_fn)(kiln_ctx *ctx, void *arg);
 typedef struct kiln_job     { kiln_job_fn fn; void *arg; } kiln_job;
-typedef struct kiln_counter { uint64_t opaque[2]; } kiln_counter;  /* zero-initialised by the caller */
+typedef struct kiln_counter { uint64_t opaque[3]; } kiln_counter;  /* zero-initialised by the caller */
 
 typedef enum kiln_priority {
     KILN_PRIORITY_NORMAL = 0,
@@ -87,6 +124,11 @@ typedef struct kiln_run_desc {
      *   are neither run nor counted on the counter. */
     kiln_ctx     *pinned_to;
     bool          background;   /* may cross frame boundaries; frame end does not wait */
+    /* after: the prerequisites (see "Dependencies" above); after_count of them, 0: none.
+     * NULL with after_count > 0 is refused (JOB_AFTER_NULL), as is a NULL entry
+     * (JOB_AFTER_NULL_ENTRY) and the call's own counter (JOB_AFTER_CYCLE). */
+    const kiln_counter *const *after;
+    uint32_t      after_count;
 } kiln_run_desc;
 
 /* Submits count jobs; counter (may be NULL) counts the unfinished ones and must stay
@@ -97,7 +139,9 @@ typedef struct kiln_run_desc {
  *   - jobs NULL with count > 0: JOB_NULL_JOBS;
  *   - a job with a NULL fn: JOB_NULL_FN;
  *   - a bad pin: JOB_BAD_PIN;
- *   - a priority that is no kiln_priority: JOB_BAD_PRIORITY.
+ *   - a priority that is no kiln_priority: JOB_BAD_PRIORITY;
+ *   - after: JOB_AFTER_NULL, JOB_AFTER_NULL_ENTRY, JOB_AFTER_CYCLE (see the desc);
+ *   - with after, no heap memory for the call's record: JOB_OUT_OF_MEMORY.
  * - A pin to a context that starts to detach during the call refuses the jobs not yet
  *   queued (JOB_PIN_DETACHING, which says how many); the counter then counts only those
  *   that were.
@@ -113,6 +157,19 @@ KILN_API void kiln_run_ex(kiln_ctx *ctx, const kiln_job *jobs, size_t count,
 /* Returns when the counter is zero; runs other jobs meanwhile. A NULL counter is logged
  * (JOB_WAIT_NULL_COUNTER) and returns at once. The context's own thread. */
 KILN_API void kiln_wait(kiln_ctx *ctx, kiln_counter *counter);
+
+typedef struct kiln_wait_desc {
+    bool isolate;   /* false: kiln_wait. true: run only the counter's jobs, what they submit
+                       while this wait runs them, and jobs pinned to this context (see
+                       "Isolated waits" above) */
+} kiln_wait_desc;
+
+/* kiln_wait with options; a NULL desc is kiln_wait. Returns when the counter is zero.
+ * A NULL counter is logged (JOB_WAIT_NULL_COUNTER) and returns at once; a NULL or
+ * detached ctx as kiln_wait. An isolated wait reaches its own jobs on its own deque under
+ * up to 32 unrelated ones; deeper ones wait for other threads to take those.
+ * Concurrency: the context's own thread; any number of contexts at once. */
+KILN_API void kiln_wait_ex(kiln_ctx *ctx, kiln_counter *counter, const kiln_wait_desc *desc);
 
 typedef void (*kiln_range_fn)(kiln_ctx *ctx, size_t begin, size_t end, void *arg);
 
