@@ -90,6 +90,7 @@ void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q) {
      * nothing lands in an inbox that nobody will ever run. */
     pthread_mutex_lock(&q->inbox_lock);
     q->inbox_closed = true;
+    q->life++;   /* a pin taken before this names a life that is over */
     pthread_mutex_unlock(&q->inbox_lock);
     /* Its own tasks only, never stolen ones: a stolen frame job would allocate from the
      * frame arena that the detaching context deletes next, under its parent's feet. Nor
@@ -137,15 +138,29 @@ static void publish_hints(kiln_job_queue *q) {
     kiln_store_release(&q->inbox_hint[KILN_INBOX_BACKGROUND], q->background.count);
 }
 
-/* Appends to target's frame inbox or its background lanes, unless it is closed. The
- * tasks of one call share their flags and counter. */
-static pin_result inbox_append(kiln_job_queue *target, const kiln_task *tasks, size_t count) {
+/* A pin_life for a pin taken at the call: whatever life target is in. */
+#define KILN_PIN_LIFE_NOW UINT64_MAX
+/* A pin_life that no life matches (taken while target detached). */
+#define KILN_PIN_LIFE_OVER (UINT64_MAX - 1)
+
+uint64_t kiln_jobs_pin_life(kiln_job_queue *target) {
+    pthread_mutex_lock(&target->inbox_lock);
+    uint64_t life = target->inbox_closed ? KILN_PIN_LIFE_OVER : target->life;
+    pthread_mutex_unlock(&target->inbox_lock);
+    return life;
+}
+
+/* Appends to target's frame inbox or its background lanes, unless it is closed or in a
+ * life other than pin_life. The tasks of one call share their flags and counter. */
+static pin_result inbox_append(kiln_job_queue *target, const kiln_task *tasks, size_t count,
+                               uint64_t pin_life) {
     bool background = (tasks[0].flags & KILN_TASK_BACKGROUND) != 0;
     pthread_mutex_lock(&target->inbox_lock);
-    bool queued = !target->inbox_closed &&
+    bool closed = target->inbox_closed || (pin_life != KILN_PIN_LIFE_NOW && pin_life != target->life);
+    bool queued = !closed &&
                   (background ? kiln_lanes_push(&target->background, tasks[0].counter, tasks, count)
                               : kiln_inbox_push(&target->inbox, tasks, count));
-    pin_result result = target->inbox_closed ? PIN_CLOSED : queued ? PIN_QUEUED : PIN_NO_MEMORY;
+    pin_result result = closed ? PIN_CLOSED : queued ? PIN_QUEUED : PIN_NO_MEMORY;
     if (queued) publish_hints(target);
     pthread_mutex_unlock(&target->inbox_lock);
     return result;
@@ -166,9 +181,9 @@ static KILN_COLD void run_here(kiln_job_system *sys, kiln_job_queue *q, const ki
 /* Tasks counted already: to pinned's inbox, or to q's deque. false, with nothing
  * queued, when the pinned target's inbox is closed. */
 static bool push_tasks(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks, size_t count,
-                       int priority, kiln_job_queue *pinned) {
+                       int priority, kiln_job_queue *pinned, uint64_t pin_life) {
     if (pinned) {
-        pin_result result = inbox_append(pinned, tasks, count);
+        pin_result result = inbox_append(pinned, tasks, count, pin_life);
         if (result == PIN_CLOSED) return false;
         if (result == PIN_NO_MEMORY) {
             kiln_log(&sys->log, KILN_LOGITEM_JOB_OUT_OF_MEMORY,
@@ -200,20 +215,20 @@ bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *
     uint64_t frame_jobs = (tasks[0].flags & KILN_TASK_BACKGROUND) ? 0 : count;
     uint64_t submitted = kiln_load_relaxed(&q->submitted);
     kiln_store_relaxed(&q->submitted, submitted + frame_jobs);
-    if (push_tasks(sys, q, tasks, count, priority, pinned)) return true;
+    if (push_tasks(sys, q, tasks, count, priority, pinned, KILN_PIN_LIFE_NOW)) return true;
     /* Never queued: taken back (a frame end that saw the count only waited longer). */
     kiln_store_relaxed(&q->submitted, submitted);
     return false;
 }
 
 void kiln_jobs_queue_counted(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks,
-                             size_t count, int priority, kiln_job_queue *pinned) {
-    if (push_tasks(sys, q, tasks, count, priority, pinned)) return;
+                             size_t count, int priority, kiln_job_queue *pinned, uint64_t pin_life) {
+    if (push_tasks(sys, q, tasks, count, priority, pinned, pin_life)) return;
     /* Counted on another queue's submitted, which only its owner writes: these count as
      * completed here instead (release, as run_task's), so the sums still meet. */
     kiln_log(&sys->log, KILN_LOGITEM_JOB_PIN_DETACHING,
-             "context %u: pinned_to context %u detached while %zu jobs waited for their "
-             "prerequisites; they are not run", q->id, pinned->id, count);
+             "context %u: the pinned_to context detached while %zu jobs waited for their "
+             "prerequisites; they are not run", q->id, count);
     if (!(tasks[0].flags & KILN_TASK_BACKGROUND))
         kiln_store_release(&q->completed, kiln_load_relaxed(&q->completed) + count);
     if (tasks[0].counter) kiln_counter_finish(sys, q, tasks[0].counter, count);
@@ -221,7 +236,8 @@ void kiln_jobs_queue_counted(kiln_job_system *sys, kiln_job_queue *q, const kiln
 
 /* Every task of the batch on q (or its pin); the record is gone afterwards. */
 void kiln_jobs_queue_batch(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *batch) {
-    kiln_jobs_queue_counted(sys, q, batch->tasks, batch->count, batch->priority, batch->pinned);
+    kiln_jobs_queue_counted(sys, q, batch->tasks, batch->count, batch->priority, batch->pinned,
+                            batch->pin_life);
     kiln_heap_free(batch);
 }
 

@@ -61,6 +61,9 @@ struct kiln_job_queue {
     kiln_inbox          inbox;           /* frame jobs, in order; under inbox_lock */
     kiln_lanes          background;      /* background jobs, by counter; under inbox_lock */
     bool                inbox_closed;    /* under inbox_lock */
+    uint64_t            life;            /* under inbox_lock: how many times the context
+                                            detached; a pin held across a detach (a batch
+                                            waiting for prerequisites) names one life */
     _Atomic size_t      inbox_hint[2];   /* [KILN_INBOX_FRAME]: inbox.count, [KILN_INBOX_BACKGROUND]:
                                             background.count; readable without the lock */
 
@@ -143,10 +146,16 @@ KILN_INTERNAL bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, con
 
 /* Tasks already counted as submitted (kiln_jobs_submit_after counted them, on the
  * submitter's queue), queued on q by q's owner, or on pinned's inbox. A pinned target
- * that is detaching refuses them: they count as completed on q, finish on their
+ * that is detaching, or no longer in pin_life (kiln_jobs_pin_life), refuses them: they count as completed on q, finish on their
  * counter, and are logged (JOB_PIN_DETACHING). */
 KILN_INTERNAL void kiln_jobs_queue_counted(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks,
-                                           size_t count, int priority, kiln_job_queue *pinned);
+                                           size_t count, int priority, kiln_job_queue *pinned,
+                                           uint64_t pin_life);
+
+/* Any thread: the life of target that a pin taken now names (its queue's memory may
+ * serve a later context after it detaches, which that pin must not reach); a life
+ * that never matches when target is detaching already. */
+KILN_INTERNAL uint64_t kiln_jobs_pin_life(kiln_job_queue *target);
 
 /* Owner of q: queues a batch whose prerequisites have all finished (its tasks are
  * counted already), and frees its record. */

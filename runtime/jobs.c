@@ -122,6 +122,8 @@ static KILN_COLD void run_after(kiln_ctx *ctx, const kiln_job *jobs, size_t coun
     kiln_counter_state *state = counter_add(ctx, counter, count);
     fill_tasks(batch->tasks, jobs, count, state, flags, kiln_jobs_isolation(&ctx->queue, state));
     batch->pinned = d->pinned_to ? &d->pinned_to->queue : NULL;
+    /* The context it names: its memory may serve another after it detaches. */
+    if (batch->pinned) batch->pin_life = kiln_jobs_pin_life(batch->pinned);
     batch->priority = d->priority == KILN_PRIORITY_HIGH;
     /* kiln_counter and kiln_counter_state are the same words (jobs/task.h). */
     kiln_jobs_submit_after(&ctx->rt->jobs, &ctx->queue, batch,

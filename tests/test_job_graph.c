@@ -270,6 +270,81 @@ Test(job_graph, background_and_pinned_jobs_after_frame_jobs) {
     assert_no_log();
 }
 
+/* A pin to a context that detaches while the jobs wait for their prerequisites drops
+ * them, even when a thread attached meanwhile gets the same context memory: the pin
+ * names the context, not its memory. The prerequisite is held by a gate until the
+ * second thread is attached, and that thread keeps waiting on the jobs' own counter
+ * (where a pinned job, frame or background, would run) until the main thread has seen the jobs
+ * finish on their counter. */
+static _Atomic bool   pin_gate_open, pin_reuser_done, pin_registered, pin_first_ready;
+static kiln_ctx      *pin_first, *_Atomic pin_second;
+static kiln_counter   pin_counter;
+
+static void gate_job(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    (void)arg;
+    while (!atomic_load(&pin_gate_open)) sched_yield();
+}
+
+static void *pin_first_thread(void *arg) {
+    (void)arg;
+    pin_first = kiln_attach(rt);
+    atomic_store(&pin_first_ready, true);
+    while (!atomic_load(&pin_registered)) sched_yield();
+    kiln_detach(pin_first);
+    return NULL;
+}
+
+static void *pin_reuser_thread(void *arg) {
+    (void)arg;
+    kiln_ctx *ctx = kiln_attach(rt);
+    atomic_store(&pin_second, ctx);
+    while (!atomic_load(&pin_reuser_done)) {
+        kiln_wait(ctx, &pin_counter);   /* where jobs pinned to ctx would run */
+        sched_yield();
+    }
+    kiln_detach(ctx);
+    return NULL;
+}
+
+static void pin_to_reused_context(bool background) {
+    start(2);
+    memset(&pin_counter, 0, sizeof pin_counter);
+    atomic_store(&pin_gate_open, false);
+    atomic_store(&pin_reuser_done, false);
+    atomic_store(&pin_second, NULL);
+    atomic_store(&pin_registered, false);
+    atomic_store(&pin_first_ready, false);
+    pthread_t first, second;
+    /* The first thread attaches and stays attached until the batch is registered. */
+    cr_assert_eq(pthread_create(&first, NULL, pin_first_thread, NULL), 0);
+    while (!atomic_load(&pin_first_ready)) sched_yield();
+    cr_assert_not_null(pin_first);
+    kiln_counter gate = { 0 };
+    kiln_run(main_ctx, &(kiln_job){ gate_job, NULL }, 1, &gate);
+    const kiln_counter *after[] = { &gate };
+    kiln_run_ex(main_ctx, &(kiln_job){ pinned_job, NULL }, 1, &pin_counter,
+                &(kiln_run_desc){ .after = after, .after_count = 1, .pinned_to = pin_first,
+                                  .background = background });
+    atomic_store(&pin_registered, true);
+    pthread_join(first, NULL);
+    cr_assert_eq(pthread_create(&second, NULL, pin_reuser_thread, NULL), 0);
+    while (!atomic_load(&pin_second)) sched_yield();
+    cr_assert_eq(atomic_load(&pin_second), pin_first, "the second attach reuses the memory");
+    atomic_store(&pin_gate_open, true);
+    kiln_wait(main_ctx, &pin_counter);
+    atomic_store(&pin_reuser_done, true);
+    pthread_join(second, NULL);
+    kiln_wait(main_ctx, &gate);
+    cr_assert_eq(atomic_load(&pinned_ran), 0u, "a job pinned to a detached context ran");
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_JOB_PIN_DETACHING), 1, "%s", recorded_summary(rec));
+}
+
+Test(job_graph, pin_to_detached_context_is_not_honoured_by_its_reuser) { pin_to_reused_context(false); }
+Test(job_graph, background_pin_to_detached_context_is_not_honoured_by_its_reuser) {
+    pin_to_reused_context(true);
+}
+
 /* ---------- isolated waits ---------- */
 
 /* Which thread ran what: an unrelated job records whether it ran on the main thread

@@ -76,7 +76,8 @@
  * - Background and pinned jobs may come after frame jobs and the other way round: the
  *   pin and the kind are honoured when they become runnable. A pin to a context that
  *   detaches meanwhile drops them: they finish on their counter without running
- *   (JOB_PIN_DETACHING).
+ *   (JOB_PIN_DETACHING), even when a thread attached since got the same context memory
+ *   (the pin names the context, not its memory).
  * - A cycle never runs: its jobs wait for ever (and a frame job in one holds frame end).
  *   kiln refuses the direct one, a call after its own counter (JOB_AFTER_CYCLE); one
  *   through other counters it cannot see.
