@@ -557,17 +557,20 @@ static bool find_task_isolated(kiln_job_system *sys, kiln_job_queue *q, kiln_tas
 }
 
 /* Runs tasks until the counter reads zero; background ones too when background; inside
- * an isolated wait (q->isolated), only tasks of its tag. Without background, still the
- * background jobs pinned to this thread that count on this very counter: nobody else
- * may run them, and the waiter asked for them (looked for only when nothing else ran:
- * one hint load). */
+ * an isolated wait (q->isolated), only tasks of its tag, and when none is found and
+ * there are no workers (background), any task: the counter's jobs may wait for
+ * prerequisites of other tags (kiln_run_desc.after), which nobody else would run.
+ * Without background, still the background jobs pinned to this thread that count on
+ * this very counter: nobody else may run them, and the waiter asked for them (looked
+ * for only when nothing else ran: one hint load). */
 static void wait_counter(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
                          bool background) {
     unsigned idle = 0;
     uint64_t tag = q->isolated;
     while (kiln_load_acquire(&counter->pending) != 0) {
         kiln_task task;
-        if (tag ? find_task_isolated(sys, q, &task, background, tag)
+        if (tag ? find_task_isolated(sys, q, &task, background, tag) ||
+                      (background && find_task(sys, q, &task, background))
                 : find_task(sys, q, &task, background)) {
             run_task(sys, q, &task);
             idle = 0;
@@ -643,11 +646,16 @@ void kiln_jobs_settle_workers(kiln_job_system *sys, kiln_job_queue *q, uint64_t 
     }
 }
 
+/* Frame jobs until the frame is quiet. Without workers, background jobs too once no
+ * frame job is left to run and the frame is not quiet: a frame job may wait for one
+ * (kiln_run_desc.after), and nobody else would run it. */
 void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q) {
+    bool background = sys->threads == 1;
     unsigned idle = 0;
     for (;;) {
         if (kiln_jobs_run_one(sys, q, false)) idle = 0;
         else if (frame_quiet(sys)) return;
+        else if (background && kiln_jobs_run_one(sys, q, true)) idle = 0;
         else kiln_spin_round(++idle, 1);
     }
 }

@@ -238,6 +238,30 @@ Test(job_graph, frame_end_waits_for_jobs_waiting_for_prerequisites) {
     assert_no_log();
 }
 
+/* Without workers nobody but the driver runs a background job, so frame end runs the
+ * background prerequisite of a frame job that waits, and does not hang. With workers
+ * one of them runs it, and frame end waits. */
+static void frame_end_after_background(uint32_t workers) {
+    start(workers);
+    atomic_store(&frame_dependents_ran, 0);
+    kiln_counter background = { 0 };
+    kiln_frame_begin(main_ctx);
+    kiln_run_ex(main_ctx, &(kiln_job){ slow_job, NULL }, 1, &background,
+                &(kiln_run_desc){ .background = true });
+    const kiln_counter *after[] = { &background };
+    kiln_run_ex(main_ctx, &(kiln_job){ dependent_job, NULL }, 1, NULL,
+                &(kiln_run_desc){ .after = after, .after_count = 1 });
+    kiln_frame_end(main_ctx);
+    cr_assert_eq(atomic_load(&frame_dependents_ran), 1u);
+    kiln_wait(main_ctx, &background);
+    assert_no_log();
+}
+
+Test(job_graph, frame_end_after_a_background_job_without_workers) {
+    frame_end_after_background(KILN_NO_WORKERS);
+}
+Test(job_graph, frame_end_after_a_background_job) { frame_end_after_background(2); }
+
 /* ---------- background and pinned jobs after frame jobs ---------- */
 
 static _Atomic(pthread_t) pinned_ran_on;
@@ -407,6 +431,33 @@ static void isolated_wait(uint32_t workers, bool related_first) {
 Test(job_graph, isolated_wait_runs_no_unrelated_job) { isolated_wait(2, false); }
 Test(job_graph, isolated_wait_runs_no_unrelated_job_related_first) { isolated_wait(2, true); }
 Test(job_graph, isolated_wait_without_workers_reaches_its_jobs) { isolated_wait(KILN_NO_WORKERS, false); }
+
+/* An isolated wait on jobs that wait for prerequisites of another counter (a frame job,
+ * or a background one): without workers the waiter is the only thread that can run the
+ * prerequisites, so it runs them rather than wait for ever. */
+static void isolated_wait_after(uint32_t workers, bool background) {
+    start(workers);
+    atomic_store(&frame_dependents_ran, 0);
+    kiln_counter prerequisite = { 0 }, dependents = { 0 };
+    kiln_run_ex(main_ctx, &(kiln_job){ slow_job, NULL }, 1, &prerequisite,
+                &(kiln_run_desc){ .background = background });
+    const kiln_counter *after[] = { &prerequisite };
+    kiln_run_ex(main_ctx, &(kiln_job){ dependent_job, NULL }, 1, &dependents,
+                &(kiln_run_desc){ .after = after, .after_count = 1 });
+    kiln_wait_ex(main_ctx, &dependents, &(kiln_wait_desc){ .isolate = true });
+    cr_assert_eq(atomic_load(&frame_dependents_ran), 1u);
+    kiln_wait(main_ctx, &prerequisite);
+    assert_no_log();
+}
+
+Test(job_graph, isolated_wait_after_a_frame_job_without_workers) {
+    isolated_wait_after(KILN_NO_WORKERS, false);
+}
+Test(job_graph, isolated_wait_after_a_background_job_without_workers) {
+    isolated_wait_after(KILN_NO_WORKERS, true);
+}
+Test(job_graph, isolated_wait_after_a_frame_job) { isolated_wait_after(2, false); }
+Test(job_graph, isolated_wait_after_a_background_job) { isolated_wait_after(2, true); }
 
 /* The main thread waits, isolated, on a short batch while long jobs are queued on its
  * deque behind and before it; with isolation off (a plain kiln_wait_ex) the same setup

@@ -16,7 +16,9 @@
  * - kiln_wait never just blocks, so waiting from inside a job (nested parallelism)
  *   cannot deadlock.
  * - kiln_frame_end never resets frame memory under a running job (see "The frame a job
- *   belongs to"), and neither waits for a background job nor runs one.
+ *   belongs to"), and neither waits for a background job nor runs one, except that a
+ *   frame job after a background one (kiln_run_desc.after) holds it until that job
+ *   finishes, and with KILN_NO_WORKERS frame end then runs it (see "Dependencies").
  *
  * Background jobs: asset loading, anything that may cross a frame boundary.
  * - Submitted with kiln_run_ex and .background = true.
@@ -65,6 +67,9 @@
  * - The call's own counter counts them from the call on (kiln_wait on it waits for them
  *   too), and frame end waits for frame jobs still waiting for their prerequisites, even
  *   when a prerequisite is a background job (it then holds frame end until it finishes).
+ *   With KILN_NO_WORKERS nobody else would run such a background job, so frame end runs
+ *   background jobs once no frame job is left to run and frame jobs still wait (all of
+ *   the driver's it can reach, not only the prerequisites).
  * - Lifetimes: the after array is read during the call only; each counter in it must
  *   stay alive, and get no new kiln_run, until the jobs waiting on it are runnable. A
  *   kiln_wait on such a counter returns only after that, so a counter that a thread has
@@ -88,6 +93,11 @@
  * stall). "Descend": jobs counted on that counter, and jobs submitted by jobs that this
  * wait runs. Jobs that the counter's jobs submit on other threads run there (their own
  * waits help them). Every wait inside an isolated one keeps its isolation.
+ * With KILN_NO_WORKERS an isolated wait that finds none of its jobs runnable runs any
+ * other job it can reach, frame or background: its jobs may wait for prerequisites of
+ * other counters (kiln_run_desc.after), or sit deeper than it reaches on its deque
+ * (kiln_wait_ex), and no other thread may ever run those. Isolation then keeps it from
+ * unrelated jobs only while its own are runnable.
  *
  * Concurrency: every function here is called on the context's own thread; any number
  * of contexts at once. */
@@ -168,7 +178,8 @@ typedef struct kiln_wait_desc {
 /* kiln_wait with options; a NULL desc is kiln_wait. Returns when the counter is zero.
  * A NULL counter is logged (JOB_WAIT_NULL_COUNTER) and returns at once; a NULL or
  * detached ctx as kiln_wait. An isolated wait reaches its own jobs on its own deque under
- * up to 32 unrelated ones; deeper ones wait for other threads to take those.
+ * up to 32 unrelated ones; deeper ones wait for other threads to take those (with
+ * KILN_NO_WORKERS it runs those itself, see "Isolated waits").
  * Concurrency: the context's own thread; any number of contexts at once. */
 KILN_API void kiln_wait_ex(kiln_ctx *ctx, kiln_counter *counter, const kiln_wait_desc *desc);
 
