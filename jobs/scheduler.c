@@ -20,8 +20,13 @@
  * protocol below has none, this only bounds the damage of a bug). */
 #define KILN_SLEEP_TIMEOUT_NS 50000000L
 
+/* The last tag handed to a job system (kiln_jobs_counter_owner); relaxed: only its
+ * uniqueness matters. */
+static _Atomic uint32_t system_tags;
+
 void kiln_job_system_init(kiln_job_system *sys, uint32_t workers, kiln_log_sink log) {
     memset(sys, 0, sizeof *sys);
+    sys->tag = kiln_add_relaxed(&system_tags, 1) + 1;
     pthread_mutex_init(&sys->table_lock, NULL);
     sys->threads = workers + 1;
     sys->log = log;

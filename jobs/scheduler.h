@@ -109,6 +109,8 @@ typedef struct kiln_job_system {
     pthread_mutex_t     table_lock;      /* registration, retirement, frame_quiet */
     uint64_t            retired_submitted, retired_completed;  /* of retired queues; table_lock */
     uint32_t            threads;         /* workers + 1: for the default grain */
+    uint32_t            tag;             /* 1, 2, ... per system made: the runtime part of
+                                            a counter's owner word; read-only */
     kiln_job_hook       hook;            /* what new queues start with; table_lock */
     kiln_background_fn  on_background;   /* NULL: none; read-only once jobs run */
     /* The frame epoch (frame ends so far + 1; the runtime's, which handle reuse counts
@@ -160,6 +162,12 @@ KILN_INTERNAL uint64_t kiln_jobs_pin_life(kiln_job_queue *target);
 /* Owner of q: queues a batch whose prerequisites have all finished (its tasks are
  * counted already), and frees its record. */
 KILN_INTERNAL void kiln_jobs_queue_batch(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *batch);
+
+/* A counter's owner word (kiln_counter_state.owner) for a run of context id on sys:
+ * the system's tag above the id, so a counter tells which runtime counts on it. */
+static inline uint64_t kiln_jobs_counter_owner(const kiln_job_system *sys, uint32_t id) {
+    return (uint64_t)sys->tag << 32 | id;
+}
 
 /* The isolation a task submitted now by q's owner carries: the tag of the isolated
  * wait it is in, else its counter's address (an isolated wait on that counter runs it),

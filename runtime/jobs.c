@@ -32,18 +32,20 @@ static kiln_counter_state *counter_add(kiln_ctx *ctx, kiln_counter *counter, siz
     kiln_counter_state *state = kiln_counter_of(counter);
     uint64_t before = kiln_add_relaxed(&state->pending, count);
     uint64_t owner = kiln_load_relaxed(&state->owner);
+    uint64_t self = kiln_jobs_counter_owner(&ctx->rt->jobs, ctx->id);
     if (before == 0) {
-        if (owner != ctx->id) kiln_store_relaxed(&state->owner, ctx->id);
+        if (owner != self) kiln_store_relaxed(&state->owner, self);
         return state;
     }
     if (kiln_unlikely(before & KILN_COUNTER_WAITERS) && ctx->debug_checks) {
         kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_COUNTER_REUSED_WAITING,
                         "kiln_run: context %u adds %zu jobs to a counter that jobs of a run with "
                         "after wait on; those wait for these too", ctx->id, count);
-    } else if (KILN_COUNTER_COUNT(before) != 0 && owner != ctx->id) {
+    } else if (KILN_COUNTER_COUNT(before) != 0 && owner != self) {
         kiln_log(&ctx->rt->log, KILN_LOGITEM_COUNTER_SHARED,
                  "kiln_run: context %u adds to a counter still non-zero from a run of context "
-                 "%llu; both runs now finish together", ctx->id, (unsigned long long)owner);
+                 "%u%s; both runs now finish together", ctx->id, (uint32_t)owner,
+                 owner >> 32 == self >> 32 ? "" : " of another runtime");
     }
     return state;
 }
@@ -77,8 +79,19 @@ static KILN_COLD void refuse_pin_detaching(kiln_ctx *ctx, const kiln_ctx *target
                     "not submitted", ctx->id, target->id, count - done, count);
 }
 
-/* Whether desc's after list is usable: logs and refuses a NULL array, a NULL entry and
- * the call's own counter (its jobs would wait for themselves). */
+/* Whether the counter counts jobs of another runtime than the one of tag: its finish
+ * would queue the waiting jobs there. A counter at zero counts none (it is done). The
+ * owner word is the one the run that made it non-zero stored, which happened before
+ * the caller got the counter to name here. */
+static bool after_foreign(const kiln_counter *counter, uint32_t tag) {
+    const kiln_counter_state *state = (const kiln_counter_state *)(const void *)counter;
+    if (KILN_COUNTER_COUNT(kiln_load_acquire(&state->pending)) == 0) return false;
+    return kiln_load_relaxed(&state->owner) >> 32 != tag;
+}
+
+/* Whether desc's after list is usable: logs and refuses a NULL array, a NULL entry,
+ * the call's own counter (its jobs would wait for themselves) and a counter of another
+ * runtime's run. */
 static bool after_allowed(kiln_ctx *ctx, const kiln_run_desc *d, const kiln_counter *counter) {
     if (!d->after) {
         kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_AFTER_NULL,
@@ -86,7 +99,14 @@ static bool after_allowed(kiln_ctx *ctx, const kiln_run_desc *d, const kiln_coun
                         "submitted", ctx->id, d->after_count);
         return false;
     }
+    uint32_t tag = ctx->rt->jobs.tag;
     for (uint32_t i = 0; i < d->after_count; i++) {
+        if (d->after[i] && d->after[i] != counter && after_foreign(d->after[i], tag)) {
+            kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_AFTER_FOREIGN,
+                            "kiln_run: context %u: after[%u] of %u counts jobs of another "
+                            "runtime; nothing submitted", ctx->id, i, d->after_count);
+            return false;
+        }
         if (!d->after[i] || d->after[i] == counter) {
             kiln_log_misuse(&ctx->rt->log, d->after[i] ? KILN_LOGITEM_JOB_AFTER_CYCLE
                                                         : KILN_LOGITEM_JOB_AFTER_NULL_ENTRY,

@@ -1613,6 +1613,21 @@ ROW(run_ex_after_own_counter, "kiln_run_ex", "after its own counter (a cycle): n
     kiln_wait(f->ctx_a, &c);
     WANT_EQ(runs, 0);
 })
+ROW(run_ex_after_other_runtime, "kiln_run_ex", "after a counter of another runtime's run: nothing runs, counter untouched", KILN_LOGITEM_JOB_AFTER_FOREIGN, SINK_A, COUNTED, 0, DOC, {
+    int runs = 0;
+    kiln_job job = { job_nop, &runs };
+    kiln_counter other = { { 0 } }, c = { { 0 } };
+    /* other counts a job of runtime b pinned to ctx_b: it runs only in ctx_b's wait */
+    int other_runs = 0;
+    kiln_run_ex(f->ctx_b, &(kiln_job){ job_nop, &other_runs }, 1, &other,
+                &(kiln_run_desc){ .pinned_to = f->ctx_b });
+    const kiln_counter *after[] = { &other };
+    kiln_run_ex(f->ctx_a, &job, 1, &c, &(kiln_run_desc){ .after = after, .after_count = 1 });
+    kiln_wait(f->ctx_b, &other);
+    kiln_wait(f->ctx_a, &c);
+    WANT_EQ(runs, 0);
+    WANT_EQ(other_runs, 1);
+})
 ROW(run_ex_after_unused_counter, "kiln_run_ex", "after a zeroed counter no run used (legal: already done)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     int runs = 0;
     kiln_job job = { job_nop, &runs };

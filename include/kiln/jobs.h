@@ -137,7 +137,9 @@ typedef struct kiln_run_desc {
     bool          background;   /* may cross frame boundaries; frame end does not wait */
     /* after: the prerequisites (see "Dependencies" above); after_count of them, 0: none.
      * NULL with after_count > 0 is refused (JOB_AFTER_NULL), as is a NULL entry
-     * (JOB_AFTER_NULL_ENTRY) and the call's own counter (JOB_AFTER_CYCLE). */
+     * (JOB_AFTER_NULL_ENTRY), the call's own counter (JOB_AFTER_CYCLE) and a counter
+     * that counts jobs of another runtime (JOB_AFTER_FOREIGN: the jobs would be queued
+     * on that runtime's threads, and this one's frame end would wait for ever). */
     const kiln_counter *const *after;
     uint32_t      after_count;
 } kiln_run_desc;
@@ -151,7 +153,8 @@ typedef struct kiln_run_desc {
  *   - a job with a NULL fn: JOB_NULL_FN;
  *   - a bad pin: JOB_BAD_PIN;
  *   - a priority that is no kiln_priority: JOB_BAD_PRIORITY;
- *   - after: JOB_AFTER_NULL, JOB_AFTER_NULL_ENTRY, JOB_AFTER_CYCLE (see the desc);
+ *   - after: JOB_AFTER_NULL, JOB_AFTER_NULL_ENTRY, JOB_AFTER_CYCLE, JOB_AFTER_FOREIGN
+ *     (see the desc);
  *   - with after, no heap memory for the call's record: JOB_OUT_OF_MEMORY.
  * - A pin to a context that starts to detach during the call refuses the jobs not yet
  *   queued (JOB_PIN_DETACHING, which says how many); the counter then counts only those
