@@ -77,7 +77,8 @@
  *   jobs too; with KILN_DEBUG_CHECKS such a kiln_run is logged (COUNTER_REUSED_WAITING,
  *   counted as misuse) and still runs.
  * - One heap allocation per call that has after, whatever its job count, freed once its
- *   jobs are queued.
+ *   jobs are queued. It comes from the system allocator, outside the block pool, so
+ *   desc.memory_limit neither covers nor bounds it.
  * - Background and pinned jobs may come after frame jobs and the other way round: the
  *   pin and the kind are honoured when they become runnable. A pin to a context that
  *   detaches meanwhile drops them: they finish on their counter without running
@@ -154,8 +155,11 @@ typedef struct kiln_run_desc {
  *   - a bad pin: JOB_BAD_PIN;
  *   - a priority that is no kiln_priority: JOB_BAD_PRIORITY;
  *   - after: JOB_AFTER_NULL, JOB_AFTER_NULL_ENTRY, JOB_AFTER_CYCLE, JOB_AFTER_FOREIGN
- *     (see the desc);
- *   - with after, no heap memory for the call's record: JOB_OUT_OF_MEMORY.
+ *     (see the desc).
+ *   Each is misuse, counted in api_errors, but for a NULL ctx (no runtime to count in).
+ * - With after, no heap memory for the call's record is refused the same way (no job
+ *   runs, the counter is untouched) and logged (JOB_OUT_OF_MEMORY), but it is not
+ *   misuse: api_errors does not count it.
  * - A pin to a context that starts to detach during the call refuses the jobs not yet
  *   queued (JOB_PIN_DETACHING, which says how many); the counter then counts only those
  *   that were.
