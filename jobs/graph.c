@@ -51,6 +51,7 @@ static bool counter_hold(kiln_counter_state *counter) {
 
 void kiln_jobs_submit_after(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *batch,
                             const kiln_counter_state *const *after, uint32_t count) {
+    kiln_batch_list(sys, batch);   /* before any drain may queue (and free) it */
     /* Counted before anyone can run them, as kiln_jobs_submit counts. */
     if (!(batch->tasks[0].flags & KILN_TASK_BACKGROUND))
         kiln_store_relaxed(&q->submitted, kiln_load_relaxed(&q->submitted) + batch->count);

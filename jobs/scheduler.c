@@ -28,12 +28,14 @@ void kiln_job_system_init(kiln_job_system *sys, uint32_t workers, kiln_log_sink 
     memset(sys, 0, sizeof *sys);
     sys->tag = kiln_add_relaxed(&system_tags, 1) + 1;
     pthread_mutex_init(&sys->table_lock, NULL);
+    pthread_mutex_init(&sys->batch_lock, NULL);
     sys->threads = workers + 1;
     sys->log = log;
 }
 
 void kiln_job_system_fini(kiln_job_system *sys) {
     pthread_mutex_destroy(&sys->table_lock);
+    pthread_mutex_destroy(&sys->batch_lock);
 }
 
 bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, uint32_t id,
@@ -239,11 +241,48 @@ void kiln_jobs_queue_counted(kiln_job_system *sys, kiln_job_queue *q, const kiln
     if (tasks[0].counter) kiln_counter_finish(sys, q, tasks[0].counter, count);
 }
 
+void kiln_batch_list(kiln_job_system *sys, kiln_batch *batch) {
+    pthread_mutex_lock(&sys->batch_lock);
+    batch->prev = NULL;
+    batch->next = sys->waiting;
+    if (sys->waiting) sys->waiting->prev = batch;
+    sys->waiting = batch;
+    pthread_mutex_unlock(&sys->batch_lock);
+}
+
+void kiln_batch_free(kiln_job_system *sys, kiln_batch *batch) {
+    pthread_mutex_lock(&sys->batch_lock);
+    if (batch->prev) batch->prev->next = batch->next;
+    else sys->waiting = batch->next;
+    if (batch->next) batch->next->prev = batch->prev;
+    pthread_mutex_unlock(&sys->batch_lock);
+    kiln_heap_free(batch);
+}
+
+void kiln_jobs_free_waiting(kiln_job_system *sys) {
+    pthread_mutex_lock(&sys->batch_lock);
+    kiln_batch *batch = sys->waiting;
+    sys->waiting = NULL;
+    pthread_mutex_unlock(&sys->batch_lock);
+    size_t calls = 0, jobs = 0;
+    for (kiln_batch *next; batch; batch = next) {
+        next = batch->next;
+        calls++;
+        jobs += batch->count;
+        kiln_heap_free(batch);
+    }
+    if (calls)
+        kiln_log(&sys->log, KILN_LOGITEM_JOB_STILL_WAITING,
+                 "kiln_destroy: %zu jobs of %zu calls with after still waited for their "
+                 "prerequisites (a cycle, or counters whose jobs never finished); freed "
+                 "without running", jobs, calls);
+}
+
 /* Every task of the batch on q (or its pin); the record is gone afterwards. */
 void kiln_jobs_queue_batch(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *batch) {
     kiln_jobs_queue_counted(sys, q, batch->tasks, batch->count, batch->priority, batch->pinned,
                             batch->pin_life);
-    kiln_heap_free(batch);
+    kiln_batch_free(sys, batch);
 }
 
 /* Takes the list, clears the flag (the counter's last touch), then queues each batch

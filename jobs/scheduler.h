@@ -109,6 +109,9 @@ typedef struct kiln_job_system {
     pthread_mutex_t     table_lock;      /* registration, retirement, frame_quiet */
     uint64_t            retired_submitted, retired_completed;  /* of retired queues; table_lock */
     uint32_t            threads;         /* workers + 1: for the default grain */
+    pthread_mutex_t     batch_lock;      /* waiting */
+    kiln_batch         *waiting;         /* batches not yet queued (jobs/graph.c), so that
+                                            kiln_jobs_free_waiting finds those never queued */
     uint32_t            tag;             /* 1, 2, ... per system made: the runtime part of
                                             a counter's owner word; read-only */
     kiln_job_hook       hook;            /* what new queues start with; table_lock */
@@ -158,6 +161,17 @@ KILN_INTERNAL void kiln_jobs_queue_counted(kiln_job_system *sys, kiln_job_queue 
  * serve a later context after it detaches, which that pin must not reach); a life
  * that never matches when target is detaching already. */
 KILN_INTERNAL uint64_t kiln_jobs_pin_life(kiln_job_queue *target);
+
+/* Lists a batch among the system's waiting ones (before it is registered on any
+ * counter), and takes it off the list and frees its record (its tasks are queued, or
+ * dropped). Any thread. */
+KILN_INTERNAL void kiln_batch_list(kiln_job_system *sys, kiln_batch *batch);
+KILN_INTERNAL void kiln_batch_free(kiln_job_system *sys, kiln_batch *batch);
+
+/* Once no thread runs jobs (kiln_destroy): frees the batches that never became
+ * runnable (a cycle, or a prerequisite that never finished), without running them or
+ * touching their counters, and logs how many (JOB_STILL_WAITING). */
+KILN_INTERNAL void kiln_jobs_free_waiting(kiln_job_system *sys);
 
 /* Owner of q: queues a batch whose prerequisites have all finished (its tasks are
  * counted already), and frees its record. */

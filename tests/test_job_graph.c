@@ -369,6 +369,29 @@ Test(job_graph, background_pin_to_detached_context_is_not_honoured_by_its_reuser
     pin_to_reused_context(true);
 }
 
+/* A cycle through two counters never runs; kiln_destroy frees its records (no leak
+ * under LeakSanitizer) and says how many jobs never ran. The first job on b is pinned
+ * to the main thread, which runs it only when its context detaches, so both
+ * registrations find their prerequisite non-zero. */
+Test(job_graph, destroy_frees_a_cycle_and_logs_it) {
+    start(2);
+    kiln_counter a = { 0 }, b = { 0 };
+    kiln_run_ex(main_ctx, &(kiln_job){ dependent_job, NULL }, 1, &b,
+                &(kiln_run_desc){ .pinned_to = main_ctx });
+    const kiln_counter *after_b[] = { &b }, *after_a[] = { &a };
+    kiln_run_ex(main_ctx, &(kiln_job){ pinned_job, NULL }, 1, &a,
+                &(kiln_run_desc){ .after = after_b, .after_count = 1, .background = true });
+    kiln_run_ex(main_ctx, &(kiln_job){ pinned_job, NULL }, 1, &b,
+                &(kiln_run_desc){ .after = after_a, .after_count = 1, .background = true });
+    kiln_detach(main_ctx);
+    main_ctx = NULL;
+    kiln_destroy(rt);
+    rt = NULL;
+    cr_assert_eq(atomic_load(&pinned_ran), 0u);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_JOB_STILL_WAITING), 1, "%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_JOB_STILL_WAITING, "2 jobs of 2 calls"), 1);
+}
+
 /* ---------- isolated waits ---------- */
 
 /* Which thread ran what: an unrelated job records whether it ran on the main thread

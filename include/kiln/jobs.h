@@ -84,7 +84,9 @@
  *   detaches meanwhile drops them: they finish on their counter without running
  *   (JOB_PIN_DETACHING), even when a thread attached since got the same context memory
  *   (the pin names the context, not its memory).
- * - A cycle never runs: its jobs wait for ever (and a frame job in one holds frame end).
+ * - A cycle never runs: its jobs wait for ever (and a frame job in one holds frame end);
+ *   kiln_destroy frees the records of jobs still waiting, unrun, and says how many
+ *   (JOB_STILL_WAITING), without touching their counters.
  *   kiln refuses the direct one, a call after its own counter (JOB_AFTER_CYCLE); one
  *   through other counters it cannot see.
  *

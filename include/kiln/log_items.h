@@ -139,6 +139,7 @@
     X(JOB_AFTER_NULL, ERROR, "kiln_run_ex with after_count > 0 and after NULL") \
     X(JOB_AFTER_NULL_ENTRY, ERROR, "kiln_run_ex with a NULL counter in after") \
     X(JOB_AFTER_CYCLE, ERROR, "kiln_run_ex whose jobs would wait for their own counter") \
+    X(JOB_STILL_WAITING, WARN, "kiln_destroy found jobs still waiting for their prerequisites (kiln_run_desc.after); it frees them unrun") \
     X(JOB_AFTER_FOREIGN, ERROR, "kiln_run_ex after a counter that counts jobs of another runtime") \
     X(JOB_WAIT_NULL_COUNTER, ERROR, "kiln_wait with a NULL counter") \
     X(JOB_BACKGROUND_FRAME_ALLOC, ERROR, "a background job asked for frame memory") \
