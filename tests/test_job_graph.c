@@ -364,6 +364,19 @@ static void pin_to_reused_context(bool background) {
     cr_assert_eq(count_items(rec, KILN_LOGITEM_JOB_PIN_DETACHING), 1, "%s", recorded_summary(rec));
 }
 
+/* Messages name the call the user made: kiln_run_ex, not kiln_run. */
+Test(job_graph, refusals_name_the_function_called) {
+    start(1);
+    kiln_counter c = { 0 };
+    kiln_run_ex(main_ctx, &(kiln_job){ dependent_job, NULL }, 1, &c,
+                &(kiln_run_desc){ .after_count = 1 });
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_JOB_AFTER_NULL, "kiln_run_ex: context"), 1,
+                 "%s", recorded_summary(rec));
+    kiln_run(main_ctx, &(kiln_job){ NULL, NULL }, 1, &c);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_JOB_NULL_FN, "kiln_run: context"), 1,
+                 "%s", recorded_summary(rec));
+}
+
 Test(job_graph, pin_to_detached_context_is_not_honoured_by_its_reuser) { pin_to_reused_context(false); }
 Test(job_graph, background_pin_to_detached_context_is_not_honoured_by_its_reuser) {
     pin_to_reused_context(true);

@@ -158,7 +158,8 @@ typedef struct kiln_run_desc {
  *   - a priority that is no kiln_priority: JOB_BAD_PRIORITY;
  *   - after: JOB_AFTER_NULL, JOB_AFTER_NULL_ENTRY, JOB_AFTER_CYCLE, JOB_AFTER_FOREIGN
  *     (see the desc).
- *   Each is misuse, counted in api_errors, but for a NULL ctx (no runtime to count in).
+ *   Each is misuse, counted in api_errors, but for a NULL or invalid ctx (no runtime
+ *   to count it in).
  * - With after, no heap memory for the call's record is refused the same way (no job
  *   runs, the counter is untouched) and logged (JOB_OUT_OF_MEMORY), but it is not
  *   misuse: api_errors does not count it.
