@@ -89,17 +89,35 @@ static inline bool kiln_deque_take(kiln_deque *deque, kiln_task *task) {
     return true;
 }
 
-/* Any thread but the owner: the oldest task. */
-static inline kiln_steal_result kiln_deque_steal(kiln_deque *deque, kiln_task *task) {
+/* The steal, with or without a look at the oldest task's isolation first (tagged is a
+ * constant at each call: the check folds away from kiln_deque_steal). */
+static inline kiln_steal_result kiln_deque_steal_if(kiln_deque *deque, kiln_task *task, bool tagged,
+                                                    uint64_t tag) {
     int64_t t = kiln_load_acquire(&deque->top);
     kiln_fence_seq_cst();                         /* the top load before the bottom load */
     int64_t b = kiln_load_acquire(&deque->bottom);
     if (t >= b) return KILN_STEAL_EMPTY;
     kiln_deque_ring *ring = kiln_load_acquire(&deque->ring);
     kiln_slot_read(ring, t, task);
+    if (tagged && task->isolation != tag) return KILN_STEAL_EMPTY;   /* a torn read: harmless */
     if (!kiln_cas_strong_seq_cst(&deque->top, &t, t + 1))
         return KILN_STEAL_ABORT;
     return KILN_STEAL_OK;
+}
+
+/* Any thread but the owner: the oldest task. */
+static inline kiln_steal_result kiln_deque_steal(kiln_deque *deque, kiln_task *task) {
+    return kiln_deque_steal_if(deque, task, false, 0);
+}
+
+/* Any thread, the owner included (an isolated wait looks at the oldest task of its own
+ * deque too; the owner never pushes or takes at the same time as it steals): the oldest
+ * task, only when its isolation is tag; KILN_STEAL_EMPTY (empty for this tag), leaving
+ * it in place, when it is not: the slot is read before the CAS, as kiln_deque_steal
+ * reads it, and a task that is not taken is not claimed. */
+static inline kiln_steal_result kiln_deque_steal_tagged(kiln_deque *deque, kiln_task *task,
+                                                        uint64_t tag) {
+    return kiln_deque_steal_if(deque, task, true, tag);
 }
 
 /* Whether the deque looked non-empty at some instant (a hint for idle workers). */

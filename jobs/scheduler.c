@@ -20,15 +20,22 @@
  * protocol below has none, this only bounds the damage of a bug). */
 #define KILN_SLEEP_TIMEOUT_NS 50000000L
 
+/* The last tag handed to a job system (kiln_jobs_counter_owner); relaxed: only its
+ * uniqueness matters. */
+static _Atomic uint32_t system_tags;
+
 void kiln_job_system_init(kiln_job_system *sys, uint32_t workers, kiln_log_sink log) {
     memset(sys, 0, sizeof *sys);
+    sys->tag = kiln_add_relaxed(&system_tags, 1) + 1;
     pthread_mutex_init(&sys->table_lock, NULL);
+    pthread_mutex_init(&sys->batch_lock, NULL);
     sys->threads = workers + 1;
     sys->log = log;
 }
 
 void kiln_job_system_fini(kiln_job_system *sys) {
     pthread_mutex_destroy(&sys->table_lock);
+    pthread_mutex_destroy(&sys->batch_lock);
 }
 
 bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, uint32_t id,
@@ -37,6 +44,7 @@ bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, u
     q->id = id;
     kiln_store_relaxed(&q->is_worker, is_worker);
     q->job_depth = q->frame_depth = 0;
+    q->isolated = 0;
     kiln_store_relaxed(&q->work_state, KILN_WORK_IDLE);   /* published with the queue */
     /* Its frame memory is empty: it serves the epoch of now (no reset before its first job). */
     kiln_store_relaxed(&q->work_epoch, sys->frame_epoch ? kiln_load_acquire(sys->frame_epoch) : 0);
@@ -89,6 +97,7 @@ void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q) {
      * nothing lands in an inbox that nobody will ever run. */
     pthread_mutex_lock(&q->inbox_lock);
     q->inbox_closed = true;
+    q->life++;   /* a pin taken before this names a life that is over */
     pthread_mutex_unlock(&q->inbox_lock);
     /* Its own tasks only, never stolen ones: a stolen frame job would allocate from the
      * frame arena that the detaching context deletes next, under its parent's feet. Nor
@@ -136,15 +145,29 @@ static void publish_hints(kiln_job_queue *q) {
     kiln_store_release(&q->inbox_hint[KILN_INBOX_BACKGROUND], q->background.count);
 }
 
-/* Appends to target's frame inbox or its background lanes, unless it is closed. The
- * tasks of one call share their flags and counter. */
-static pin_result inbox_append(kiln_job_queue *target, const kiln_task *tasks, size_t count) {
+/* A pin_life for a pin taken at the call: whatever life target is in. */
+#define KILN_PIN_LIFE_NOW UINT64_MAX
+/* A pin_life that no life matches (taken while target detached). */
+#define KILN_PIN_LIFE_OVER (UINT64_MAX - 1)
+
+uint64_t kiln_jobs_pin_life(kiln_job_queue *target) {
+    pthread_mutex_lock(&target->inbox_lock);
+    uint64_t life = target->inbox_closed ? KILN_PIN_LIFE_OVER : target->life;
+    pthread_mutex_unlock(&target->inbox_lock);
+    return life;
+}
+
+/* Appends to target's frame inbox or its background lanes, unless it is closed or in a
+ * life other than pin_life. The tasks of one call share their flags and counter. */
+static pin_result inbox_append(kiln_job_queue *target, const kiln_task *tasks, size_t count,
+                               uint64_t pin_life) {
     bool background = (tasks[0].flags & KILN_TASK_BACKGROUND) != 0;
     pthread_mutex_lock(&target->inbox_lock);
-    bool queued = !target->inbox_closed &&
+    bool closed = target->inbox_closed || (pin_life != KILN_PIN_LIFE_NOW && pin_life != target->life);
+    bool queued = !closed &&
                   (background ? kiln_lanes_push(&target->background, tasks[0].counter, tasks, count)
                               : kiln_inbox_push(&target->inbox, tasks, count));
-    pin_result result = target->inbox_closed ? PIN_CLOSED : queued ? PIN_QUEUED : PIN_NO_MEMORY;
+    pin_result result = closed ? PIN_CLOSED : queued ? PIN_QUEUED : PIN_NO_MEMORY;
     if (queued) publish_hints(target);
     pthread_mutex_unlock(&target->inbox_lock);
     return result;
@@ -162,20 +185,13 @@ static KILN_COLD void run_here(kiln_job_system *sys, kiln_job_queue *q, const ki
     }
 }
 
-bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks, size_t count,
-                      int priority, kiln_job_queue *pinned) {
-    /* Counted before anyone can run them (frame_quiet reads completions first, so a
-     * count that came late could make a running job look finished). */
-    uint64_t frame_jobs = (tasks[0].flags & KILN_TASK_BACKGROUND) ? 0 : count;
-    uint64_t submitted = kiln_load_relaxed(&q->submitted);
-    kiln_store_relaxed(&q->submitted, submitted + frame_jobs);
+/* Tasks counted already: to pinned's inbox, or to q's deque. false, with nothing
+ * queued, when the pinned target's inbox is closed. */
+static bool push_tasks(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks, size_t count,
+                       int priority, kiln_job_queue *pinned, uint64_t pin_life) {
     if (pinned) {
-        pin_result result = inbox_append(pinned, tasks, count);
-        if (result == PIN_CLOSED) {
-            /* Never queued: taken back (a frame end that saw the count only waited longer). */
-            kiln_store_relaxed(&q->submitted, submitted);
-            return false;
-        }
+        pin_result result = inbox_append(pinned, tasks, count, pin_life);
+        if (result == PIN_CLOSED) return false;
         if (result == PIN_NO_MEMORY) {
             kiln_log(&sys->log, KILN_LOGITEM_JOB_OUT_OF_MEMORY,
                      "context %u: no memory to queue pinned jobs for context %u; the submitting "
@@ -197,6 +213,91 @@ bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *
     }
     wake(sys, count);
     return true;
+}
+
+bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks, size_t count,
+                      int priority, kiln_job_queue *pinned) {
+    /* Counted before anyone can run them (frame_quiet reads completions first, so a
+     * count that came late could make a running job look finished). */
+    uint64_t frame_jobs = (tasks[0].flags & KILN_TASK_BACKGROUND) ? 0 : count;
+    uint64_t submitted = kiln_load_relaxed(&q->submitted);
+    kiln_store_relaxed(&q->submitted, submitted + frame_jobs);
+    if (push_tasks(sys, q, tasks, count, priority, pinned, KILN_PIN_LIFE_NOW)) return true;
+    /* Never queued: taken back (a frame end that saw the count only waited longer). */
+    kiln_store_relaxed(&q->submitted, submitted);
+    return false;
+}
+
+void kiln_jobs_queue_counted(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks,
+                             size_t count, int priority, kiln_job_queue *pinned, uint64_t pin_life) {
+    if (push_tasks(sys, q, tasks, count, priority, pinned, pin_life)) return;
+    /* Counted on another queue's submitted, which only its owner writes: these count as
+     * completed here instead (release, as run_task's), so the sums still meet. */
+    kiln_log(&sys->log, KILN_LOGITEM_JOB_PIN_DETACHING,
+             "context %u: the pinned_to context detached while %zu jobs waited for their "
+             "prerequisites; they are not run", q->id, count);
+    if (!(tasks[0].flags & KILN_TASK_BACKGROUND))
+        kiln_store_release(&q->completed, kiln_load_relaxed(&q->completed) + count);
+    if (tasks[0].counter) kiln_counter_finish(sys, q, tasks[0].counter, count);
+}
+
+void kiln_batch_list(kiln_job_system *sys, kiln_batch *batch) {
+    pthread_mutex_lock(&sys->batch_lock);
+    batch->prev = NULL;
+    batch->next = sys->waiting;
+    if (sys->waiting) sys->waiting->prev = batch;
+    sys->waiting = batch;
+    pthread_mutex_unlock(&sys->batch_lock);
+}
+
+void kiln_batch_free(kiln_job_system *sys, kiln_batch *batch) {
+    pthread_mutex_lock(&sys->batch_lock);
+    if (batch->prev) batch->prev->next = batch->next;
+    else sys->waiting = batch->next;
+    if (batch->next) batch->next->prev = batch->prev;
+    pthread_mutex_unlock(&sys->batch_lock);
+    kiln_heap_free(batch);
+}
+
+void kiln_jobs_free_waiting(kiln_job_system *sys) {
+    pthread_mutex_lock(&sys->batch_lock);
+    kiln_batch *batch = sys->waiting;
+    sys->waiting = NULL;
+    pthread_mutex_unlock(&sys->batch_lock);
+    size_t calls = 0, jobs = 0;
+    for (kiln_batch *next; batch; batch = next) {
+        next = batch->next;
+        calls++;
+        jobs += batch->count;
+        kiln_heap_free(batch);
+    }
+    if (calls)
+        kiln_log(&sys->log, KILN_LOGITEM_JOB_STILL_WAITING,
+                 "kiln_destroy: %zu jobs of %zu calls with after still waited for their "
+                 "prerequisites (a cycle, or counters whose jobs never finished); freed "
+                 "without running", jobs, calls);
+}
+
+/* Every task of the batch on q (or its pin); the record is gone afterwards. */
+void kiln_jobs_queue_batch(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *batch) {
+    kiln_jobs_queue_counted(sys, q, batch->tasks, batch->count, batch->priority, batch->pinned,
+                            batch->pin_life);
+    kiln_batch_free(sys, batch);
+}
+
+/* Takes the list, clears the flag (the counter's last touch), then queues each batch
+ * whose last prerequisite this was (the proof: jobs/graph.c). Cold: only a counter that
+ * batches wait on gets here. */
+KILN_COLD void kiln_counter_drain(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter) {
+    kiln_wait_link *link = kiln_exchange_acq_rel(&counter->waiters, NULL);
+    uint64_t drained = KILN_COUNTER_WAITERS;
+    kiln_cas_strong_seq_cst(&counter->pending, &drained, 0);   /* fails only when reused */
+    while (link) {
+        kiln_wait_link *next = link->next;   /* before the decrement that may free the record */
+        kiln_batch *batch = link->batch;
+        if (kiln_sub_acq_rel(&batch->pending, 1) == 1) kiln_jobs_queue_batch(sys, q, batch);
+        link = next;
+    }
 }
 
 /* Owner: one pinned task: a frame one, else with background any background one. */
@@ -312,7 +413,7 @@ static void run_range(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) 
      * Pieces of a background range sit on the background deque, which kiln_wait leaves
      * to the workers: this wait takes them too, or two workers each waiting on pieces
      * of their own would wait for ever. */
-    kiln_counter_state pieces = { 0, 0 };
+    kiln_counter_state pieces = { 0, 0, NULL };
     split_range(sys, q, task, &pieces);
     task->fn.range((kiln_ctx *)q->owner, (size_t)task->begin, (size_t)task->end, task->arg);
     wait_counter(sys, q, &pieces, sys->threads == 1 || (task->flags & KILN_TASK_BACKGROUND));
@@ -426,7 +527,8 @@ static void run_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
     kiln_owner_add(&q->jobs_run, 1);
     if (!(task->flags & KILN_TASK_BACKGROUND))   /* release: frame end then sees its writes */
         kiln_store_release(&q->completed, kiln_load_relaxed(&q->completed) + 1);
-    if (task->counter) kiln_sub_acq_rel(&task->counter->pending, 1);
+    /* No batch waits on the counter: one compare more, predicted (kiln_counter_finish). */
+    if (task->counter) kiln_counter_finish(sys, q, task->counter, 1);
 }
 
 bool kiln_jobs_run_one(kiln_job_system *sys, kiln_job_queue *q, bool background) {
@@ -436,16 +538,85 @@ bool kiln_jobs_run_one(kiln_job_system *sys, kiln_job_queue *q, bool background)
     return true;
 }
 
-/* Runs tasks until the counter reads zero; background ones too when background. Without
- * background, still the background jobs pinned to this thread that count on this very
- * counter: nobody else may run them, and the waiter asked for them (looked for only
- * when nothing else ran: one hint load). */
+/* ---- Isolated waits: only tasks of one isolation tag (scheduler.h) ----
+ * Other queues: the oldest task, only when it carries the tag (kiln_deque_steal_tagged
+ * leaves any other in place). Its own deque: the newest ones, setting aside (on the
+ * stack) up to KILN_ISOLATED_REACH of other tags to reach one with the tag below them,
+ * all put back in their order before the task runs or the search moves on, so no task
+ * is hidden from thieves while this thread runs or spins; then its oldest one. */
+#define KILN_ISOLATED_REACH 32
+
+static __attribute__((noinline)) bool take_own_tagged(kiln_deque *deque, kiln_task *task,
+                                                      uint64_t tag) {
+    if (!kiln_deque_looks_busy(deque)) return false;
+    kiln_task aside[KILN_ISOLATED_REACH];
+    size_t set_aside = 0;
+    bool found = false;
+    while (set_aside < KILN_ISOLATED_REACH && kiln_deque_take(deque, task)) {
+        if (task->isolation == tag) {
+            found = true;
+            break;
+        }
+        aside[set_aside++] = *task;
+    }
+    /* Back where they were: each take made room for its push, so none grows the ring. */
+    while (set_aside > 0) kiln_deque_push(deque, &aside[--set_aside]);
+    if (found) return true;
+    kiln_steal_result r;
+    while ((r = kiln_deque_steal_tagged(deque, task, tag)) == KILN_STEAL_ABORT) kiln_cpu_pause();
+    return r == KILN_STEAL_OK;
+}
+
+/* One pass over the other queues' oldest tasks, as steal() makes, for tag only. */
+static bool steal_tagged(kiln_job_system *sys, kiln_job_queue *q, int priority, kiln_task *task,
+                         uint64_t tag) {
+    if (!q->steals) return false;
+    uint32_t limit = kiln_load_acquire(&sys->queue_limit);
+    for (uint32_t i = 0; i < limit; i++) {
+        kiln_job_queue *victim = kiln_load_acquire(&sys->queues[i]);
+        if (!victim || victim == q || !kiln_deque_looks_busy(&victim->deques[priority])) continue;
+        kiln_steal_result r;
+        while ((r = kiln_deque_steal_tagged(&victim->deques[priority], task, tag)) == KILN_STEAL_ABORT)
+            kiln_cpu_pause();
+        if (r == KILN_STEAL_OK) {
+            kiln_owner_add(&q->jobs_stolen, 1);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* find_task for an isolated wait: pinned tasks (any), then tagged ones by priority. */
+static bool find_task_isolated(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task,
+                               bool background, uint64_t tag) {
+    if (take_pinned(q, task, background)) return true;
+    for (int d = KILN_DEQUE_HIGH; d >= KILN_DEQUE_NORMAL; d--)
+        if (take_own_tagged(&q->deques[d], task, tag) || steal_tagged(sys, q, d, task, tag))
+            return true;
+    if (background && (take_own_tagged(&q->deques[KILN_DEQUE_BACKGROUND], task, tag) ||
+                       steal_tagged(sys, q, KILN_DEQUE_BACKGROUND, task, tag)))
+        return true;
+    kiln_owner_add(&q->steal_misses, 1);
+    return false;
+}
+
+/* Runs tasks until the counter reads zero; background ones too when background; inside
+ * an isolated wait (q->isolated), only tasks of its tag, and when none is found and
+ * there are no workers (background), any task: the counter's jobs may wait for
+ * prerequisites of other tags (kiln_run_desc.after), which nobody else would run.
+ * Without background, still the background jobs pinned to this thread that count on
+ * this very counter: nobody else may run them, and the waiter asked for them (looked
+ * for only when nothing else ran: one hint load). */
 static void wait_counter(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
                          bool background) {
     unsigned idle = 0;
+    uint64_t tag = q->isolated;
     while (kiln_load_acquire(&counter->pending) != 0) {
         kiln_task task;
-        if (kiln_jobs_run_one(sys, q, background)) {
+        if (tag ? find_task_isolated(sys, q, &task, background, tag) ||
+                      (background && find_task(sys, q, &task, background))
+                : find_task(sys, q, &task, background)) {
+            run_task(sys, q, &task);
             idle = 0;
         } else if (!background && take_pinned_counted(q, counter, &task)) {
             run_task(sys, q, &task);
@@ -456,9 +627,19 @@ static void wait_counter(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_s
     }
 }
 
-void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter) {
+void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
+                    bool isolate) {
     /* Background jobs only where no worker would ever take them. */
-    wait_counter(sys, q, counter, sys->threads == 1);
+    bool background = sys->threads == 1;
+    if (!isolate || q->isolated) {
+        wait_counter(sys, q, counter, background);
+        return;
+    }
+    /* The counter's jobs carry its address (kiln_jobs_isolation), and so does what they
+     * submit while running here. */
+    q->isolated = (uint64_t)(uintptr_t)counter;
+    wait_counter(sys, q, counter, background);
+    q->isolated = 0;
 }
 
 /* Every completed count first, then every submitted count (see the header). */
@@ -509,11 +690,16 @@ void kiln_jobs_settle_workers(kiln_job_system *sys, kiln_job_queue *q, uint64_t 
     }
 }
 
+/* Frame jobs until the frame is quiet. Without workers, background jobs too once no
+ * frame job is left to run and the frame is not quiet: a frame job may wait for one
+ * (kiln_run_desc.after), and nobody else would run it. */
 void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q) {
+    bool background = sys->threads == 1;
     unsigned idle = 0;
     for (;;) {
         if (kiln_jobs_run_one(sys, q, false)) idle = 0;
         else if (frame_quiet(sys)) return;
+        else if (background && kiln_jobs_run_one(sys, q, true)) idle = 0;
         else kiln_spin_round(++idle, 1);
     }
 }

@@ -15,6 +15,7 @@
 #include <pthread.h>
 
 #include "../base/log.h"
+#include "batch.h"
 #include "deque.h"
 #include "inbox.h"
 
@@ -60,6 +61,9 @@ struct kiln_job_queue {
     kiln_inbox          inbox;           /* frame jobs, in order; under inbox_lock */
     kiln_lanes          background;      /* background jobs, by counter; under inbox_lock */
     bool                inbox_closed;    /* under inbox_lock */
+    uint64_t            life;            /* under inbox_lock: how many times the context
+                                            detached; a pin held across a detach (a batch
+                                            waiting for prerequisites) names one life */
     _Atomic size_t      inbox_hint[2];   /* [KILN_INBOX_FRAME]: inbox.count, [KILN_INBOX_BACKGROUND]:
                                             background.count; readable without the lock */
 
@@ -79,6 +83,9 @@ struct kiln_job_queue {
     uint32_t            running_flags;   /* KILN_TASK_* of the job running now */
     uint32_t            job_depth;       /* jobs running on this thread, nested ones included */
     uint32_t            frame_depth;     /* of them, frame (not background) jobs */
+    uint64_t            isolated;        /* the tag of the isolated wait this thread is in
+                                            (0: none): its waits take only tasks of that
+                                            tag, and what it submits carries it */
     bool                steals;          /* takes other queues' jobs: workers and the frame
                                             driver, whose frame arenas frame end resets. An
                                             attached thread with a clock of its own must not:
@@ -102,6 +109,11 @@ typedef struct kiln_job_system {
     pthread_mutex_t     table_lock;      /* registration, retirement, frame_quiet */
     uint64_t            retired_submitted, retired_completed;  /* of retired queues; table_lock */
     uint32_t            threads;         /* workers + 1: for the default grain */
+    pthread_mutex_t     batch_lock;      /* waiting */
+    kiln_batch         *waiting;         /* batches not yet queued (jobs/graph.c), so that
+                                            kiln_jobs_free_waiting finds those never queued */
+    uint32_t            tag;             /* 1, 2, ... per system made: the runtime part of
+                                            a counter's owner word; read-only */
     kiln_job_hook       hook;            /* what new queues start with; table_lock */
     kiln_background_fn  on_background;   /* NULL: none; read-only once jobs run */
     /* The frame epoch (frame ends so far + 1; the runtime's, which handle reuse counts
@@ -137,12 +149,56 @@ KILN_INTERNAL void kiln_job_queue_fini(kiln_job_queue *q);
 KILN_INTERNAL bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks,
                                     size_t count, int priority, kiln_job_queue *pinned);
 
+/* Tasks already counted as submitted (kiln_jobs_submit_after counted them, on the
+ * submitter's queue), queued on q by q's owner, or on pinned's inbox. A pinned target
+ * that is detaching, or no longer in pin_life (kiln_jobs_pin_life), refuses them: they count as completed on q, finish on their
+ * counter, and are logged (JOB_PIN_DETACHING). */
+KILN_INTERNAL void kiln_jobs_queue_counted(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks,
+                                           size_t count, int priority, kiln_job_queue *pinned,
+                                           uint64_t pin_life);
+
+/* Any thread: the life of target that a pin taken now names (its queue's memory may
+ * serve a later context after it detaches, which that pin must not reach); a life
+ * that never matches when target is detaching already. */
+KILN_INTERNAL uint64_t kiln_jobs_pin_life(kiln_job_queue *target);
+
+/* Lists a batch among the system's waiting ones (before it is registered on any
+ * counter), and takes it off the list and frees its record (its tasks are queued, or
+ * dropped). Any thread. */
+KILN_INTERNAL void kiln_batch_list(kiln_job_system *sys, kiln_batch *batch);
+KILN_INTERNAL void kiln_batch_free(kiln_job_system *sys, kiln_batch *batch);
+
+/* Once no thread runs jobs (kiln_destroy): frees the batches that never became
+ * runnable (a cycle, or a prerequisite that never finished), without running them or
+ * touching their counters, and logs how many (JOB_STILL_WAITING). */
+KILN_INTERNAL void kiln_jobs_free_waiting(kiln_job_system *sys);
+
+/* Owner of q: queues a batch whose prerequisites have all finished (its tasks are
+ * counted already), and frees its record. */
+KILN_INTERNAL void kiln_jobs_queue_batch(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *batch);
+
+/* A counter's owner word (kiln_counter_state.owner) for a run of context id on sys:
+ * the system's tag above the id, so a counter tells which runtime counts on it. */
+static inline uint64_t kiln_jobs_counter_owner(const kiln_job_system *sys, uint32_t id) {
+    return (uint64_t)sys->tag << 32 | id;
+}
+
+/* The isolation a task submitted now by q's owner carries: the tag of the isolated
+ * wait it is in, else its counter's address (an isolated wait on that counter runs it),
+ * 0 without either. */
+static inline uint64_t kiln_jobs_isolation(const kiln_job_queue *q, const kiln_counter_state *counter) {
+    return q->isolated ? q->isolated : (uint64_t)(uintptr_t)counter;
+}
+
 /* Owner of q: finds one task (pinned, high, stolen high, normal, stolen normal, then,
  * with background, background ones) and runs it. false when none was found. */
 KILN_INTERNAL bool kiln_jobs_run_one(kiln_job_system *sys, kiln_job_queue *q, bool background);
 
-/* Owner of q: runs tasks until the counter reads zero. */
-KILN_INTERNAL void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter);
+/* Owner of q: runs tasks until the counter reads zero. isolate: only tasks of the
+ * counter's isolation (its own tasks, and what they submit while this wait runs them)
+ * and tasks pinned to q; inside an isolated wait every wait keeps the outer one's. */
+KILN_INTERNAL void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
+                                  bool isolate);
 
 /* Owner of q: runs a range task (KILN_TASK_RANGE) as a job on q, its splitting loop in
  * place (parallel_for's root), and returns when every piece of it is done (the pieces
@@ -172,5 +228,21 @@ KILN_INTERNAL void kiln_jobs_set_hook(kiln_job_system *sys, kiln_job_hook hook);
 
 /* Wakes every sleeper and makes worker loops return. */
 KILN_INTERNAL void kiln_jobs_shutdown(kiln_job_system *sys);
+
+/* Owner of q, the thread whose decrement left the counter at KILN_COUNTER_WAITERS: takes
+ * its list, queues (on q) each batch whose last prerequisite it was, then clears the
+ * flag unless the counter was reused meanwhile. */
+KILN_INTERNAL void kiln_counter_drain(kiln_job_system *sys, kiln_job_queue *q,
+                                                kiln_counter_state *counter);
+
+/* Owner of q: n jobs (or registrations) counted on counter are done. The decrement is
+ * the last touch of the counter unless it leaves the flag alone: waiters then drain.
+ * acq_rel: the release publishes the jobs' writes to a waiter reading 0 and to the
+ * drainer; the acquire lets a drainer see every registration that released before. */
+static inline void kiln_counter_finish(kiln_job_system *sys, kiln_job_queue *q,
+                                       kiln_counter_state *counter, uint64_t n) {
+    uint64_t before = kiln_sub_acq_rel(&counter->pending, n);
+    if (kiln_unlikely(before == (KILN_COUNTER_WAITERS | n))) kiln_counter_drain(sys, q, counter);
+}
 
 #endif /* KILN_JOBS_SCHEDULER_H */

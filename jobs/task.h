@@ -9,12 +9,25 @@
 
 #include "../base/atomics.h"
 
-/* The internal view of a kiln_counter: the public struct is two uint64_t words. */
+struct kiln_wait_link;
+
+/* The internal view of a kiln_counter: the public struct is three uint64_t words.
+ *   pending == unfinished jobs + registrations in progress (jobs/graph.c)
+ *            | KILN_COUNTER_WAITERS while batches wait on it
+ * The flag stays set after the count reaches zero until the thread that made it zero
+ * has taken the list of waiting batches, so a waiter that reads 0 knows that nobody
+ * touches the counter any more. */
 typedef struct kiln_counter_state {
-    _Atomic uint64_t pending;   /* unfinished jobs (acq_rel: a waiter that reads 0 sees
-                                   everything the jobs wrote) */
-    _Atomic uint64_t owner;     /* id of the context that made it non-zero (diagnostics) */
+    _Atomic uint64_t pending;   /* acq_rel: a waiter that reads 0 sees everything the jobs
+                                   wrote */
+    _Atomic uint64_t owner;     /* the runtime and context whose run made it non-zero
+                                   (kiln_jobs_counter_owner): diagnostics, and the
+                                   runtime an after list may name */
+    _Atomic(struct kiln_wait_link *) waiters;  /* batches waiting for it (jobs/graph.c) */
 } kiln_counter_state;
+
+#define KILN_COUNTER_WAITERS (UINT64_C(1) << 63)
+#define KILN_COUNTER_COUNT(word) ((word) & ~KILN_COUNTER_WAITERS)
 
 _Static_assert(sizeof(kiln_counter_state) == sizeof(kiln_counter), "counter layout");
 
@@ -39,6 +52,7 @@ typedef struct kiln_task {
     uint64_t            begin;    /* range tasks: [begin, end) and the grain to split by */
     uint64_t            end;
     uint64_t            grain;
+    uint64_t            isolation;  /* the tag an isolated wait runs (scheduler.h); 0: none */
 } kiln_task;
 
 #endif /* KILN_JOBS_TASK_H */

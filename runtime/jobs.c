@@ -2,6 +2,8 @@
  * arrays into tasks on the caller's queue, parallel_for. */
 #include "check.h"
 
+#include "../jobs/graph.h"
+
 /* Jobs are copied into tasks in batches of this many, on the stack. */
 #define KILN_SUBMIT_BATCH 64
 
@@ -25,17 +27,26 @@ static bool check_jobs(kiln_ctx *ctx, const kiln_job *jobs, size_t count, const 
 }
 
 /* Adds count to the counter; warns when another context's run still holds it. */
-static kiln_counter_state *counter_add(kiln_ctx *ctx, kiln_counter *counter, size_t count) {
+static kiln_counter_state *counter_add(kiln_ctx *ctx, kiln_counter *counter, size_t count,
+                                       const char *function) {
     if (!counter) return NULL;
     kiln_counter_state *state = kiln_counter_of(counter);
     uint64_t before = kiln_add_relaxed(&state->pending, count);
     uint64_t owner = kiln_load_relaxed(&state->owner);
+    uint64_t self = kiln_jobs_counter_owner(&ctx->rt->jobs, ctx->id);
     if (before == 0) {
-        if (owner != ctx->id) kiln_store_relaxed(&state->owner, ctx->id);
-    } else if (owner != ctx->id) {
+        if (owner != self) kiln_store_relaxed(&state->owner, self);
+        return state;
+    }
+    if (kiln_unlikely(before & KILN_COUNTER_WAITERS) && ctx->debug_checks) {
+        kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_COUNTER_REUSED_WAITING,
+                        "%s: context %u adds %zu jobs to a counter that jobs of a run with "
+                        "after wait on; those wait for these too", function, ctx->id, count);
+    } else if (KILN_COUNTER_COUNT(before) != 0 && owner != self) {
         kiln_log(&ctx->rt->log, KILN_LOGITEM_COUNTER_SHARED,
-                 "kiln_run: context %u adds to a counter still non-zero from a run of context "
-                 "%llu; both runs now finish together", ctx->id, (unsigned long long)owner);
+                 "%s: context %u adds to a counter still non-zero from a run of context "
+                 "%u%s; both runs now finish together", function, ctx->id, (uint32_t)owner,
+                 owner >> 32 == self >> 32 ? "" : " of another runtime");
     }
     return state;
 }
@@ -43,7 +54,8 @@ static kiln_counter_state *counter_add(kiln_ctx *ctx, kiln_counter *counter, siz
 /* Whether desc's pin can be honoured: a context of this runtime, attached, and for a
  * background job on a thread that is not a worker, a counter to wait on (such a job
  * runs only when that thread waits on its counter). Logs JOB_BAD_PIN otherwise. */
-static bool pin_allowed(kiln_ctx *ctx, const kiln_run_desc *d, const kiln_counter *counter) {
+static bool pin_allowed(kiln_ctx *ctx, const kiln_run_desc *d, const kiln_counter *counter,
+                        const char *function) {
     const kiln_ctx *target = d->pinned_to;
     const char *problem =
         !kiln_aligned_as(target, kiln_ctx) || kiln_ctx_word(target) != KILN_CTX_MAGIC ||
@@ -54,63 +66,154 @@ static bool pin_allowed(kiln_ctx *ctx, const kiln_run_desc *d, const kiln_counte
               "context waits on the job's counter, which is NULL"
             : NULL;
     if (kiln_likely(problem == NULL)) return true;
-    kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_BAD_PIN, "kiln_run: context %u: pinned_to %s; nothing "
-                    "submitted", ctx->id, problem);
+    kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_BAD_PIN, "%s: context %u: pinned_to %s; nothing "
+                    "submitted", function, ctx->id, problem);
     return false;
 }
 
 /* The pinned target closed its inbox (it is detaching) before jobs [done, count) were
  * queued: they are not submitted, and the counter no longer waits for them. */
 static KILN_COLD void refuse_pin_detaching(kiln_ctx *ctx, const kiln_ctx *target,
-                                           kiln_counter_state *state, size_t done, size_t count) {
-    if (state) kiln_sub_acq_rel(&state->pending, count - done);
+                                           kiln_counter_state *state, size_t done, size_t count,
+                                           const char *function) {
+    if (state) kiln_counter_finish(&ctx->rt->jobs, &ctx->queue, state, count - done);
     kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_PIN_DETACHING,
-                    "kiln_run: context %u: pinned_to context %u is detaching; %zu of %zu jobs "
-                    "not submitted", ctx->id, target->id, count - done, count);
+                    "%s: context %u: pinned_to context %u is detaching; %zu of %zu jobs "
+                    "not submitted", function, ctx->id, target->id, count - done, count);
 }
 
-void kiln_run_ex(kiln_ctx *ctx, const kiln_job *jobs, size_t count, kiln_counter *counter,
-                 const kiln_run_desc *desc) {
-    if (!check_jobs(ctx, jobs, count, "kiln_run")) return;
+/* Whether the counter counts jobs of another runtime than the one of tag: its finish
+ * would queue the waiting jobs there. A counter at zero counts none (it is done). The
+ * owner word is the one the run that made it non-zero stored, which happened before
+ * the caller got the counter to name here. */
+static bool after_foreign(const kiln_counter *counter, uint32_t tag) {
+    const kiln_counter_state *state = (const kiln_counter_state *)(const void *)counter;
+    if (KILN_COUNTER_COUNT(kiln_load_acquire(&state->pending)) == 0) return false;
+    return kiln_load_relaxed(&state->owner) >> 32 != tag;
+}
+
+/* Whether desc's after list is usable: logs and refuses a NULL array, a NULL entry,
+ * the call's own counter (its jobs would wait for themselves) and a counter of another
+ * runtime's run. */
+static bool after_allowed(kiln_ctx *ctx, const kiln_run_desc *d, const kiln_counter *counter,
+                          const char *function) {
+    if (!d->after) {
+        kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_AFTER_NULL,
+                        "%s: context %u: after_count is %u and after is NULL; nothing "
+                        "submitted", function, ctx->id, d->after_count);
+        return false;
+    }
+    uint32_t tag = ctx->rt->jobs.tag;
+    for (uint32_t i = 0; i < d->after_count; i++) {
+        if (d->after[i] && d->after[i] != counter && after_foreign(d->after[i], tag)) {
+            kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_AFTER_FOREIGN,
+                            "%s: context %u: after[%u] of %u counts jobs of another "
+                            "runtime; nothing submitted", function, ctx->id, i, d->after_count);
+            return false;
+        }
+        if (!d->after[i] || d->after[i] == counter) {
+            kiln_log_misuse(&ctx->rt->log, d->after[i] ? KILN_LOGITEM_JOB_AFTER_CYCLE
+                                                        : KILN_LOGITEM_JOB_AFTER_NULL_ENTRY,
+                            "%s: context %u: after[%u] of %u is %s; nothing submitted",
+                            function, ctx->id, i, d->after_count,
+                            d->after[i] ? "the call's own counter" : "NULL");
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The tasks of count jobs, counted on state, into out. */
+static void fill_tasks(kiln_task *out, const kiln_job *jobs, size_t count, kiln_counter_state *state,
+                       uint64_t flags, uint64_t isolation) {
+    for (size_t i = 0; i < count; i++)
+        out[i] = (kiln_task){ .fn.job = jobs[i].fn, .arg = jobs[i].arg, .counter = state,
+                              .flags = flags, .isolation = isolation };
+}
+
+/* kiln_run_ex with after: one record for the whole call (jobs/graph.h), queued by
+ * whichever thread finishes the last prerequisite. */
+static KILN_COLD void run_after(kiln_ctx *ctx, const kiln_job *jobs, size_t count,
+                                kiln_counter *counter, const kiln_run_desc *d, uint64_t flags,
+                                const char *function) {
+    if (!after_allowed(ctx, d, counter, function)) return;
+    kiln_batch *batch = kiln_batch_new(count, d->after_count);
+    if (!batch) {
+        kiln_log(&ctx->rt->log, KILN_LOGITEM_JOB_OUT_OF_MEMORY,
+                 "%s: context %u: no memory to hold %zu jobs until their %u prerequisites "
+                 "finish; nothing submitted", function, ctx->id, count, d->after_count);
+        return;
+    }
+    kiln_counter_state *state = counter_add(ctx, counter, count, function);
+    fill_tasks(batch->tasks, jobs, count, state, flags, kiln_jobs_isolation(&ctx->queue, state));
+    batch->pinned = d->pinned_to ? &d->pinned_to->queue : NULL;
+    /* The context it names: its memory may serve another after it detaches. */
+    if (batch->pinned) batch->pin_life = kiln_jobs_pin_life(batch->pinned);
+    batch->priority = d->priority == KILN_PRIORITY_HIGH;
+    /* kiln_counter and kiln_counter_state are the same words (jobs/task.h). */
+    kiln_jobs_submit_after(&ctx->rt->jobs, &ctx->queue, batch,
+                           (const kiln_counter_state *const *)(const void *)d->after, d->after_count);
+}
+
+/* kiln_run_ex, its messages naming function (the public call the user made). */
+static void run_jobs(kiln_ctx *ctx, const kiln_job *jobs, size_t count, kiln_counter *counter,
+                     const kiln_run_desc *desc, const char *function) {
+    if (!check_jobs(ctx, jobs, count, function)) return;
     kiln_run_desc d = desc ? *desc : (kiln_run_desc){ 0 };
     if (d.priority != KILN_PRIORITY_NORMAL && d.priority != KILN_PRIORITY_HIGH) {
         kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_BAD_PRIORITY,
-                        "kiln_run: context %u: priority %d is no kiln_priority; nothing submitted",
-                        ctx->id, (int)d.priority);
+                        "%s: context %u: priority %d is no kiln_priority; nothing submitted",
+                        function, ctx->id, (int)d.priority);
         return;
     }
-    if (d.pinned_to && !pin_allowed(ctx, &d, counter)) return;
-    kiln_job_queue *pinned = d.pinned_to ? &d.pinned_to->queue : NULL;
-    kiln_counter_state *state = counter_add(ctx, counter, count);
+    if (d.pinned_to && !pin_allowed(ctx, &d, counter, function)) return;
     uint64_t flags = (d.background ? KILN_TASK_BACKGROUND : 0) |
                      (d.priority == KILN_PRIORITY_HIGH ? KILN_TASK_HIGH : 0);
+    if (kiln_unlikely(d.after_count != 0)) {   /* the one branch dependencies add here */
+        run_after(ctx, jobs, count, counter, &d, flags, function);
+        return;
+    }
+    kiln_job_queue *pinned = d.pinned_to ? &d.pinned_to->queue : NULL;
+    kiln_counter_state *state = counter_add(ctx, counter, count, function);
+    uint64_t isolation = kiln_jobs_isolation(&ctx->queue, state);
     kiln_task batch[KILN_SUBMIT_BATCH];
     for (size_t done = 0; done < count;) {
         size_t n = count - done < KILN_SUBMIT_BATCH ? count - done : KILN_SUBMIT_BATCH;
-        for (size_t i = 0; i < n; i++)
-            batch[i] = (kiln_task){ .fn.job = jobs[done + i].fn, .arg = jobs[done + i].arg,
-                                    .counter = state, .flags = flags };
+        fill_tasks(batch, jobs + done, n, state, flags, isolation);
         if (!kiln_jobs_submit(&ctx->rt->jobs, &ctx->queue, batch, n, d.priority == KILN_PRIORITY_HIGH,
                               pinned)) {
-            refuse_pin_detaching(ctx, d.pinned_to, state, done, count);
+            refuse_pin_detaching(ctx, d.pinned_to, state, done, count, function);
             return;
         }
         done += n;
     }
 }
 
+void kiln_run_ex(kiln_ctx *ctx, const kiln_job *jobs, size_t count, kiln_counter *counter,
+                 const kiln_run_desc *desc) {
+    run_jobs(ctx, jobs, count, counter, desc, "kiln_run_ex");
+}
+
 void kiln_run(kiln_ctx *ctx, const kiln_job *jobs, size_t count, kiln_counter *counter) {
-    kiln_run_ex(ctx, jobs, count, counter, NULL);
+    run_jobs(ctx, jobs, count, counter, NULL, "kiln_run");
+}
+
+static void wait_counter(kiln_ctx *ctx, kiln_counter *counter, bool isolate, const char *function) {
+    if (!kiln_ctx_check(ctx, function)) return;
+    if (!counter) {
+        kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_WAIT_NULL_COUNTER,
+                        "%s: context %u: the counter is NULL; nothing to wait for", function, ctx->id);
+        return;
+    }
+    kiln_jobs_wait(&ctx->rt->jobs, &ctx->queue, kiln_counter_of(counter), isolate);
 }
 
 void kiln_wait(kiln_ctx *ctx, kiln_counter *counter) {
-    if (!kiln_ctx_check(ctx, "kiln_wait")) return;
-    if (!counter) {
-        kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_WAIT_NULL_COUNTER,
-                        "kiln_wait: context %u: the counter is NULL; nothing to wait for", ctx->id);
-        return;
-    }
-    kiln_jobs_wait(&ctx->rt->jobs, &ctx->queue, kiln_counter_of(counter));
+    wait_counter(ctx, counter, false, "kiln_wait");
+}
+
+void kiln_wait_ex(kiln_ctx *ctx, kiln_counter *counter, const kiln_wait_desc *desc) {
+    wait_counter(ctx, counter, desc && desc->isolate, "kiln_wait_ex");
 }
 
 void kiln_parallel_for(kiln_ctx *ctx, size_t count, size_t grain, kiln_range_fn fn, void *arg) {
@@ -132,6 +235,7 @@ void kiln_parallel_for(kiln_ctx *ctx, size_t count, size_t grain, kiln_range_fn 
         .fn.range = fn, .arg = arg,
         .flags = KILN_TASK_RANGE | (ctx->queue.running_flags & KILN_TASK_BACKGROUND),
         .begin = 0, .end = count, .grain = grain,
+        .isolation = ctx->queue.isolated,   /* inside an isolated wait, its pieces are its */
     };
     kiln_jobs_run_range(&ctx->rt->jobs, &ctx->queue, &root);
 }

@@ -177,6 +177,7 @@ void kiln_destroy(kiln_runtime *rt) {
                  "kiln_destroy: context %u is still attached; detaching it", ctx->id);
         kiln_detach(ctx);
     }
+    kiln_jobs_free_waiting(&rt->jobs);   /* no thread runs jobs any more */
     kiln_runtime_pools_fini(rt);
     kiln_runtime_handles_fini(rt);
     while (rt->arenas) {

@@ -733,11 +733,89 @@ static void probe_job(kiln_ctx *ctx, void *arg) {
 
 typedef struct driver_totals {
     uint64_t nodes, loose, pfor, phase2, trees, frames_over, probes, probe_stalls;
-    uint64_t bg_jobs, bg_spanning, bg_steps;
+    uint64_t bg_jobs, bg_spanning, bg_steps, blocks, isolated;
     double   max_frame_ms, max_end_ms, max_probe_ms, sum_probe_ms;
 } driver_totals;
 
+/* ---- dependent jobs: each frame a grid of blocks, block (i, j) after (i-1, j) and
+ * (i, j-1), a join after the last row (fan-in), now and then an isolated wait on it,
+ * else frame end alone waits for them. The counters are static (a counter's last
+ * decrement may come after frame end saw its job completed): each is waited on before
+ * it is used again. */
+enum { GRID_MAX = 5 };
+
+typedef struct gblock {
+    _Atomic unsigned runs;
+    const struct gblock *up, *left;   /* NULL at the edges */
+    const struct gblock *row;         /* the join: the last row, cols of them */
+    unsigned cols;
+    uint64_t frame;
+} gblock;
+
+static gblock       g_blocks[GRID_MAX * GRID_MAX + 1];
+static kiln_counter g_block_done[GRID_MAX * GRID_MAX + 1];
+static _Atomic uint64_t g_blocks_ran;
+
+static bool block_done(const gblock *b) {
+    return !b || atomic_load_explicit(&b->runs, memory_order_acquire) == 1;
+}
+
+static void block_job(kiln_ctx *ctx, void *arg) {
+    gblock *b = arg;
+    job_enter(ctx, b->frame, "grid block");
+    STRESS_CHECK(block_done(b->up) && block_done(b->left), "frame %" PRIu64 ": a grid block "
+                 "ran before its predecessors", b->frame);
+    for (unsigned j = 0; b->row && j < b->cols; j++)
+        STRESS_CHECK(block_done(&b->row[j]), "frame %" PRIu64 ": the join ran before block %u",
+                     b->frame, j);
+    unsigned runs = atomic_fetch_add_explicit(&b->runs, 1, memory_order_release);
+    STRESS_CHECK(runs == 0, "frame %" PRIu64 ": a grid block ran twice", b->frame);
+    tally(g_blocks_ran, 1);
+}
+
+static void drive_graph(stress_rng *rng, uint64_t frame, driver_totals *d) {
+    for (unsigned i = 0; i < GRID_MAX * GRID_MAX + 1; i++) kiln_wait(g_main_ctx, &g_block_done[i]);
+    unsigned rows = 1 + (unsigned)stress_below(rng, GRID_MAX);
+    unsigned cols = 1 + (unsigned)stress_below(rng, GRID_MAX);
+    for (unsigned i = 0; i < rows; i++) {
+        for (unsigned j = 0; j < cols; j++) {
+            gblock *b = &g_blocks[i * cols + j];
+            atomic_store_explicit(&b->runs, 0, RELAXED);
+            b->up = i ? &g_blocks[(i - 1) * cols + j] : NULL;
+            b->left = j ? &g_blocks[i * cols + j - 1] : NULL;
+            b->row = NULL;
+            b->frame = frame;
+            const kiln_counter *after[2];
+            uint32_t n = 0;
+            if (i) after[n++] = &g_block_done[(i - 1) * cols + j];
+            if (j) after[n++] = &g_block_done[i * cols + j - 1];
+            bool high = stress_below(rng, 4) == 0;
+            kiln_run_ex(g_main_ctx, &(kiln_job){ block_job, b }, 1, &g_block_done[i * cols + j],
+                        &(kiln_run_desc){ .after = after, .after_count = n,
+                                          .priority = high ? KILN_PRIORITY_HIGH : KILN_PRIORITY_NORMAL });
+        }
+    }
+    gblock *join = &g_blocks[rows * cols];
+    atomic_store_explicit(&join->runs, 0, RELAXED);
+    *join = (gblock){ .row = &g_blocks[(rows - 1) * cols], .cols = cols, .frame = frame };
+    const kiln_counter *last_row[GRID_MAX];
+    for (unsigned j = 0; j < cols; j++) last_row[j] = &g_block_done[(rows - 1) * cols + j];
+    kiln_counter *join_done = &g_block_done[GRID_MAX * GRID_MAX];
+    kiln_run_ex(g_main_ctx, &(kiln_job){ block_job, join }, 1, join_done,
+                &(kiln_run_desc){ .after = last_row, .after_count = cols });
+    d->blocks += rows * cols + 1;
+    if (stress_below(rng, 2) == 0) {
+        kiln_wait_ex(g_main_ctx, join_done, &(kiln_wait_desc){ .isolate = true });
+        STRESS_CHECK(block_done(join), "frame %" PRIu64 ": the isolated wait returned before the "
+                     "join ran", frame);
+        d->isolated++;
+    }
+}
+
 static void check_totals(uint64_t frame, const driver_totals *d) {
+    uint64_t blocks = atomic_load_explicit(&g_blocks_ran, RELAXED);
+    STRESS_CHECK(blocks == d->blocks, "after frame %" PRIu64 " ended: grid blocks %" PRIu64
+                 "/%" PRIu64 " (ran/expected)", frame, blocks, d->blocks);
     uint64_t nodes = atomic_load_explicit(&g_nodes_ran, RELAXED);
     uint64_t loose = atomic_load_explicit(&g_loose_ran, RELAXED);
     uint64_t pfor = atomic_load_explicit(&g_pfor_indices, RELAXED);
@@ -849,6 +927,7 @@ static void drive_frame(stress_rng *rng, uint64_t expected_frame, driver_totals 
     kiln_run(g_main_ctx, jobs, chunks, &phase2_counter);
     kiln_wait(g_main_ctx, &phase2_counter);
     check_pattern(dbuf, dwords, dtag, "driver's buffer at frame end", frame);
+    drive_graph(rng, frame, d);
 
     double end_start = stress_seconds();
     kiln_frame_end(g_main_ctx);

@@ -1587,6 +1587,88 @@ ROW(run_ex_background_pin_no_counter, "kiln_run_ex", "bad pin: a background job 
     kiln_run_ex(f->ctx_a, &job, 1, NULL, &(kiln_run_desc){ .pinned_to = f->ctx_a, .background = true });
     WANT_EQ(runs, 0);
 })
+ROW(run_ex_after_null, "kiln_run_ex", "after NULL with after_count 2: nothing runs, counter untouched", KILN_LOGITEM_JOB_AFTER_NULL, SINK_A, COUNTED, 0, DOC, {
+    int runs = 0;
+    kiln_job job = { job_nop, &runs };
+    kiln_counter c = { { 0 } };
+    kiln_run_ex(f->ctx_a, &job, 1, &c, &(kiln_run_desc){ .after_count = 2 });
+    kiln_wait(f->ctx_a, &c);
+    WANT_EQ(runs, 0);
+})
+ROW(run_ex_after_null_entry, "kiln_run_ex", "a NULL entry in after: nothing runs", KILN_LOGITEM_JOB_AFTER_NULL_ENTRY, SINK_A, COUNTED, 0, DOC, {
+    int runs = 0;
+    kiln_job job = { job_nop, &runs };
+    kiln_counter done = { { 0 } }, c = { { 0 } };
+    const kiln_counter *after[] = { &done, NULL };
+    kiln_run_ex(f->ctx_a, &job, 1, &c, &(kiln_run_desc){ .after = after, .after_count = 2 });
+    kiln_wait(f->ctx_a, &c);
+    WANT_EQ(runs, 0);
+})
+ROW(run_ex_after_own_counter, "kiln_run_ex", "after its own counter (a cycle): nothing runs, counter untouched", KILN_LOGITEM_JOB_AFTER_CYCLE, SINK_A, COUNTED, 0, DOC, {
+    int runs = 0;
+    kiln_job job = { job_nop, &runs };
+    kiln_counter other = { { 0 } }, c = { { 0 } };
+    const kiln_counter *after[] = { &other, &c };
+    kiln_run_ex(f->ctx_a, &job, 1, &c, &(kiln_run_desc){ .after = after, .after_count = 2 });
+    kiln_wait(f->ctx_a, &c);
+    WANT_EQ(runs, 0);
+})
+ROW(run_ex_after_other_runtime, "kiln_run_ex", "after a counter of another runtime's run: nothing runs, counter untouched", KILN_LOGITEM_JOB_AFTER_FOREIGN, SINK_A, COUNTED, 0, DOC, {
+    int runs = 0;
+    kiln_job job = { job_nop, &runs };
+    kiln_counter other = { { 0 } }, c = { { 0 } };
+    /* other counts a job of runtime b pinned to ctx_b: it runs only in ctx_b's wait */
+    int other_runs = 0;
+    kiln_run_ex(f->ctx_b, &(kiln_job){ job_nop, &other_runs }, 1, &other,
+                &(kiln_run_desc){ .pinned_to = f->ctx_b });
+    const kiln_counter *after[] = { &other };
+    kiln_run_ex(f->ctx_a, &job, 1, &c, &(kiln_run_desc){ .after = after, .after_count = 1 });
+    kiln_wait(f->ctx_b, &other);
+    kiln_wait(f->ctx_a, &c);
+    WANT_EQ(runs, 0);
+    WANT_EQ(other_runs, 1);
+})
+ROW(run_ex_after_unused_counter, "kiln_run_ex", "after a zeroed counter no run used (legal: already done)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    int runs = 0;
+    kiln_job job = { job_nop, &runs };
+    kiln_counter unused = { { 0 } }, c = { { 0 } };
+    const kiln_counter *after[] = { &unused };
+    kiln_run_ex(f->ctx_a, &job, 1, &c, &(kiln_run_desc){ .after = after, .after_count = 1 });
+    kiln_wait(f->ctx_a, &c);
+    WANT_EQ(runs, 1);
+})
+ROW(run_ex_after_count_zero_after_null, "kiln_run_ex", "after_count 0 with after NULL (legal: no dependency)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    int runs = 0;
+    kiln_job job = { job_nop, &runs };
+    kiln_counter c = { { 0 } };
+    kiln_run_ex(f->ctx_a, &job, 1, &c, &(kiln_run_desc){ .after = NULL, .after_count = 0 });
+    kiln_wait(f->ctx_a, &c);
+    WANT_EQ(runs, 1);
+})
+ROW(run_ex_reuse_waited_counter, "kiln_run_ex", "a new run on a counter jobs wait on (KILN_DEBUG_CHECKS): runs, they wait for it too", KILN_LOGITEM_COUNTER_REUSED_WAITING, SINK_A, COUNTED, FX_CHECKS, DOC, {
+    int runs = 0;
+    kiln_job job = { job_nop, &runs };
+    kiln_counter prerequisite = { { 0 } }, c = { { 0 } };
+    kiln_run_ex(f->ctx_a, &job, 1, &prerequisite, &(kiln_run_desc){ .pinned_to = f->ctx_a });
+    const kiln_counter *after[] = { &prerequisite };
+    kiln_run_ex(f->ctx_a, &job, 1, &c, &(kiln_run_desc){ .after = after, .after_count = 1 });
+    kiln_run_ex(f->ctx_a, &job, 1, &prerequisite, &(kiln_run_desc){ .pinned_to = f->ctx_a });
+    kiln_wait(f->ctx_a, &c);
+    kiln_wait(f->ctx_a, &prerequisite);
+    WANT_EQ(runs, 3);
+})
+ROW(run_ex_reuse_waited_counter_unchecked, "kiln_run_ex", "a new run on a counter jobs wait on without KILN_DEBUG_CHECKS (legal: they wait for it too)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    int runs = 0;
+    kiln_job job = { job_nop, &runs };
+    kiln_counter prerequisite = { { 0 } }, c = { { 0 } };
+    kiln_run_ex(f->ctx_a, &job, 1, &prerequisite, &(kiln_run_desc){ .pinned_to = f->ctx_a });
+    const kiln_counter *after[] = { &prerequisite };
+    kiln_run_ex(f->ctx_a, &job, 1, &c, &(kiln_run_desc){ .after = after, .after_count = 1 });
+    kiln_run_ex(f->ctx_a, &job, 1, &prerequisite, &(kiln_run_desc){ .pinned_to = f->ctx_a });
+    kiln_wait(f->ctx_a, &c);
+    kiln_wait(f->ctx_a, &prerequisite);
+    WANT_EQ(runs, 3);
+})
 
 /* kiln_wait */
 ROW(wait_null_counter, "kiln_wait", "NULL counter: returns at once", KILN_LOGITEM_JOB_WAIT_NULL_COUNTER, SINK_A, COUNTED, 0, DOC, {
@@ -1599,6 +1681,27 @@ ROW(wait_null_ctx, "kiln_wait", "UNDOC NULL ctx: returns at once, CONTEXT_NULL",
 ROW(wait_detached, "kiln_wait", "detached ctx: returns at once (kiln_detach: any later use refused)", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
     kiln_counter c = { { 0, 0 } };
     kiln_wait(f->detached, &c);
+})
+
+/* kiln_wait_ex */
+ROW(wait_ex_null_counter, "kiln_wait_ex", "NULL counter: returns at once", KILN_LOGITEM_JOB_WAIT_NULL_COUNTER, SINK_A, COUNTED, 0, DOC, {
+    kiln_wait_ex(f->ctx_a, NULL, &(kiln_wait_desc){ .isolate = true });
+})
+ROW(wait_ex_null_ctx, "kiln_wait_ex", "NULL ctx: returns at once, CONTEXT_NULL (as kiln_wait)", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    kiln_counter c = { { 0 } };
+    kiln_wait_ex(NULL, &c, &(kiln_wait_desc){ .isolate = true });
+})
+ROW(wait_ex_detached, "kiln_wait_ex", "detached ctx: returns at once (as kiln_wait)", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
+    kiln_counter c = { { 0 } };
+    kiln_wait_ex(f->detached, &c, NULL);
+})
+ROW(wait_ex_null_desc, "kiln_wait_ex", "NULL desc (legal: kiln_wait)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    int runs = 0;
+    kiln_job job = { job_nop, &runs };
+    kiln_counter c = { { 0 } };
+    kiln_run(f->ctx_a, &job, 1, &c);
+    kiln_wait_ex(f->ctx_a, &c, NULL);
+    WANT_EQ(runs, 1);
 })
 
 /* kiln_parallel_for */

@@ -16,13 +16,16 @@
  * - kiln_wait never just blocks, so waiting from inside a job (nested parallelism)
  *   cannot deadlock.
  * - kiln_frame_end never resets frame memory under a running job (see "The frame a job
- *   belongs to"), and neither waits for a background job nor runs one.
+ *   belongs to"), and neither waits for a background job nor runs one, except that a
+ *   frame job after a background one (kiln_run_desc.after) holds it until that job
+ *   finishes, and with KILN_NO_WORKERS frame end then runs it (see "Dependencies").
  *
  * Background jobs: asset loading, anything that may cross a frame boundary.
  * - Submitted with kiln_run_ex and .background = true.
  * - They sit on a deque of their own that only workers take from, so frame end neither
  *   waits for them nor runs one, and neither does kiln_wait (with KILN_NO_WORKERS,
- *   kiln_wait runs them: nobody else would).
+ *   kiln_wait runs them: nobody else would; and so does frame end while frame jobs
+ *   wait for their prerequisites, see "Dependencies").
  * - Wait for them with a counter.
  * - They must not use frame memory: with KILN_DEBUG_CHECKS, kiln_frame_alloc and the
  *   other kiln_frame_* calls inside one are refused (JOB_BACKGROUND_FRAME_ALLOC). The arena
@@ -51,6 +54,55 @@
  * - Likewise a pointer that a frame job gets from kiln_handle_get stays valid (the slot
  *   is not reused) until the job returns, and for the driver's jobs until frame end.
  *
+ * Dependencies (kiln_run_desc.after): jobs that start once other jobs have finished.
+ * - The jobs of a call with .after = (const kiln_counter *[]){ &physics, &animation },
+ *   .after_count = 2 become runnable once every job counted in each of those counters at
+ *   the time of the call has finished (after_count 0: no dependency). A counter already
+ *   zero counts as done, a zero-initialised one that no run ever used included: kiln
+ *   cannot tell it from one whose jobs just finished, and refusing it would make the
+ *   call's outcome depend on how fast those jobs ran.
+ * - No thread blocks or polls for them: the thread whose job (or kiln_run) finishes the
+ *   last prerequisite queues them on its own queue (or on their pin's inbox). Chains,
+ *   fan-out (several calls after one counter), fan-in (one call after several counters,
+ *   or after one counter that several runs count on) and grids all work.
+ * - The call's own counter counts them from the call on (kiln_wait on it waits for them
+ *   too), and frame end waits for frame jobs still waiting for their prerequisites, even
+ *   when a prerequisite is a background job (it then holds frame end until it finishes).
+ *   With KILN_NO_WORKERS nobody else would run such a background job, so frame end runs
+ *   background jobs once no frame job is left to run and frame jobs still wait (all of
+ *   the driver's it can reach, not only the prerequisites).
+ * - Lifetimes: the after array is read during the call only; each counter in it must
+ *   stay alive, and get no new kiln_run, until the jobs waiting on it are runnable. A
+ *   kiln_wait on such a counter returns only after that, so a counter that a thread has
+ *   waited on may be reused or freed. Jobs added to it meanwhile count for the waiting
+ *   jobs too; with KILN_DEBUG_CHECKS such a kiln_run is logged (COUNTER_REUSED_WAITING,
+ *   counted as misuse) and still runs.
+ * - One heap allocation per call that has after, whatever its job count, freed once its
+ *   jobs are queued. It comes from the system allocator, outside the block pool, so
+ *   desc.memory_limit neither covers nor bounds it.
+ * - Background and pinned jobs may come after frame jobs and the other way round: the
+ *   pin and the kind are honoured when they become runnable. A pin to a context that
+ *   detaches meanwhile drops them: they finish on their counter without running
+ *   (JOB_PIN_DETACHING), even when a thread attached since got the same context memory
+ *   (the pin names the context, not its memory).
+ * - A cycle never runs: its jobs wait for ever (and a frame job in one holds frame end);
+ *   kiln_destroy frees the records of jobs still waiting, unrun, and says how many
+ *   (JOB_STILL_WAITING), without touching their counters.
+ *   kiln refuses the direct one, a call after its own counter (JOB_AFTER_CYCLE); one
+ *   through other counters it cannot see.
+ *
+ * Isolated waits (kiln_wait_ex with .isolate): while waiting, the thread runs only jobs
+ * that descend from the counter's jobs and jobs pinned to its context, never an unrelated
+ * job that happens to sit on a deque (a wait for a short batch must not turn into a long
+ * stall). "Descend": jobs counted on that counter, and jobs submitted by jobs that this
+ * wait runs. Jobs that the counter's jobs submit on other threads run there (their own
+ * waits help them). Every wait inside an isolated one keeps its isolation.
+ * With KILN_NO_WORKERS an isolated wait that finds none of its jobs runnable runs any
+ * other job it can reach, frame or background: its jobs may wait for prerequisites of
+ * other counters (kiln_run_desc.after), or sit deeper than it reaches on its deque
+ * (kiln_wait_ex), and no other thread may ever run those. Isolation then keeps it from
+ * unrelated jobs only while its own are runnable.
+ *
  * Concurrency: every function here is called on the context's own thread; any number
  * of contexts at once. */
 #ifndef KILN_JOBS_H
@@ -64,7 +116,7 @@ extern "C" {
 
 typedef void (*kiln_job_fn)(kiln_ctx *ctx, void *arg);
 typedef struct kiln_job     { kiln_job_fn fn; void *arg; } kiln_job;
-typedef struct kiln_counter { uint64_t opaque[2]; } kiln_counter;  /* zero-initialised by the caller */
+typedef struct kiln_counter { uint64_t opaque[3]; } kiln_counter;  /* zero-initialised by the caller */
 
 typedef enum kiln_priority {
     KILN_PRIORITY_NORMAL = 0,
@@ -87,6 +139,13 @@ typedef struct kiln_run_desc {
      *   are neither run nor counted on the counter. */
     kiln_ctx     *pinned_to;
     bool          background;   /* may cross frame boundaries; frame end does not wait */
+    /* after: the prerequisites (see "Dependencies" above); after_count of them, 0: none.
+     * NULL with after_count > 0 is refused (JOB_AFTER_NULL), as is a NULL entry
+     * (JOB_AFTER_NULL_ENTRY), the call's own counter (JOB_AFTER_CYCLE) and a counter
+     * that counts jobs of another runtime (JOB_AFTER_FOREIGN: the jobs would be queued
+     * on that runtime's threads, and this one's frame end would wait for ever). */
+    const kiln_counter *const *after;
+    uint32_t      after_count;
 } kiln_run_desc;
 
 /* Submits count jobs; counter (may be NULL) counts the unfinished ones and must stay
@@ -97,7 +156,14 @@ typedef struct kiln_run_desc {
  *   - jobs NULL with count > 0: JOB_NULL_JOBS;
  *   - a job with a NULL fn: JOB_NULL_FN;
  *   - a bad pin: JOB_BAD_PIN;
- *   - a priority that is no kiln_priority: JOB_BAD_PRIORITY.
+ *   - a priority that is no kiln_priority: JOB_BAD_PRIORITY;
+ *   - after: JOB_AFTER_NULL, JOB_AFTER_NULL_ENTRY, JOB_AFTER_CYCLE, JOB_AFTER_FOREIGN
+ *     (see the desc).
+ *   Each is misuse, counted in api_errors, but for a NULL or invalid ctx (no runtime
+ *   to count it in).
+ * - With after, no heap memory for the call's record is refused the same way (no job
+ *   runs, the counter is untouched) and logged (JOB_OUT_OF_MEMORY), but it is not
+ *   misuse: api_errors does not count it.
  * - A pin to a context that starts to detach during the call refuses the jobs not yet
  *   queued (JOB_PIN_DETACHING, which says how many); the counter then counts only those
  *   that were.
@@ -113,6 +179,20 @@ KILN_API void kiln_run_ex(kiln_ctx *ctx, const kiln_job *jobs, size_t count,
 /* Returns when the counter is zero; runs other jobs meanwhile. A NULL counter is logged
  * (JOB_WAIT_NULL_COUNTER) and returns at once. The context's own thread. */
 KILN_API void kiln_wait(kiln_ctx *ctx, kiln_counter *counter);
+
+typedef struct kiln_wait_desc {
+    bool isolate;   /* false: kiln_wait. true: run only the counter's jobs, what they submit
+                       while this wait runs them, and jobs pinned to this context (see
+                       "Isolated waits" above) */
+} kiln_wait_desc;
+
+/* kiln_wait with options; a NULL desc is kiln_wait. Returns when the counter is zero.
+ * A NULL counter is logged (JOB_WAIT_NULL_COUNTER) and returns at once; a NULL or
+ * detached ctx as kiln_wait. An isolated wait reaches its own jobs on its own deque under
+ * up to 32 unrelated ones; deeper ones wait for other threads to take those (with
+ * KILN_NO_WORKERS it runs those itself, see "Isolated waits").
+ * Concurrency: the context's own thread; any number of contexts at once. */
+KILN_API void kiln_wait_ex(kiln_ctx *ctx, kiln_counter *counter, const kiln_wait_desc *desc);
 
 typedef void (*kiln_range_fn)(kiln_ctx *ctx, size_t begin, size_t end, void *arg);
 

@@ -136,10 +136,16 @@
     X(JOB_BAD_PRIORITY, ERROR, "kiln_run_ex with a priority that is no kiln_priority") \
     X(JOB_BAD_PIN, ERROR, "kiln_run_ex pinned to a context it cannot run on") \
     X(JOB_PIN_DETACHING, ERROR, "kiln_run_ex pinned to a context that is detaching") \
+    X(JOB_AFTER_NULL, ERROR, "kiln_run_ex with after_count > 0 and after NULL") \
+    X(JOB_AFTER_NULL_ENTRY, ERROR, "kiln_run_ex with a NULL counter in after") \
+    X(JOB_AFTER_CYCLE, ERROR, "kiln_run_ex whose jobs would wait for their own counter") \
+    X(JOB_STILL_WAITING, WARN, "kiln_destroy found jobs still waiting for their prerequisites (kiln_run_desc.after); it frees them unrun") \
+    X(JOB_AFTER_FOREIGN, ERROR, "kiln_run_ex after a counter that counts jobs of another runtime") \
     X(JOB_WAIT_NULL_COUNTER, ERROR, "kiln_wait with a NULL counter") \
     X(JOB_BACKGROUND_FRAME_ALLOC, ERROR, "a background job asked for frame memory") \
-    X(JOB_OUT_OF_MEMORY, ERROR, "no heap memory for job deques or a queue of pinned jobs; the caller runs the jobs") \
+    X(JOB_OUT_OF_MEMORY, ERROR, "no heap memory for job deques or a queue of pinned jobs (the caller runs those jobs), or for the record of a kiln_run_ex with after (the call is refused; not misuse)") \
     X(COUNTER_SHARED, WARN, "a run adds to a counter another context's run still holds; both finish together") \
+    X(COUNTER_REUSED_WAITING, ERROR, "a run adds to a counter that jobs wait on (KILN_DEBUG_CHECKS); they wait for these too") \
     /* ---- log callbacks ---- */ \
     X(LOG_CALLBACK_CALL, ERROR, "a call that creates, destroys, attaches, detaches or drives the frame clock, from inside a log callback") \
     /* ---- statistics and tracing ---- */ \

@@ -1,0 +1,34 @@
+/* jobs/batch.h — the record of jobs that wait for counters (kiln_run_desc.after), and
+ * the entries of the lists of waiting batches that each counter keeps. Registration is
+ * jobs/graph.c's; the drain, when a counter reaches zero, the scheduler's.
+ *   pending == prerequisites not yet finished + 1 while the submitter registers it
+ * The thread whose decrement takes pending to 0 queues the tasks and frees the record
+ * (one heap allocation per call, whatever its job count; no thread touches a record
+ * once its tasks are queued). */
+#ifndef KILN_JOBS_BATCH_H
+#define KILN_JOBS_BATCH_H
+
+#include <stddef.h>
+
+#include "task.h"
+
+struct kiln_job_queue;
+
+/* One per (batch, prerequisite counter): an entry of that counter's list. */
+typedef struct kiln_wait_link {
+    struct kiln_wait_link *next;   /* written before the push (release), read by the drainer */
+    struct kiln_batch     *batch;
+} kiln_wait_link;
+
+typedef struct kiln_batch {
+    _Atomic uint64_t pending;      /* see the header comment (acq_rel) */
+    struct kiln_job_queue *pinned;       /* the target of a pin, or NULL */
+    uint64_t         pin_life;     /* the life of pinned it names (kiln_jobs_pin_life) */
+    struct kiln_batch *prev, *next;  /* the system's waiting batches; under its batch_lock */
+    int              priority;
+    size_t           count;        /* tasks */
+    kiln_wait_link  *links;        /* one per prerequisite, after the tasks */
+    kiln_task        tasks[];      /* flags, counter and isolation set by the submitter */
+} kiln_batch;
+
+#endif /* KILN_JOBS_BATCH_H */

@@ -1,0 +1,20 @@
+/* jobs/graph.h — jobs that wait for counters (kiln_run_desc.after): making their record
+ * (jobs/batch.h) and registering it on each prerequisite. No thread blocks or polls: the
+ * thread whose decrement makes the last prerequisite zero queues the batch on its own
+ * queue (kiln_counter_finish, scheduler.h). */
+#ifndef KILN_JOBS_GRAPH_H
+#define KILN_JOBS_GRAPH_H
+
+#include "scheduler.h"
+
+/* A record for count tasks waiting on prerequisites counters; NULL when the heap
+ * refuses (nothing logged: the caller logs). Any thread. */
+KILN_INTERNAL kiln_batch *kiln_batch_new(size_t count, uint32_t prerequisites);
+
+/* Owner of q: counts the batch's frame jobs as submitted by q (frame end waits for
+ * them from now on), registers it on each counter of after that is not zero and, when
+ * none holds it back, queues it at once. The record belongs to the scheduler from here. */
+KILN_INTERNAL void kiln_jobs_submit_after(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *batch,
+                                          const kiln_counter_state *const *after, uint32_t count);
+
+#endif /* KILN_JOBS_GRAPH_H */
