@@ -756,15 +756,12 @@ static size_t space_held(const kiln_arena *arena) {
     return rest + (size_t)arena->spare_blocks * block_space(arena);
 }
 
-/* Owner: writes a byte in every page of [from, the block's usable end), so its pages
- * are faulted in now, not in the frame that first uses them. Free bytes only: a block
- * just taken from the pool, or the current block past the cursor (which
- * KILN_DEBUG_POISON may have poisoned: the caller skips it then). */
-static void touch_pages(const kiln_arena *arena, kiln_arena_block *block, uintptr_t from) {
-    size_t page = kiln_os_page_size();
-    uintptr_t end = block_end(arena, block);
-    for (uintptr_t at = kiln_align_up(from, page); at < end; at += page)
-        *(volatile unsigned char *)at = 0;
+/* Owner: faults in the pages of [from, the block's usable end) now, not in the frame
+ * that first uses them. Free bytes only: a block just taken from the pool (zeroed), or
+ * the current block past the cursor (kept as they are; KILN_DEBUG_POISON may have
+ * poisoned them: the caller skips it then). */
+static void touch_pages(const kiln_arena *arena, kiln_arena_block *block, uintptr_t from, bool keep) {
+    kiln_os_touch_pages((void *)from, block_end(arena, block) - from, keep);
 }
 
 bool kiln_arena_reserve_bytes(kiln_arena *arena, size_t bytes) {
@@ -782,7 +779,7 @@ bool kiln_arena_reserve_bytes(kiln_arena *arena, size_t bytes) {
     if (floor_blocks == 0) floor_blocks = 1;   /* the first block is always kept */
     if (floor_blocks > UINT32_MAX) floor_blocks = UINT32_MAX;   /* the pool refuses long before */
     if (bytes != 0 && !(arena->debug & KILN_DEBUG_POISON))
-        touch_pages(arena, arena->current, kiln_load_relaxed(&arena->cursor));
+        touch_pages(arena, arena->current, kiln_load_relaxed(&arena->cursor), true);
     while (space_held(arena) < bytes) {
         kiln_arena_block *block = kiln_arena_take_block(arena);
         if (!block) {
@@ -792,7 +789,7 @@ bool kiln_arena_reserve_bytes(kiln_arena *arena, size_t bytes) {
                      arena->name, bytes, space_held(arena));
             return false;
         }
-        touch_pages(arena, block, (uintptr_t)block);   /* the header's page too: written next */
+        touch_pages(arena, block, (uintptr_t)block, false);   /* the header's page too: written next */
         block->prev = arena->spare;
         arena->spare = block;
         arena->spare_blocks++;

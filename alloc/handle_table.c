@@ -63,10 +63,9 @@ bool kiln_handle_table_init(kiln_handle_table *table, const kiln_handle_table_co
     if (!table->slots) return false;   /* the block pool logged the refusal */
     kiln_handle_ring_init(&table->ring, (kiln_reuse_entry *)(table->slots + ring_offset),
                           table->capacity);
-    /* desc.reserve: fault the first slots' pages in now, one write of the zero they hold
-     * per page (a slot of generation 0 must read as zero). Volatile, so it is made. */
-    volatile char *touch = table->slots;
-    for (size_t at = 0; at < (size_t)desc->reserve * table->stride; at += kiln_os_page_size()) touch[at] = 0;
+    /* desc.reserve: fault the first slots' pages in now, writing the zero they hold (a
+     * slot of generation 0 must read as zero). */
+    kiln_os_touch_pages(table->slots, (size_t)desc->reserve * table->stride, false);
     /* KILN_DEBUG_SITES: the site of each slot's item, beside the slots. */
     if (config->sites) table->sites = kiln_heap_calloc(table->capacity, sizeof *table->sites);
     if (config->sites && !table->sites) {

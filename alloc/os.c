@@ -47,6 +47,17 @@ void kiln_os_unmap(void *ptr, size_t size) {
     if (ptr) munmap(ptr, size);
 }
 
+void kiln_os_touch_pages(void *from, size_t bytes, bool keep) {
+    if (bytes == 0) return;
+    size_t page = kiln_os_page_size();
+    volatile char *p = from;
+    uintptr_t start = (uintptr_t)from, end = start + bytes;
+    for (uintptr_t at = start; at < end; at = (at & ~(uintptr_t)(page - 1)) + page) {
+        volatile char *byte = p + (at - start);
+        *byte = keep ? *byte : 0;
+    }
+}
+
 bool kiln_os_decommit(void *ptr, size_t size) {
     return madvise(ptr, size, MADV_DONTNEED) == 0;
 }

@@ -23,6 +23,14 @@ KILN_INTERNAL void kiln_os_unmap(void *ptr, size_t size);
  * touched. Page-aligned range. Concurrency: any thread. */
 KILN_INTERNAL bool kiln_os_decommit(void *ptr, size_t size);
 
+/* Page-faults [from, from + bytes) now (reserved memory must not fault in the frame that
+ * first uses it): one write in every page the range overlaps, at from and then at each
+ * page start. keep: each write puts back the byte it finds (the range may hold guard or
+ * fill bytes); else it writes 0 (memory just mapped or just taken, whose bytes mean
+ * nothing yet: no read fault first). Volatile, so the writes are made. Concurrency: the
+ * range's owner. */
+KILN_INTERNAL void kiln_os_touch_pages(void *from, size_t bytes, bool keep);
+
 /* Makes a page-aligned range inaccessible (PROT_NONE: any access faults) or
  * read-write again. false when the OS refuses (for instance at its limit of mapping
  * entries). Concurrency: any thread. */

@@ -168,21 +168,12 @@ void kiln_pool_fini(kiln_pool *pool) {
     pthread_mutex_destroy(&pool->carve_lock);
 }
 
-/* Page-faults [from, from + bytes) now, one write per page. keep: write back what each
- * touched byte held (the memory may hold guard bytes); else write 0 (a block just
- * taken, whose bytes mean nothing yet). Volatile, so the writes are made. */
-static void touch_pages(char *from, size_t bytes, bool keep) {
-    size_t page = kiln_os_page_size();
-    volatile char *p = from;
-    for (size_t at = 0; at < bytes; at += page) p[at] = keep ? p[at] : 0;
-}
-
 /* Under carve_lock: a fresh block on the pool's list with its header written. */
 static kiln_pool_block *new_block(kiln_pool *pool, uint64_t magic) {
     kiln_pool_block *block = kiln_block_get(pool->blocks);
     if (!block) return NULL;
     if (pool->debug) kiln_debug_block_taken(pool->debug, block, pool->blocks->block_size, &pool->log);
-    if (pool->touching) touch_pages((char *)block, pool->usable, false);
+    if (pool->touching) kiln_os_touch_pages(block, pool->usable, false);
     if (magic == KILN_POOL_BLOCK_MAGIC && (pool->flags & KILN_POOL_CLEAR_ON_FREE))
         memset((char *)block + pool->first_offset - pool->debug_front, 0,
                (size_t)pool->slots_per_block * pool->slot);   /* a recycled block's old bytes */
@@ -479,7 +470,7 @@ size_t kiln_pool_reserve_objects(kiln_pool *pool, size_t count) {
      * Its slots are nobody's yet; with KILN_DEBUG_POISON they are poisoned, and left
      * alone. */
     if (pool->carve_block && !(pool->debug & KILN_DEBUG_POISON))
-        touch_pages((char *)pool->carve_next, pool->carve_end - pool->carve_next, true);
+        kiln_os_touch_pages((void *)pool->carve_next, pool->carve_end - pool->carve_next, true);
     pool->touching = true;
     size_t now = available(pool);
     while (now < target) {
