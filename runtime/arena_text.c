@@ -12,11 +12,6 @@
 
 static const kiln_debug_site no_site = { NULL, 0 };
 
-static KILN_COLD void *refuse_null_arena(const char *function) {
-    kiln_log_misuse(NULL, KILN_LOGITEM_ARENA_NULL, "%s: arena is NULL", function);
-    return NULL;
-}
-
 /* ---- arrays ---- */
 
 /* count * size overflowed: logged under function's name, naming ctx (the frame arena's
@@ -32,23 +27,26 @@ static KILN_COLD void *refuse_overflow(kiln_arena *arena, const kiln_ctx *ctx, s
     return NULL;
 }
 
-static void *arena_array(kiln_arena *arena, size_t count, size_t size, size_t align,
-                         kiln_debug_site site, const char *function) {
-    if (kiln_unlikely(!arena)) return refuse_null_arena(function);
+/* The array of a checked arena (ctx: the frame arena's context, for the message). */
+static void *array_in(kiln_arena *arena, const kiln_ctx *ctx, size_t count, size_t size,
+                      size_t align, kiln_debug_site site, const char *function) {
     size_t bytes;
     if (kiln_unlikely(__builtin_mul_overflow(count, size, &bytes)))
-        return refuse_overflow(arena, NULL, count, size, function);
+        return refuse_overflow(arena, ctx, count, size, function);
     return kiln_arena_alloc_site(arena, bytes, align, site);
+}
+
+static void *arena_array(kiln_arena *arena, size_t count, size_t size, size_t align,
+                         kiln_debug_site site, const char *function) {
+    if (kiln_unlikely(!arena)) return kiln_refuse_null_arena(function);
+    return array_in(arena, NULL, count, size, align, site, function);
 }
 
 static void *frame_array(kiln_ctx *ctx, size_t count, size_t size, size_t align,
                          kiln_debug_site site, const char *function) {
     kiln_arena *arena = kiln_frame_arena_for(ctx, function);
     if (kiln_unlikely(!arena)) return NULL;
-    size_t bytes;
-    if (kiln_unlikely(__builtin_mul_overflow(count, size, &bytes)))
-        return refuse_overflow(arena, ctx, count, size, function);
-    return kiln_arena_alloc_site(arena, bytes, align, site);
+    return array_in(arena, ctx, count, size, align, site, function);
 }
 
 void *kiln_arena_alloc_array(kiln_arena *arena, size_t count, size_t size, size_t align) {
@@ -117,7 +115,7 @@ static char *copy_in(kiln_arena *arena, const char *s, const char *function) {
 
 /* The arena of a kiln_arena_* string call, or NULL when it is refused (logged). */
 static kiln_arena *string_arena(kiln_arena *arena, const char *function) {
-    if (kiln_unlikely(!arena)) return refuse_null_arena(function);
+    if (kiln_unlikely(!arena)) return kiln_refuse_null_arena(function);
     return kiln_arena_live(arena, function) ? arena : NULL;
 }
 
@@ -171,7 +169,7 @@ static KILN_COLD void *refuse_foreign(const kiln_arena *arena, const void *ptr, 
 
 void *kiln_arena_grow(kiln_arena *arena, void *ptr, size_t old_size, size_t new_size,
                       size_t align) {
-    if (kiln_unlikely(!arena)) return refuse_null_arena("kiln_arena_grow");
+    if (kiln_unlikely(!arena)) return kiln_refuse_null_arena("kiln_arena_grow");
     if (!kiln_arena_live(arena, "kiln_arena_grow")) return NULL;
     /* A bad alignment, and ptr NULL: the allocation judges (and logs) them. */
     if (!ptr || (align != 0 && (!kiln_is_pow2(align) || align > arena->max_align)))

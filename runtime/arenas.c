@@ -136,7 +136,7 @@ void kiln_runtime_arena_delete(kiln_runtime *rt, kiln_arena *arena) {
     arena_bury(rt, record);
 }
 
-static KILN_COLD void *refuse_null_arena(const char *function) {
+void *kiln_refuse_null_arena(const char *function) {
     kiln_log_misuse(NULL, KILN_LOGITEM_ARENA_NULL, "%s: arena is NULL", function);
     return NULL;
 }
@@ -198,19 +198,19 @@ static bool frame_reset_allowed(const kiln_arena *arena, const kiln_ctx *owner) 
 }
 
 void *kiln_arena_alloc(kiln_arena *arena, size_t size, size_t align) {
-    if (kiln_unlikely(!arena)) return refuse_null_arena("kiln_arena_alloc");
+    if (kiln_unlikely(!arena)) return kiln_refuse_null_arena("kiln_arena_alloc");
     return kiln_arena_bump(arena, size, align);
 }
 
 void *kiln_arena_alloc_at(kiln_arena *arena, size_t size, size_t align, const char *file,
                           int line) {
-    if (kiln_unlikely(!arena)) return refuse_null_arena("kiln_arena_alloc_at");
+    if (kiln_unlikely(!arena)) return kiln_refuse_null_arena("kiln_arena_alloc_at");
     return kiln_arena_alloc_site(arena, size, align, (kiln_debug_site){ file, line });
 }
 
 kiln_mark kiln_arena_mark(kiln_arena *arena) {
     if (!arena) {
-        refuse_null_arena("kiln_arena_mark");
+        kiln_refuse_null_arena("kiln_arena_mark");
         return (kiln_mark){ { 0, 0 } };
     }
     return kiln_arena_take_mark(arena);
@@ -218,7 +218,7 @@ kiln_mark kiln_arena_mark(kiln_arena *arena) {
 
 void kiln_arena_release(kiln_arena *arena, kiln_mark mark) {
     if (!arena) {
-        refuse_null_arena("kiln_arena_release");
+        kiln_refuse_null_arena("kiln_arena_release");
         return;
     }
     kiln_arena_release_to(arena, mark);
@@ -226,7 +226,7 @@ void kiln_arena_release(kiln_arena *arena, kiln_mark mark) {
 
 void kiln_arena_reset(kiln_arena *arena) {
     if (!arena) {
-        refuse_null_arena("kiln_arena_reset");
+        kiln_refuse_null_arena("kiln_arena_reset");
         return;
     }
     if (!kiln_arena_live(arena, "kiln_arena_reset")) return;
@@ -246,7 +246,7 @@ bool kiln_arena_stats_get(const kiln_arena *arena, kiln_arena_stats *out) {
 
 bool kiln_arena_reserve(kiln_arena *arena, size_t bytes) {
     if (!arena) {
-        refuse_null_arena("kiln_arena_reserve");
+        kiln_refuse_null_arena("kiln_arena_reserve");
         return false;
     }
     return kiln_arena_reserve_bytes(arena, bytes);

@@ -18,6 +18,10 @@ KILN_INTERNAL void kiln_runtime_arena_delete(kiln_runtime *rt, kiln_arena *arena
  * none was ever made. */
 KILN_INTERNAL void kiln_runtime_arenas_fini(kiln_runtime *rt);
 
+/* A NULL arena given to function: ARENA_NULL on stderr (no runtime to name), NULL. The
+ * arena calls of runtime/arenas.c and runtime/arena_text.c share it. Any thread. */
+KILN_INTERNAL KILN_COLD void *kiln_refuse_null_arena(const char *function);
+
 /* ctx's frame arena when ctx may take frame memory now, as kiln_frame_alloc judges it;
  * otherwise NULL, with kiln_frame_alloc's refusals logged under function's name
  * (CONTEXT_NULL, CONTEXT_DETACHED, JOB_BACKGROUND_FRAME_ALLOC). The frame helpers of
