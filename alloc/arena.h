@@ -46,8 +46,8 @@ struct kiln_arena {
      * (relaxed loads and stores compile to plain moves). */
     _Atomic uintptr_t cursor;        /* next free byte in the current block */
     uintptr_t         limit;         /* min(block end, budget point): the fast path's bound */
-    size_t            max_align;     /* the block size: the largest alignment served */
     _Atomic uint64_t  allocs;
+    size_t            max_align;     /* the block size: the largest alignment served */
 
     /* Warm, owner-written, read by stats readers under seq. */
     _Atomic uint64_t  seq;           /* odd while the owner changes blocks (base/seqlock.h) */
@@ -142,6 +142,20 @@ struct kiln_arena {
     _Atomic uintptr_t reported_thread;   /* last thread reported as ARENA_WRONG_THREAD */
     _Atomic uint64_t  guard_errors, wrong_thread;
 };
+
+/* The public head (kiln/memory.h) is the arena's first three words: the inline bump of
+ * a client reads and writes them as this file's fast path does. */
+_Static_assert(offsetof(struct kiln_arena, cursor) == offsetof(kiln_arena_head, cursor) &&
+               offsetof(struct kiln_arena, limit) == offsetof(kiln_arena_head, limit) &&
+               offsetof(struct kiln_arena, allocs) == offsetof(kiln_arena_head, allocs) &&
+               sizeof(((struct kiln_arena *)0)->cursor) == sizeof(uintptr_t) &&
+               sizeof(((struct kiln_arena *)0)->allocs) == sizeof(uint64_t),
+               "kiln_arena_head (KILN_HEAD_LAYOUT) is the arena's first words");
+_Static_assert(KILN_INLINE_MAX_ALIGN <= 4096, "every block serves the inline bump's alignments");
+
+/* The head of no arena: limit 0 below cursor 1, so no inline bump fits and every call
+ * through it reaches the library's checks (a detached context's frame head). Never written. */
+KILN_INTERNAL extern const kiln_arena_head kiln_arena_closed_head;
 
 typedef struct kiln_arena_config {
     kiln_block_pool        *pool;

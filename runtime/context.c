@@ -71,6 +71,11 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
         }
         return NULL;
     }
+    /* KILN_DEBUG_CHECKS judges every frame allocation (a background job's is refused):
+     * the inline bump stays closed. */
+    ctx->frame_head = ctx->debug_checks ? (kiln_arena_head *)&kiln_arena_closed_head
+                                        : (kiln_arena_head *)(void *)ctx->frame_arena;
+    ctx->pool_cache_head = (kiln_pool_cache_head *)(void *)ctx->pool_caches;
     ctx->magic = KILN_CTX_MAGIC;
     pthread_mutex_lock(&rt->registry_lock);
     ctx->prev = NULL;
@@ -86,6 +91,17 @@ kiln_ctx *kiln_attach(kiln_runtime *rt) {
     if (!kiln_runtime_check(rt, "kiln_attach")) return NULL;
     if (!kiln_outside_log_callback(&rt->log, "kiln_attach")) return NULL;
     return kiln_context_new(rt, false);
+}
+
+kiln_ctx *kiln_attach_layout(kiln_runtime *rt, uint32_t layout) {
+    if (kiln_likely(layout == KILN_HEAD_LAYOUT)) return kiln_attach(rt);
+    if (!kiln_runtime_check(rt, "kiln_attach")) return NULL;
+    kiln_log_misuse(&rt->log, KILN_LOGITEM_HEAD_LAYOUT_MISMATCH,
+                    "kiln_attach: the caller was compiled against kiln headers of inline layout "
+                    "%u, and this library's layout is %u: its inline fast paths would misread "
+                    "kiln's objects; refused (rebuild it against this library's headers, or "
+                    "with KILN_NO_INLINE)", layout, KILN_HEAD_LAYOUT);
+    return NULL;
 }
 
 void kiln_contexts_free(kiln_runtime *rt) {
@@ -119,6 +135,7 @@ static void context_release(kiln_ctx *ctx) {
     if (ctx->next) ctx->next->prev = ctx->prev;
     rt->context_count--;
     pthread_mutex_unlock(&rt->registry_lock);
+    ctx->frame_head = (kiln_arena_head *)&kiln_arena_closed_head;   /* later calls: checked */
     kiln_runtime_arena_delete(rt, ctx->frame_arena);
     ctx->frame_arena = NULL;
     ctx->magic = KILN_CTX_DETACHED_MAGIC;   /* a later use is told apart, through rt's log */

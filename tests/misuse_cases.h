@@ -130,6 +130,24 @@ ROW(attach_forged, "kiln_attach", "UNDOC forged runtime (zeroed memory): NULL, R
     WANT_NULL(kiln_attach(FORGED_RT));
 })
 
+/* kiln_attach_layout: the attach of the inline paths (kiln_attach above is it, in this
+ * file: the tests compile with them on, unless KILN_NO_INLINE) */
+ROW(attach_layout_mismatch, "kiln_attach_layout", "headers of another inline layout: NULL, no context", KILN_LOGITEM_HEAD_LAYOUT_MISMATCH, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_attach_layout(f->a, KILN_HEAD_LAYOUT + 1));
+    kiln_stats s;
+    WANT(kiln_stats_get(f->a, &s));
+    cr_expect_eq(s.contexts, 2u, "ctx_a and the worker: no new context");
+})
+ROW(attach_layout_zero, "kiln_attach_layout", "layout 0 (headers from before layouts had numbers): NULL", KILN_LOGITEM_HEAD_LAYOUT_MISMATCH, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_attach_layout(f->a, 0));
+})
+ROW(attach_layout_null, "kiln_attach_layout", "UNDOC NULL runtime, any layout: NULL, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+    WANT_NULL(kiln_attach_layout(NULL, KILN_HEAD_LAYOUT + 1));
+})
+ROW(attach_layout_forged, "kiln_attach_layout", "UNDOC forged runtime, another layout: NULL, RUNTIME_INVALID", KILN_LOGITEM_RUNTIME_INVALID, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+    WANT_NULL(kiln_attach_layout(FORGED_RT, KILN_HEAD_LAYOUT + 1));
+})
+
 /* kiln_detach */
 ROW(detach_null, "kiln_detach", "NULL ctx (legal: no-op)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     kiln_detach(NULL);

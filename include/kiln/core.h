@@ -268,6 +268,67 @@ KILN_API void kiln_destroy(kiln_runtime *rt);
  * Concurrency: any thread, concurrently with other attach/detach calls. */
 KILN_API kiln_ctx *kiln_attach(kiln_runtime *rt);
 
+/* ---- Inline fast paths --------------------------------------------------------------
+ * kiln_frame_alloc, kiln_pool_alloc, kiln_pool_free and kiln_handle_get are inline
+ * functions (GCC and Clang) that read and write a few words of kiln's objects, their
+ * "heads" (kiln_ctx_head here, kiln_arena_head in memory.h, kiln_pool_head and
+ * kiln_pool_cache_head in pool.h, kiln_handles_head in handles.h); everything else stays
+ * opaque, and every case the inline code does not handle (a NULL or detached context, a
+ * full block, an empty magazine, a debug bit, a miss) calls the library's function,
+ * which checks and logs exactly as before. The heads are kiln's: never write them.
+ * - Their layout has a number, KILN_HEAD_LAYOUT. With the inline paths on, kiln_attach
+ *   passes the number of the headers the caller was compiled with
+ *   (kiln_attach_layout), and a library with another layout refuses the attach: NULL,
+ *   HEAD_LAYOUT_MISMATCH, counted in api_errors. A worker's context reaches only code
+ *   of a program that attached, so every caller of the inline paths is checked.
+ * - Define KILN_NO_INLINE before including kiln to call the library's functions
+ *   instead; wrap a name in parentheses, (kiln_frame_alloc)(ctx, n, 16), to call the
+ *   function once. Either way the behaviour is the same (a test compiles one client
+ *   both ways). KILN_TRACK_SITES turns the inline paths off too (it needs the _at calls). */
+#define KILN_HEAD_LAYOUT 1u
+
+#if !defined(KILN_NO_INLINE) && !defined(KILN_TRACK_SITES) && defined(__GNUC__)
+#  define KILN_INLINE_PATHS 1
+#endif
+
+/* kiln_attach, after checking that layout (the caller's KILN_HEAD_LAYOUT) is the
+ * library's: with another, NULL (HEAD_LAYOUT_MISMATCH through rt's log, counted in
+ * api_errors), no context made. The inline paths' kiln_attach. Concurrency: kiln_attach's. */
+KILN_API kiln_ctx *kiln_attach_layout(kiln_runtime *rt, uint32_t layout);
+
+typedef struct kiln_arena_head kiln_arena_head;
+typedef struct kiln_pool_cache_head kiln_pool_cache_head;
+
+/* An attached context's first word: the inline paths test it before they read further,
+ * so that a detached context or a pointer that is no context takes the checked path. */
+#define KILN_CTX_HEAD_MAGIC 0x6b696c6e43545854ull
+
+/* The first words of every context. The context's thread reads them. */
+typedef struct kiln_ctx_head {
+    uint64_t              magic;        /* KILN_CTX_HEAD_MAGIC while attached */
+    kiln_arena_head      *frame;        /* the frame arena's head, or a closed head (no bump
+                                           fits) while frame memory must take the checked
+                                           path: detached, or KILN_DEBUG_CHECKS */
+    kiln_pool_cache_head *pool_caches;  /* this context's pool caches, by pool index */
+} kiln_ctx_head;
+
+#ifdef KILN_INLINE_PATHS
+#  define kiln_attach(rt) kiln_attach_layout((rt), KILN_HEAD_LAYOUT)
+/* Relaxed atomic loads and stores of head words that stats readers on other threads
+ * read: plain moves on x86-64 and AArch64. */
+#  define KILN_HEAD_LOAD(p)     __atomic_load_n((p), __ATOMIC_RELAXED)
+#  define KILN_HEAD_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
+#  define KILN_HEAD_LIKELY(x)   __builtin_expect(!!(x), 1)
+
+/* ctx's head when ctx is an attached context, else NULL. The context's thread. */
+static inline const kiln_ctx_head *kiln_ctx_head_of(const kiln_ctx *ctx) {
+    const kiln_ctx_head *head = (const kiln_ctx_head *)(const void *)ctx;
+    if (KILN_HEAD_LIKELY(head != NULL && KILN_HEAD_LOAD(&head->magic) == KILN_CTX_HEAD_MAGIC))
+        return head;
+    return NULL;
+}
+#endif
+
 /* Releases a context and its frame arena. Called by the thread that attached it.
  * Concurrency: concurrently with other attach/detach calls. NULL is a no-op. A context
  * used after its detach (detached twice, say) is refused with CONTEXT_DETACHED through

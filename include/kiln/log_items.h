@@ -43,6 +43,7 @@
     X(CONTEXT_NULL, ERROR, "the context argument is NULL") \
     X(CONTEXT_INVALID, ERROR, "the context argument is not a kiln context") \
     X(CONTEXT_DETACHED, ERROR, "the context has been detached") \
+    X(HEAD_LAYOUT_MISMATCH, ERROR, "kiln_attach from code compiled against headers whose inline layout differs from the library's") \
     X(CONTEXT_IS_WORKER, ERROR, "kiln_detach of a worker's context (kiln_destroy detaches it)") \
     X(CONTEXT_INSIDE_JOB, ERROR, "kiln_detach from inside a job running on the context") \
     X(CONTEXT_OUT_OF_MEMORY, ERROR, "no heap memory for a context") \

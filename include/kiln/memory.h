@@ -337,6 +337,62 @@ KILN_API char *kiln_frame_strdup(kiln_ctx *ctx, const char *s);
 KILN_API void *kiln_arena_grow(kiln_arena *arena, void *ptr, size_t old_size, size_t new_size,
                                size_t align);
 
+/* ---- The inline bump (see "Inline fast paths" in core.h) ----
+ * An arena's first words: the bump cursor, its bound and the allocation count. The
+ * library closes the inline path (limit 0, cursor 1: no bump fits) whenever an
+ * allocation must be checked: a destroyed arena, a debug bit, the budget point.
+ * kiln_arena_alloc and kiln_frame_alloc bump here when the alignment is a power of two
+ * up to 4096 (the smallest block size) or 0, and call the library otherwise; they are
+ * the same calls with the same results as the library's, documented above. */
+struct kiln_arena_head {
+    uintptr_t cursor;   /* next free byte (relaxed atomics: stats readers) */
+    uintptr_t limit;    /* the inline bump's bound (the owner's) */
+    uint64_t  allocs;   /* successful allocations (relaxed atomics: stats readers) */
+};
+
+#define KILN_INLINE_MAX_ALIGN 4096u
+
+#ifdef __cplusplus
+#  define KILN_ALIGNOF_MAX_ALIGN_T alignof(max_align_t)
+#else
+#  define KILN_ALIGNOF_MAX_ALIGN_T _Alignof(max_align_t)
+#endif
+
+#ifdef KILN_INLINE_PATHS
+/* The bump itself; NULL when it does not fit (the caller then calls the library). A
+ * constant alignment folds the test and the rounding away. */
+static inline void *kiln_head_bump(kiln_arena_head *head, size_t size, size_t align) {
+    if (align == 0) align = KILN_ALIGNOF_MAX_ALIGN_T;
+    if (((align - 1) & align) != 0 || align > KILN_INLINE_MAX_ALIGN) return NULL;
+    uintptr_t start = (KILN_HEAD_LOAD(&head->cursor) + (align - 1)) & ~(uintptr_t)(align - 1);
+    uintptr_t end;
+    if (__builtin_add_overflow(start, size, &end) || end > head->limit) return NULL;
+    KILN_HEAD_STORE(&head->cursor, end);
+    KILN_HEAD_STORE(&head->allocs, KILN_HEAD_LOAD(&head->allocs) + 1);
+    return (void *)start;
+}
+
+static inline void *kiln_arena_alloc_inline(kiln_arena *arena, size_t size, size_t align) {
+    if (KILN_HEAD_LIKELY(arena != NULL)) {
+        void *p = kiln_head_bump((kiln_arena_head *)(void *)arena, size, align);
+        if (KILN_HEAD_LIKELY(p != NULL)) return p;
+    }
+    return (kiln_arena_alloc)(arena, size, align);
+}
+
+static inline void *kiln_frame_alloc_inline(kiln_ctx *ctx, size_t size, size_t align) {
+    const kiln_ctx_head *head = kiln_ctx_head_of(ctx);
+    if (KILN_HEAD_LIKELY(head != NULL)) {
+        void *p = kiln_head_bump(head->frame, size, align);
+        if (KILN_HEAD_LIKELY(p != NULL)) return p;
+    }
+    return (kiln_frame_alloc)(ctx, size, align);
+}
+
+#  define kiln_arena_alloc(arena, size, align) kiln_arena_alloc_inline((arena), (size), (align))
+#  define kiln_frame_alloc(ctx, size, align)   kiln_frame_alloc_inline((ctx), (size), (align))
+#endif
+
 #ifdef __cplusplus
 }
 #endif
