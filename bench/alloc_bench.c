@@ -10,8 +10,9 @@
  *       row each, same rounds; the peers are left out), the cost of the debug layer;
  *       a6: the worst kiln_trim_step against one whole kiln_trim (kiln alone: no peer
  *       gives memory back in slices)
- *   alloc_bench --callgrind-frame-alloc N
- *       N kiln_frame_alloc calls in A1 frames, for valgrind --tool=callgrind (callgrind.sh)
+ *   alloc_bench --callgrind-frame-alloc N [loop]
+ *       N kiln_frame_alloc calls in A1 frames, for valgrind --tool=callgrind (callgrind.sh);
+ *       loop: the same loop without the allocations (its count is subtracted)
  *   alloc_bench --child EXPECT a1 FRAMES TOUCH
  *       internal: serves a malloc peer's A1 rounds to the parent, under LD_PRELOAD
  *
@@ -422,36 +423,41 @@ static int serve_a1_child(const char *expect, int frames, bool touch) {
     return status;
 }
 
-/* N kiln_frame_alloc calls in A1 frames, for callgrind: the instructions counted
- * inside kiln_frame_alloc (--toggle-collect) divided by N are its cost per call,
- * slow paths (new blocks) included at the rate A1 meets them. One warm-up frame
- * first, with the counts zeroed after it when callgrind.h is available. */
-static int callgrind_frame_alloc(long n) {
+/* N kiln_frame_alloc calls in A1 frames, for callgrind (--collect-atstart=no): only the
+ * inner loops are counted (client requests around each; frame begin and end are not),
+ * slow paths (new blocks) included at the rate A1 meets them. One warm-up frame first.
+ * loop: the same loop with every allocation replaced by a fixed buffer, so that the
+ * difference of the two counts is what kiln_frame_alloc adds, inline or not. */
+static int callgrind_frame_alloc(long n, bool baseline) {
     a1_state a;
     a1_init(&a, 1, true);
     kiln_runtime *rt = kiln_create(NULL);
     kiln_ctx *ctx = rt ? kiln_attach(rt) : NULL;
     if (!ctx) bench_die("callgrind: kiln_create or kiln_attach failed");
+    /* Read through a volatile pointer, so that the loop's own NULL test stays in it. */
+    static _Alignas(64) char buffer[A1_MAX_SIZE];
+    static void *volatile fixed = buffer;
     for (int warm = 1; warm >= 0; warm--) {
         long left = warm ? (long)a.count : n;
         while (left > 0) {
             kiln_frame_begin(ctx);
-            for (size_t i = 0; i < a.count && left > 0; i++, left--) {
-                void *p = kiln_frame_alloc(ctx, a.sizes[i], A1_ALIGN);
+            size_t count = a.count < (size_t)left ? a.count : (size_t)left;
+#ifdef BENCH_HAVE_CALLGRIND_H
+            if (!warm) CALLGRIND_TOGGLE_COLLECT;
+#endif
+            for (size_t i = 0; i < count; i++) {
+                void *p = baseline ? fixed : kiln_frame_alloc(ctx, a.sizes[i], A1_ALIGN);
                 if (!p) bench_die("callgrind: kiln_frame_alloc returned NULL");
                 touch(p, i);
             }
+#ifdef BENCH_HAVE_CALLGRIND_H
+            if (!warm) CALLGRIND_TOGGLE_COLLECT;
+#endif
+            left -= (long)count;
             kiln_frame_end(ctx);
         }
-#ifdef BENCH_HAVE_CALLGRIND_H
-        if (warm) CALLGRIND_ZERO_STATS;
-#endif
     }
-#ifdef BENCH_HAVE_CALLGRIND_H
     printf("allocations %ld (warm-up frame excluded)\n", n);
-#else
-    printf("allocations %ld (plus a warm-up frame of %zu: no valgrind/callgrind.h)\n", n, a.count);
-#endif
     kiln_detach(ctx);
     kiln_destroy(rt);
     a1_fini(&a);
@@ -706,7 +712,7 @@ static void run_a6(const run_size *size) {
 
 static void usage(void) {
     fprintf(stderr, "usage: alloc_bench [--quick] [--only a1|a1u|a5|a6] [--debug BITS[,BITS...]]\n"
-                    "       alloc_bench --callgrind-frame-alloc N\n");
+                    "       alloc_bench --callgrind-frame-alloc N [loop]\n");
     exit(2);
 }
 
@@ -717,7 +723,8 @@ int main(int argc, char **argv) {
         if (strcmp(argv[i], "--child") == 0 && i + 4 < argc && strcmp(argv[i + 2], "a1") == 0)
             return serve_a1_child(argv[i + 1], atoi(argv[i + 3]), strcmp(argv[i + 4], "1") == 0);
         if (strcmp(argv[i], "--callgrind-frame-alloc") == 0 && i + 1 < argc)
-            return callgrind_frame_alloc(atol(argv[i + 1]));
+            return callgrind_frame_alloc(atol(argv[i + 1]),
+                                         i + 2 < argc && strcmp(argv[i + 2], "loop") == 0);
         if (strcmp(argv[i], "--quick") == 0) size = &quick_run;
         else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) only = argv[++i];
         else if (strcmp(argv[i], "--debug") == 0 && i + 1 < argc) {

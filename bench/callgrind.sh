@@ -1,8 +1,8 @@
 #!/bin/sh
 # bench/callgrind.sh — exact instruction counts, stable on noisy machines:
-#  - kiln_frame_alloc: valgrind --tool=callgrind counts the instructions executed inside
-#    kiln_frame_alloc (and what it calls: the slow path when a block fills) over N calls
-#    with A1's sizes, after one warm-up frame; prints Ir per call.
+#  - kiln_frame_alloc: the instructions of N calls with A1's sizes in their loop, after
+#    one warm-up frame, less those of the same loop without the calls; prints Ir per
+#    call (the inline path, and the slow path when a block fills, at A1's rate).
 #  - the A2 cache-hit pair (alloc of 64 B, then its free) of kiln and of the in-process
 #    peers: the instructions of N pairs, loop included, after an uncounted warm-up burst;
 #    prints Ir per pair, and kiln's split by function.
@@ -18,22 +18,26 @@ n=${1:-1000000}
 out=$(mktemp "${TMPDIR:-/tmp}/kiln-callgrind.XXXXXX")
 trap 'rm -f "$out"' EXIT
 
-valgrind --tool=callgrind --toggle-collect=kiln_frame_alloc --callgrind-out-file="$out" \
-    "$dir/alloc_bench" --callgrind-frame-alloc "$n" >/dev/null 2>&1
-ir=$(sed -n 's/^totals: *\([0-9]*\).*/\1/p' "$out")
-[ -n "$ir" ] || ir=$(sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$out")
+# Ir between the client requests of one run: callgrind_count PROGRAM ARGS...
+callgrind_count() {
+    valgrind --tool=callgrind --collect-atstart=no --callgrind-out-file="$out" \
+        "$@" >/dev/null 2>&1 || return 1
+    sed -n 's/^totals: *\([0-9]*\).*/\1/p;s/^summary: *\([0-9]*\).*/\1/p' "$out" | head -n 1
+}
 
 echo
 echo "== callgrind: kiln_frame_alloc =="
-echo "A1 sizes (16-256 B, align 8), $n calls after a warm-up frame; instructions counted"
-echo "inside kiln_frame_alloc and its callees (the block-switch slow path included)"
-awk -v ir="$ir" -v n="$n" 'BEGIN { printf "Ir total %d, Ir per call %.2f\n", ir, ir / n }'
-if command -v callgrind_annotate >/dev/null 2>&1; then
-    echo "self cost by function (Ir, and Ir per kiln_frame_alloc call):"
-    callgrind_annotate --threshold=100 "$out" 2>/dev/null |
-        awk -v n="$n" '/\?\?\?:kiln_|:kiln_|switch_block|push_block|set_limit/ {
-            gsub(",", "", $1); sub(/ \[.*/, "", $0); name = $NF; sub(/.*:/, "", name)
-            printf "  %-28s %12d %8.2f\n", name, $1, $1 / n }'
+echo "A1 sizes (16-256 B, align 8), $n calls after a warm-up frame; the instructions of the"
+echo "allocation loop (the block-switch slow path included), less those of the same loop"
+echo "without the allocations: what kiln_frame_alloc adds, inlined"
+if ir=$(callgrind_count "$dir/alloc_bench" --callgrind-frame-alloc "$n") &&
+   base=$(callgrind_count "$dir/alloc_bench" --callgrind-frame-alloc "$n" loop) &&
+   [ -n "$ir" ] && [ -n "$base" ]; then
+    awk -v ir="$ir" -v base="$base" -v n="$n" 'BEGIN {
+        printf "Ir per call %.2f (loop with allocations %.2f, loop alone %.2f)\n",
+               (ir - base) / n, ir / n, base / n }'
+else
+    echo "  not run (alloc_bench --callgrind-frame-alloc failed)"
 fi
 
 echo

@@ -359,33 +359,32 @@ struct kiln_arena_head {
 #endif
 
 #ifdef KILN_INLINE_PATHS
-/* The bump itself; NULL when it does not fit (the caller then calls the library). A
- * constant alignment folds the test and the rounding away. */
-static inline void *kiln_head_bump(kiln_arena_head *head, size_t size, size_t align) {
+/* The bump itself: true with *out set when it fits (else the caller calls the library).
+ * A constant alignment folds the test and the rounding away. */
+static inline bool kiln_head_bump(kiln_arena_head *head, size_t size, size_t align, void **out) {
     if (align == 0) align = KILN_ALIGNOF_MAX_ALIGN_T;
-    if (((align - 1) & align) != 0 || align > KILN_INLINE_MAX_ALIGN) return NULL;
+    if (((align - 1) & align) != 0 || align > KILN_INLINE_MAX_ALIGN) return false;
     uintptr_t start = (KILN_HEAD_LOAD(&head->cursor) + (align - 1)) & ~(uintptr_t)(align - 1);
     uintptr_t end;
-    if (__builtin_add_overflow(start, size, &end) || end > head->limit) return NULL;
+    if (__builtin_add_overflow(start, size, &end) || end > head->limit) return false;
     KILN_HEAD_STORE(&head->cursor, end);
     KILN_HEAD_STORE(&head->allocs, KILN_HEAD_LOAD(&head->allocs) + 1);
-    return (void *)start;
+    *out = (void *)start;
+    return true;
 }
 
 static inline void *kiln_arena_alloc_inline(kiln_arena *arena, size_t size, size_t align) {
-    if (KILN_HEAD_LIKELY(arena != NULL)) {
-        void *p = kiln_head_bump((kiln_arena_head *)(void *)arena, size, align);
-        if (KILN_HEAD_LIKELY(p != NULL)) return p;
-    }
+    void *p;
+    if (KILN_HEAD_LIKELY(arena != NULL &&
+                         kiln_head_bump((kiln_arena_head *)(void *)arena, size, align, &p)))
+        return p;
     return (kiln_arena_alloc)(arena, size, align);
 }
 
 static inline void *kiln_frame_alloc_inline(kiln_ctx *ctx, size_t size, size_t align) {
     const kiln_ctx_head *head = kiln_ctx_head_of(ctx);
-    if (KILN_HEAD_LIKELY(head != NULL)) {
-        void *p = kiln_head_bump(head->frame, size, align);
-        if (KILN_HEAD_LIKELY(p != NULL)) return p;
-    }
+    void *p;
+    if (KILN_HEAD_LIKELY(head != NULL && kiln_head_bump(head->frame, size, align, &p))) return p;
     return (kiln_frame_alloc)(ctx, size, align);
 }
 
