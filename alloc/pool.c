@@ -32,12 +32,16 @@ static uint32_t default_magazine_size(size_t slot) {
 /* The table of known object blocks (pool.h): emptied for a new life and at its end, an
  * entry written when an object block is carved (under carve_lock). */
 static void forget_blocks(kiln_pool *pool) {
-    for (int i = 0; i < KILN_POOL_KNOWN; i++) kiln_store_relaxed(&pool->known[i], KILN_POOL_NO_BLOCK);
+    for (unsigned i = 0; i < KILN_POOL_KNOWN; i++) kiln_store_relaxed(&pool->known[i], KILN_POOL_NO_BLOCK);
+}
+
+static _Atomic uintptr_t *known_entry(kiln_pool *pool, uintptr_t base) {
+    return &pool->known[(base >> pool->block_shift) % KILN_POOL_KNOWN];
 }
 
 static void know_block(kiln_pool *pool, const kiln_pool_block *block) {
     uintptr_t base = (uintptr_t)block;
-    kiln_store_relaxed(&pool->known[(base >> pool->map.block_shift) % KILN_POOL_KNOWN], base);
+    kiln_store_relaxed(known_entry(pool, base), base + pool->first_offset);
 }
 
 /* Bytes of the CHECKED bitmap in an object block (a bit per slot that could fit). */
@@ -112,7 +116,9 @@ bool kiln_pool_init_core(kiln_pool *pool, const kiln_pool_config *config) {
         .size = d->size,
         .align = align,
         .capacity = d->capacity,
+        .key = KILN_POOL_KEY_CLOSED,   /* until init has succeeded */
         .index = config->index,
+        .block_shift = config->blocks->map.block_shift,
         .blocks = config->blocks,
         .map = config->blocks->map,
         .block_mask = config->blocks->block_mask,
@@ -148,10 +154,14 @@ bool kiln_pool_init_core(kiln_pool *pool, const kiln_pool_config *config) {
     forget_blocks(pool);
     pthread_mutex_init(&pool->carve_lock, NULL);
     kiln_store_release(&pool->serial, config->serial);
+    /* The inline paths serve a pool without hooks; every hook is the library's. */
+    bool hooked = (pool->flags & (KILN_POOL_ALLOC_HOOKS | KILN_POOL_FREE_HOOKS)) != 0;
+    kiln_store_relaxed(&pool->key, hooked ? KILN_POOL_KEY_CLOSED : config->serial);
     return true;
 }
 
 void kiln_pool_fini(kiln_pool *pool) {
+    kiln_store_relaxed(&pool->key, KILN_POOL_KEY_CLOSED);
     kiln_store_relaxed(&pool->serial, 0);
     forget_blocks(pool);
     for (kiln_pool_block *b = pool->block_list, *next; b; b = next) {
@@ -572,8 +582,9 @@ size_t kiln_pool_trim_blocks(kiln_pool *pool) {
         }
         *link = b->next;
         uintptr_t base = (uintptr_t)b;
-        _Atomic uintptr_t *entry = &pool->known[(base >> pool->map.block_shift) % KILN_POOL_KNOWN];
-        if (kiln_load_relaxed(entry) == base) kiln_store_relaxed(entry, KILN_POOL_NO_BLOCK);
+        _Atomic uintptr_t *entry = known_entry(pool, base);
+        if (kiln_load_relaxed(entry) == base + pool->first_offset)
+            kiln_store_relaxed(entry, KILN_POOL_NO_BLOCK);
         if (b == pool->carve_block) pool->carve_block = NULL, pool->carve_next = pool->carve_end = 0;
         if (b == pool->audit_block) pool->audit_block = NULL, pool->audit_slot = 0;
         b->magic = 0;   /* as at fini: a stale pointer into it is no longer ours */

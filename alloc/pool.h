@@ -25,8 +25,9 @@
 #include "debug.h"
 
 #define KILN_POOL_BLOCK_MAGIC 0x6b696c6e504f4f4cull   /* "kilnPOOL" */
-#define KILN_POOL_KNOWN       32   /* entries of a pool's table of its object blocks */
-#define KILN_POOL_NO_BLOCK    ((uintptr_t)1)   /* an empty entry: never a block address */
+#define KILN_POOL_KNOWN       KILN_POOL_HEAD_KNOWN   /* entries of a pool's table of its object blocks */
+#define KILN_POOL_NO_BLOCK    KILN_POOL_HEAD_NO_BLOCK   /* an empty entry (kiln/pool.h) */
+#define KILN_POOL_KEY_CLOSED  UINT64_MAX   /* a pool's key that no cache serial equals */
 #define KILN_POOL_TRIMMED     UINT32_MAX       /* trim_free of a block being returned */
 
 /* An internal flag beside the public KILN_POOL_* ones: the debug layer (pool_debug.c)
@@ -67,6 +68,17 @@ typedef struct kiln_pool_cache {
 } kiln_pool_cache;
 
 _Static_assert(sizeof(kiln_pool_cache) == 64, "a context's 257 caches cost 16 KiB");
+/* The public heads (kiln/pool.h) are these structures' first words. */
+_Static_assert(sizeof(kiln_pool_cache) == sizeof(kiln_pool_cache_head) &&
+               offsetof(kiln_pool_cache, loaded) == offsetof(kiln_pool_cache_head, loaded) &&
+               offsetof(kiln_pool_cache, allocs) == offsetof(kiln_pool_cache_head, allocs) &&
+               offsetof(kiln_pool_cache, frees) == offsetof(kiln_pool_cache_head, frees) &&
+               offsetof(kiln_pool_cache, serial) == offsetof(kiln_pool_cache_head, serial),
+               "kiln_pool_cache_head (KILN_HEAD_LAYOUT) is the cache's layout");
+_Static_assert(offsetof(kiln_magazine, count) == offsetof(kiln_pool_magazine_head, count) &&
+               offsetof(kiln_magazine, capacity) == offsetof(kiln_pool_magazine_head, capacity) &&
+               offsetof(kiln_magazine, objects) == sizeof(kiln_pool_magazine_head),
+               "kiln_pool_magazine_head (KILN_HEAD_LAYOUT) is the magazine's header");
 
 /* The magazine of every unbound cache: count 0, capacity 0, never written. */
 KILN_INTERNAL extern kiln_magazine kiln_pool_unbound;
@@ -90,6 +102,26 @@ typedef struct kiln_pool_block {
 } kiln_pool_block;
 
 struct kiln_pool {
+    /* The public head (kiln_pool_head, kiln/pool.h): what the inline alloc and free read.
+     * key: the serial while the pool lives and has no alloc or free hook, else
+     * KILN_POOL_KEY_CLOSED (no cache's serial equals it: every call goes to the library).
+     * Written at init and fini only. */
+    _Atomic uint64_t    key;
+    uint32_t            index;          /* this pool's cache slot in every context */
+    uint32_t            block_shift;    /* copy of map.block_shift */
+    uintptr_t           last_start;     /* (slots_per_block - 1) * slot: where the last slot's
+                                           object lies, from slot 0's: every pointer the
+                                           ownership check accepts is at most this far in,
+                                           so no object handed out runs past the slots */
+    /* The pool's object blocks, direct-mapped by block number, so that a free usually
+     * proves ownership with one load of the pool's own memory and one compare instead of
+     * the address map and the block header: an entry holds the first object's address of
+     * an object block of this pool's current life, or KILN_POOL_NO_BLOCK, and obj is that
+     * block's when obj - entry <= last_start. Written under carve_lock when an object
+     * block is carved (a newer block may take an older one's entry: that one's frees
+     * take the full check), cleared when the block is trimmed and at fini. */
+    _Atomic uintptr_t   known[KILN_POOL_KNOWN];
+
     /* Read-only while the pool lives. */
     size_t              size;           /* bytes asked per object */
     size_t              slot;           /* bytes per slot: size rounded up to align */
@@ -100,30 +132,16 @@ struct kiln_pool {
     uint32_t            magazine_size;
     uint32_t            flags;          /* KILN_POOL_* (CHECKED also set by the runtime's debug bit) */
     uint32_t            slots_per_block;
-    uint32_t            index;          /* this pool's cache slot in every context */
-    /* Unique in the process, never reused; 0 once destroyed. Read on every alloc and
-     * free (kiln_pool_cache_bound), so it sits on the first line; written at init and
-     * fini only. */
+    /* Unique in the process, never reused; 0 once destroyed. Written at init and fini
+     * only. */
     _Atomic uint64_t    serial;
     kiln_block_pool    *blocks;
     kiln_address_map    map;            /* copy of blocks->map (its table never moves): one
                                            load less on every free */
     uintptr_t           block_mask;     /* copy of blocks->block_mask */
     uintptr_t           first_offset;   /* where slot 0's object lies in every object block */
-    uintptr_t           last_start;     /* (slots_per_block - 1) * slot: where the last slot's
-                                           object lies, from slot 0's: every pointer the
-                                           ownership check accepts is at most this far in,
-                                           so no object handed out runs past the slots */
     kiln_log_sink       log;
     char                name[48];
-
-    /* The pool's object blocks, direct-mapped by block number, so that a free usually
-     * proves ownership with one load of the pool's own memory instead of the address map
-     * and the block header (bench/pool_bench: the cache-hit pair 5.4 -> 4.0 ns). Written
-     * under carve_lock when an object block is carved (a newer block may take an older
-     * one's entry: that one's frees take the full check), cleared at fini; an entry holds
-     * an object block of this pool's current life or KILN_POOL_NO_BLOCK. */
-    _Atomic uintptr_t   known[KILN_POOL_KNOWN];
 
     /* The depot: full (or partly full) magazines and empty ones. */
     kiln_lifo           full;
@@ -181,6 +199,13 @@ struct kiln_pool {
     uint32_t            audit_slot;
     _Atomic uint64_t    guard_errors;
 };
+
+_Static_assert(offsetof(struct kiln_pool, key) == offsetof(kiln_pool_head, key) &&
+               offsetof(struct kiln_pool, index) == offsetof(kiln_pool_head, index) &&
+               offsetof(struct kiln_pool, block_shift) == offsetof(kiln_pool_head, block_shift) &&
+               offsetof(struct kiln_pool, last_start) == offsetof(kiln_pool_head, last_start) &&
+               offsetof(struct kiln_pool, known) == offsetof(kiln_pool_head, known),
+               "kiln_pool_head (KILN_HEAD_LAYOUT) is the pool's first words");
 
 typedef struct kiln_pool_config {
     kiln_block_pool *blocks;
@@ -321,13 +346,14 @@ static inline bool kiln_pool_owns_fully(const kiln_pool *pool, const void *obj) 
 /* The same answer, from the pool's table of known blocks when obj's block is in it
  * (nothing is read but the pool's own memory), else from kiln_pool_owns_fully. Either
  * way obj lies from slot 0's object to the last slot's (one unsigned compare: below
- * slot 0 wraps round), never in the header nor in the tail past the last whole slot. */
+ * slot 0 wraps round), never in the header nor in the tail past the last whole slot.
+ * An entry's window [first, first + last_start] lies inside its block, so a pointer in
+ * it is in that block; KILN_POOL_NO_BLOCK's window is no user address. The inline free
+ * (kiln/pool.h) makes the same test. */
 static inline bool kiln_pool_owns(const kiln_pool *pool, const void *obj) {
-    uintptr_t addr = (uintptr_t)obj, base = addr & ~pool->block_mask;
-    size_t entry = (base >> pool->map.block_shift) % KILN_POOL_KNOWN;
-    if (kiln_likely(kiln_load_relaxed(&pool->known[entry]) == base &&
-                    addr - base - pool->first_offset <= pool->last_start))
-        return true;
+    uintptr_t addr = (uintptr_t)obj;
+    uintptr_t first = kiln_load_relaxed(&pool->known[(addr >> pool->block_shift) % KILN_POOL_KNOWN]);
+    if (kiln_likely(addr - first <= pool->last_start)) return true;
     return kiln_pool_owns_fully(pool, obj);
 }
 

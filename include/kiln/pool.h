@@ -198,6 +198,96 @@ KILN_API void *kiln_pool_alloc_at(kiln_ctx *ctx, kiln_pool *pool, const char *fi
 #  define kiln_pool_alloc(ctx, pool) kiln_pool_alloc_at((ctx), (pool), __FILE__, __LINE__)
 #endif
 
+/* ---- Inline alloc and free (see "Inline fast paths" in core.h) ----
+ * kiln_pool_alloc and kiln_pool_free serve the calling context's cache inline when the
+ * cache is bound to the pool, the pool has no alloc or free hook (KILN_POOL_ZERO,
+ * CHECKED, CLEAR_ON_FREE and the debug bits send every call to the library), the
+ * magazine has an object (alloc) or room (free), and, for a free, obj lies in one of the
+ * pool's known blocks, which proves it is the pool's. Everything else, and every refusal,
+ * is the library's call, documented above. */
+#define KILN_POOL_HEAD_KNOWN    32u
+#define KILN_POOL_HEAD_NO_BLOCK ((uintptr_t)1 << 63)   /* an empty entry: its window holds no
+                                                          user address */
+
+/* A pool's first words. */
+typedef struct kiln_pool_head {
+    uint64_t  key;          /* equals a cache's serial when the inline paths may use it */
+    uint32_t  index;        /* the pool's cache in every context */
+    uint32_t  block_shift;  /* log2 of the runtime's block size */
+    uintptr_t last_start;   /* the last object's offset from a block's first one */
+    uintptr_t known[KILN_POOL_HEAD_KNOWN];   /* first objects of known blocks, by block
+                                                number modulo 32 (relaxed atomics) */
+} kiln_pool_head;
+
+/* A magazine's header; its object pointers follow it. The owning context's. */
+typedef struct kiln_pool_magazine_head {
+    void     *link;
+    uint32_t  count;        /* objects held */
+    uint32_t  capacity;
+} kiln_pool_magazine_head;
+
+/* A context's cache of one pool (64 bytes; kiln's but for the named words). */
+struct kiln_pool_cache_head {
+    kiln_pool_magazine_head *loaded;      /* alloc pops here, free pushes here */
+    void                    *spare;
+    uint64_t                 allocs;      /* relaxed atomics: stats readers */
+    uint64_t                 frees;
+    uint64_t                 moved[2];
+    uint64_t                 serial;      /* the pool life it is bound to (relaxed atomics) */
+    uint32_t                 marks[2];
+};
+
+#ifdef KILN_INLINE_PATHS
+/* Whether ctx's cache of the pool may be used inline: bound to the pool's life, and the
+ * pool free of hooks (the pool's key). The context's thread. */
+static inline bool kiln_pool_cache_open(const kiln_pool_cache_head *cache, const kiln_pool_head *pool) {
+    return KILN_HEAD_LOAD(&cache->serial) == KILN_HEAD_LOAD(&pool->key);
+}
+
+static inline void **kiln_pool_magazine_objects(kiln_pool_magazine_head *mag) {
+    return (void **)(void *)(mag + 1);
+}
+
+static inline void *kiln_pool_alloc_inline(kiln_ctx *ctx, kiln_pool *pool) {
+    const kiln_ctx_head *head = kiln_ctx_head_of(ctx);
+    if (KILN_HEAD_LIKELY(head != NULL && pool != NULL)) {
+        const kiln_pool_head *p = (const kiln_pool_head *)(void *)pool;
+        kiln_pool_cache_head *cache = &head->pool_caches[p->index];
+        if (KILN_HEAD_LIKELY(kiln_pool_cache_open(cache, p))) {
+            kiln_pool_magazine_head *mag = cache->loaded;
+            if (KILN_HEAD_LIKELY(mag->count != 0)) {
+                uint32_t n = --mag->count;
+                KILN_HEAD_STORE(&cache->allocs, KILN_HEAD_LOAD(&cache->allocs) + 1);
+                return kiln_pool_magazine_objects(mag)[n];
+            }
+        }
+    }
+    return (kiln_pool_alloc)(ctx, pool);
+}
+
+static inline void kiln_pool_free_inline(kiln_ctx *ctx, kiln_pool *pool, void *obj) {
+    const kiln_ctx_head *head = kiln_ctx_head_of(ctx);
+    if (KILN_HEAD_LIKELY(head != NULL && pool != NULL)) {
+        const kiln_pool_head *p = (const kiln_pool_head *)(void *)pool;
+        uintptr_t addr = (uintptr_t)obj;
+        uintptr_t first = KILN_HEAD_LOAD(&p->known[(addr >> p->block_shift) % KILN_POOL_HEAD_KNOWN]);
+        kiln_pool_cache_head *cache = &head->pool_caches[p->index];
+        if (KILN_HEAD_LIKELY(addr - first <= p->last_start && kiln_pool_cache_open(cache, p))) {
+            kiln_pool_magazine_head *mag = cache->loaded;
+            if (KILN_HEAD_LIKELY(mag->count != mag->capacity)) {
+                kiln_pool_magazine_objects(mag)[mag->count++] = obj;
+                KILN_HEAD_STORE(&cache->frees, KILN_HEAD_LOAD(&cache->frees) + 1);
+                return;
+            }
+        }
+    }
+    (kiln_pool_free)(ctx, pool, obj);
+}
+
+#  define kiln_pool_alloc(ctx, pool)     kiln_pool_alloc_inline((ctx), (pool))
+#  define kiln_pool_free(ctx, pool, obj) kiln_pool_free_inline((ctx), (pool), (obj))
+#endif
+
 #ifdef __cplusplus
 }
 #endif
