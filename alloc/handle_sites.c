@@ -10,8 +10,8 @@ void kiln_handle_sites_report(const kiln_handle_table *table) {
     if (!table->sites) return;
     kiln_site_table sites = { 0 };
     for (uint32_t i = 0; i < table->fresh; i++) {
-        uint32_t gen = kiln_load_relaxed(&kiln_handle_slot_at(table, i)->gen);
-        if (gen & 1u) kiln_site_table_add(&sites, kiln_handle_sites_of(table, i));
+        if (kiln_handle_word_live(kiln_load_relaxed(&kiln_handle_slot_at(table, i)->word)))
+            kiln_site_table_add(&sites, kiln_handle_sites_of(table, i));
     }
     char what[80];
     snprintf(what, sizeof what, "handle table '%s'", table->name);
@@ -27,7 +27,7 @@ void kiln_handle_sites_live(kiln_handle_table *table,
     pthread_mutex_unlock(&table->lock);
     for (uint32_t i = 0; i < fresh; i++) {
         /* relaxed: only the parity is used, nothing is read through the item */
-        uint32_t gen = kiln_load_relaxed(&kiln_handle_slot_at(table, i)->gen);
-        if (gen & 1u) visit(user, kiln_handle_sites_of(table, i));
+        if (kiln_handle_word_live(kiln_load_relaxed(&kiln_handle_slot_at(table, i)->word)))
+            visit(user, kiln_handle_sites_of(table, i));
     }
 }

@@ -269,8 +269,9 @@ void kiln_handle_table_walk(const kiln_handle_table *table, uint32_t begin, uint
         kiln_handle_slot *slot = kiln_handle_slot_at(table, index);
         /* acquire: pairs with alloc's release store, as in get: the zeroed item, and what
          * the allocating thread wrote before publishing the slot, is visible to fn. */
-        uint32_t gen = kiln_load_acquire(&slot->gen);
-        if (gen & 1u) fn(user, kiln_handle_make(table, index, gen), kiln_handle_item_of(table, slot));
+        uint64_t word = kiln_load_acquire(&slot->word);
+        if (kiln_handle_word_live(word))
+            fn(user, kiln_handle_make(table, index, kiln_handle_word_gen(word)), kiln_handle_item_of(table, slot));
     }
 }
 

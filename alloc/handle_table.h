@@ -5,8 +5,9 @@
  * installed.
  *
  * Who owns what:
- *   slot->gen           any thread: get loads it (acquire); alloc stores it (release,
- *                       after zeroing the item); free moves it odd -> even by CAS.
+ *   slot->word          any thread: get loads it (acquire); alloc stores it (release,
+ *                       after zeroing the item); free moves it from live (odd
+ *                       generation, the handle's key) to free (even) by CAS.
  *   kiln_handle_cache   one context's cache of one table: written by that context's
  *                       thread only; its counts are atomics so stats readers may sum them.
  *   the reuse ring,     under the table's lock: a batch exchange (once per 32 calls of a
@@ -42,9 +43,21 @@
 #define KILN_HANDLES_STALE_STRIPES 8         /* stale-lookup counters, a cache line each */
 
 /* The header before every item. An item starts header bytes after its slot. */
+/* A slot's word: its generation in the high half (odd: live; even: free; 0: never used,
+ * still zero from the OS), and while live the table's tag and KILN_HANDLE_LIVE_MARK in
+ * the low half, so that a live slot's word is exactly its handle with the index bits
+ * replaced by the mark: get proves tag, generation and liveness with one compare, and
+ * no handle (whose key always has the mark) matches a free or never-used word. */
 typedef struct kiln_handle_slot {
-    _Atomic uint32_t gen;          /* odd: live; even: free (0: never used, still zero) */
+    _Atomic uint64_t word;
 } kiln_handle_slot;
+
+#define KILN_HANDLE_LIVE_MARK 1u   /* in the index bits of a live word (never in a key's) */
+
+static inline uint32_t kiln_handle_word_gen(uint64_t word) { return (uint32_t)(word >> 32); }
+static inline bool kiln_handle_word_live(uint64_t word) { return (word & KILN_HANDLE_LIVE_MARK) != 0; }
+/* A free slot's word. */
+static inline uint64_t kiln_handle_free_word(uint32_t gen) { return (uint64_t)gen << 32; }
 
 typedef struct kiln_handle_stripe {
     _Alignas(KILN_CACHE_LINE) _Atomic uint64_t count;
@@ -109,6 +122,17 @@ typedef struct kiln_handle_table {
     _Atomic uint64_t folded_allocs;   /* counters of caches that were unbound */
     _Atomic uint64_t folded_frees;
 } kiln_handle_table;
+
+/* The public head (kiln/handles.h) is the table's first words. */
+_Static_assert(offsetof(kiln_handle_table, slots) == offsetof(kiln_handles_head, slots) &&
+               offsetof(kiln_handle_table, stride) == offsetof(kiln_handles_head, stride) &&
+               offsetof(kiln_handle_table, header) == offsetof(kiln_handles_head, header) &&
+               offsetof(kiln_handle_table, capacity) == offsetof(kiln_handles_head, capacity) &&
+               offsetof(kiln_handle_table, tag_bits) == offsetof(kiln_handles_head, tag_bits) &&
+               KILN_HANDLES_HEAD_INDEX_MASK == KILN_HANDLE_INDEX_MASK &&
+               offsetof(kiln_handle_slot, word) == 0 && sizeof(kiln_handle_slot) == sizeof(uint64_t) &&
+               KILN_HANDLE_LIVE_MARK == 1u,
+               "kiln_handles_head (KILN_HEAD_LAYOUT) is the table's first words");
 
 typedef struct kiln_handle_table_config {
     kiln_block_pool        *blocks;         /* maps the slots and the ring */
@@ -182,12 +206,10 @@ KILN_INTERNAL KILN_COLD void *kiln_handle_table_get_miss(kiln_handle_table *tabl
 /* The item of h, or NULL (kiln_handle_table_get_miss). Any thread, wait-free. */
 static inline void *kiln_handle_table_get(kiln_handle_table *table, kiln_handle h) {
     uint32_t index = kiln_handle_index(h);
-    uint32_t gen = kiln_handle_generation(h);
-    if (kiln_likely((uint32_t)h.bits - index == table->tag_bits && index < table->capacity)) {
+    if (kiln_likely(index < table->capacity)) {
         kiln_handle_slot *slot = kiln_handle_slot_at(table, index);
-        /* acquire: pairs with alloc's release store, so the zeroed item is visible. The
-         * parity test refuses a forged even generation that would match a freed slot. */
-        if (kiln_likely(kiln_load_acquire(&slot->gen) == gen && (gen & 1u)))
+        /* acquire: pairs with alloc's release store, so the zeroed item is visible. */
+        if (kiln_likely(kiln_load_acquire(&slot->word) == kiln_handle_key(h)))
             return kiln_handle_item_of(table, slot);
     }
     return kiln_handle_table_get_miss(table, h);
@@ -224,14 +246,16 @@ static inline kiln_handle kiln_handle_cache_pop(kiln_handle_table *table, kiln_h
     uint32_t index = cache->ready[--n];
     kiln_store_relaxed(&cache->ready_count, n);
     kiln_handle_slot *slot = kiln_handle_slot_at(table, index);
-    uint32_t gen = kiln_load_relaxed(&slot->gen) + 1;   /* was even: free; only we hold it */
+    /* was even: free; only we hold it */
+    uint32_t gen = kiln_handle_word_gen(kiln_load_relaxed(&slot->word)) + 1;
     void *p = kiln_handle_item_of(table, slot);
     if (gen != 1) memset(p, 0, table->item_size);       /* generation 0: zero from the OS */
+    kiln_handle h = kiln_handle_make(table, index, gen);
     /* release: the zeroed item happens before any get that sees the new generation. */
-    kiln_store_release(&slot->gen, gen);
+    kiln_store_release(&slot->word, kiln_handle_key(h));
     kiln_owner_add(&cache->allocs, 1);
     if (item) *item = p;
-    return kiln_handle_make(table, index, gen);
+    return h;
 }
 
 /* A bound cache is empty: exchanges a batch with the table (the cache's freed slots go
@@ -256,9 +280,9 @@ static inline bool kiln_handle_cache_push(kiln_handle_table *table, kiln_handle_
     /* seq_cst: of two threads freeing the same handle exactly one wins, and the stale
      * generation comes before the epoch read below in the single total order, which the
      * reuse rule needs (the epochs, above). */
-    uint32_t seen = gen;
-    if (kiln_unlikely(!kiln_cas_strong_seq_cst(&slot->gen, &seen, gen + 1)))
-        return kiln_handle_table_refuse_free(table, h, seen, true);
+    uint64_t seen = kiln_handle_key(h);
+    if (kiln_unlikely(!kiln_cas_strong_seq_cst(&slot->word, &seen, kiln_handle_free_word(gen + 1))))
+        return kiln_handle_table_refuse_free(table, h, kiln_handle_word_gen(seen), true);
     kiln_owner_add(&cache->frees, 1);
     if (kiln_unlikely((uint64_t)gen + 2 > table->gen_max)) {   /* generations ran out */
         kiln_add_relaxed(&table->retired, 1);

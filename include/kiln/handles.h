@@ -331,6 +331,44 @@ static inline bool kiln_handle_equal(kiln_handle a, kiln_handle b) { return a.bi
         kiln_handles_parallel_for(ctx, t.raw, grain, fn ? prefix##_visit_untyped : 0, &v); \
     }
 
+/* ---- Inline get (see "Inline fast paths" in core.h) ----
+ * kiln_handle_get finds a live handle's item inline; a miss (stale, freed, zero, forged,
+ * foreign, a destroyed table) is the library's call, which counts it as documented. */
+#define KILN_HANDLES_HEAD_INDEX_MASK 0xffffffu   /* a handle's low 24 bits: the slot */
+
+/* A table's first words; read-only while the table lives (capacity 0 once destroyed). */
+typedef struct kiln_handles_head {
+    char     *slots;      /* slot i at slots + i * stride: its 64-bit word first */
+    size_t    stride;
+    size_t    header;     /* the item's offset in its slot */
+    uint32_t  capacity;
+    uint32_t  tag_bits;   /* the table's tag, in the bits above the index */
+} kiln_handles_head;
+
+/* The word a slot holds while h is its live handle: h with its index bits replaced by 1
+ * (a free or never-used slot's word has that bit clear, so no handle matches it). */
+static inline uint64_t kiln_handle_key(kiln_handle h) {
+    return (h.bits & ~(uint64_t)KILN_HANDLES_HEAD_INDEX_MASK) | 1u;
+}
+
+#ifdef KILN_INLINE_PATHS
+static inline void *kiln_handle_get_inline(kiln_handles *table, kiln_handle h) {
+    const kiln_handles_head *t = (const kiln_handles_head *)(const void *)table;
+    uint32_t index = (uint32_t)h.bits & KILN_HANDLES_HEAD_INDEX_MASK;
+    if (KILN_HEAD_LIKELY(t != NULL && index < t->capacity)) {
+        char *slot = t->slots + (size_t)index * t->stride;
+        /* acquire: pairs with the alloc's release store of the word, so the zeroed item
+         * is visible. One compare proves the table's tag, the generation and liveness. */
+        if (KILN_HEAD_LIKELY(__atomic_load_n((const uint64_t *)(const void *)slot, __ATOMIC_ACQUIRE) ==
+                             kiln_handle_key(h)))
+            return slot + t->header;
+    }
+    return (kiln_handle_get)(table, h);
+}
+
+#  define kiln_handle_get(table, h) kiln_handle_get_inline((table), (h))
+#endif
+
 #ifdef __cplusplus
 }
 #endif
