@@ -12,6 +12,7 @@
 
 #include "base/heap.h"
 #include "base/near_limit.h"
+#include "jobs/scheduler.h"   /* KILN_IDLE_SPIN_US_DEFAULT */
 #include "recording_log.h"
 
 #define BS ((size_t)64 << 10)
@@ -47,6 +48,7 @@ static void assert_default_desc(kiln_desc d) {
     cr_assert_eq(d.frame_budget, 0);
     cr_assert_eq(d.debug, 0);
     cr_assert_eq(d.reserve_size, 64 * BS);
+    cr_assert_eq(d.idle_spin_us, KILN_IDLE_SPIN_US_DEFAULT);
     cr_assert_not_null(d.log, "the default log is filled in");
 }
 
@@ -718,6 +720,26 @@ Test(runtime, warn_percent_over_100_is_refused) {
     desc.warn_percent = 100;
     kiln_runtime *rt = kiln_create(&desc);
     cr_assert_not_null(rt);
+    kiln_destroy(rt);
+}
+
+/* desc.idle_spin_us past one second is refused with its item; the most is accepted and
+ * read back. */
+Test(runtime, idle_spin_over_max_is_refused) {
+    const uint32_t bad[] = { KILN_MAX_IDLE_SPIN_US + 1, 10 * KILN_MAX_IDLE_SPIN_US, UINT32_MAX };
+    refused_desc cases[3];
+    for (size_t i = 0; i < 3; i++) {
+        cases[i].desc = recording_desc(rec);
+        cases[i].desc.idle_spin_us = bad[i];
+        snprintf(cases[i].figure, sizeof cases[i].figure,
+                 "idle_spin_us %u is more than KILN_MAX_IDLE_SPIN_US", bad[i]);
+    }
+    assert_each_refused(cases, 3, KILN_LOGITEM_IDLE_SPIN_INVALID);
+    kiln_desc desc = recording_desc(rec);
+    desc.idle_spin_us = KILN_MAX_IDLE_SPIN_US;
+    kiln_runtime *rt = kiln_create(&desc);
+    cr_assert_not_null(rt);
+    cr_assert_eq(kiln_runtime_desc(rt).idle_spin_us, KILN_MAX_IDLE_SPIN_US);
     kiln_destroy(rt);
 }
 
