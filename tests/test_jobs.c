@@ -52,20 +52,28 @@ static void teardown(void) {
 /* The timeout only turns a deadlock into a failed test; nothing passes or fails by it. */
 TestSuite(jobs, .init = setup, .fini = teardown, .timeout = 60);
 
+static kiln_runtime *create_runtime_from(const kiln_desc *desc) {
+    kiln_runtime *r = kiln_create(desc);
+    cr_assert_not_null(r, "kiln_create failed:%s", recorded_summary(rec));
+    return r;
+}
+
 static kiln_runtime *create_runtime(uint32_t workers, uint32_t debug) {
     kiln_desc desc = recording_desc(rec);
     desc.worker_count = workers;   /* recording_desc says KILN_NO_WORKERS */
     desc.debug = debug;
-    kiln_runtime *r = kiln_create(&desc);
-    cr_assert_not_null(r, "kiln_create failed:%s", recorded_summary(rec));
-    return r;
+    return create_runtime_from(&desc);
+}
+
+static void attach_main(void) {
+    main_ctx = kiln_attach(rt);
+    cr_assert_not_null(main_ctx, "kiln_attach failed:%s", recorded_summary(rec));
 }
 
 /* The suite's runtime with this many workers (or KILN_NO_WORKERS) and main_ctx. */
 static void start(uint32_t workers, uint32_t debug) {
     rt = create_runtime(workers, debug);
-    main_ctx = kiln_attach(rt);
-    cr_assert_not_null(main_ctx, "kiln_attach failed:%s", recorded_summary(rec));
+    attach_main();
 }
 
 static kiln_stats runtime_stats(void) {
@@ -738,11 +746,9 @@ static void start_idle_spin(uint32_t workers, uint32_t idle_spin_us) {
     kiln_desc desc = recording_desc(rec);
     desc.worker_count = workers;
     desc.idle_spin_us = idle_spin_us;
-    rt = kiln_create(&desc);
-    cr_assert_not_null(rt, "kiln_create failed:%s", recorded_summary(rec));
+    rt = create_runtime_from(&desc);
     cr_assert_eq(kiln_runtime_desc(rt).idle_spin_us, idle_spin_us, "read back as given");
-    main_ctx = kiln_attach(rt);
-    cr_assert_not_null(main_ctx, "kiln_attach failed:%s", recorded_summary(rec));
+    attach_main();
 }
 
 /* The idle figures only grow (each only by its owner, so two reads in a row are
