@@ -8,14 +8,16 @@
 #include "../base/futex.h"
 #include "../base/heap.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
-/* Idle workers: this many rounds of looking for work (each one a scan of every queue
- * and a kiln_spin_round) before sleeping: about 20-50 us on this machine class, long
- * enough to catch the next batch of a frame, short enough to cost nothing measurable
- * when idle. */
-#define KILN_IDLE_SPINS 256
+/* Idle workers look for work for sys->idle_spin_ns before sleeping (worker_idle). A
+ * round is one look (a scan of every queue) and a pause: tens of nanoseconds, so the
+ * clock (about 20 ns) is read every this many rounds; a round that yields may last a
+ * time slice, so a yielding spin reads it every round. */
+#define KILN_IDLE_CLOCK_EVERY 16
 /* A sleeper wakes by itself after this long (a safety net against a lost wake-up; the
  * protocol below has none, this only bounds the damage of a bug). */
 #define KILN_SLEEP_TIMEOUT_NS 50000000L
@@ -24,12 +26,24 @@
  * uniqueness matters. */
 static _Atomic uint32_t system_tags;
 
-void kiln_job_system_init(kiln_job_system *sys, uint32_t workers, kiln_log_sink log) {
+/* The CPUs this process may run on (its affinity mask, which taskset and container
+ * limits narrow), else the online ones; at least 1. */
+static uint32_t usable_cpus(void) {
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return (uint32_t)CPU_COUNT(&set);
+    long online = sysconf(_SC_NPROCESSORS_ONLN);
+    return online > 0 ? (uint32_t)online : 1;
+}
+
+void kiln_job_system_init(kiln_job_system *sys, uint32_t workers, uint32_t idle_spin_us,
+                          kiln_log_sink log) {
     memset(sys, 0, sizeof *sys);
     sys->tag = kiln_add_relaxed(&system_tags, 1) + 1;
     pthread_mutex_init(&sys->table_lock, NULL);
     pthread_mutex_init(&sys->batch_lock, NULL);
     sys->threads = workers + 1;
+    sys->idle_spin_ns = (uint64_t)idle_spin_us * 1000u;
+    sys->cpus = usable_cpus();
     sys->log = log;
 }
 
@@ -55,6 +69,8 @@ bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, u
     kiln_store_relaxed(&q->jobs_stolen, 0);
     kiln_store_relaxed(&q->steal_misses, 0);
     kiln_store_relaxed(&q->sleep_ns, 0);
+    kiln_store_relaxed(&q->sleeps, 0);
+    kiln_store_relaxed(&q->idle_spin_ns, 0);
     if (!kiln_load_relaxed(&q->deques[0].ring)) {   /* a reused queue keeps its rings */
         if (!kiln_deque_init(&q->deques[0], 256) || !kiln_deque_init(&q->deques[1], 64) ||
             !kiln_deque_init(&q->deques[2], 16)) {
@@ -78,6 +94,7 @@ bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, u
         kiln_store_release(&sys->queues[slot], q);   /* thieves see an initialised queue */
         if (slot + 1 > kiln_load_relaxed(&sys->queue_limit))
             kiln_store_release(&sys->queue_limit, slot + 1);
+        kiln_store_relaxed(&sys->registered, kiln_load_relaxed(&sys->registered) + 1);   /* a hint */
     }
     pthread_mutex_unlock(&sys->table_lock);
     if (slot == KILN_MAX_QUEUES) {
@@ -116,6 +133,7 @@ void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q) {
     kiln_store_relaxed(&q->completed, 0);
     kiln_store_relaxed(&q->submitted, 0);
     kiln_store_release(&sys->queues[q->slot], NULL);
+    kiln_store_relaxed(&sys->registered, kiln_load_relaxed(&sys->registered) - 1);   /* a hint */
     pthread_mutex_unlock(&sys->table_lock);
 }
 
@@ -727,31 +745,66 @@ static void sleep_once(kiln_job_system *sys, kiln_job_queue *q) {
     kiln_fence_seq_cst();
     if (!work_visible(sys, q) && !kiln_load_acquire(&sys->shutdown)) {
         uint64_t start = kiln_now_ns();
+        kiln_owner_add(&q->sleeps, 1);
         kiln_futex_wait(&sys->wake_epoch, epoch, KILN_SLEEP_TIMEOUT_NS);
         kiln_owner_add(&q->sleep_ns, kiln_now_ns() - start);
     }
     kiln_sub_seq_cst(&sys->sleepers, 1);
 }
 
+/* A worker's spin between running dry and finding work or sleeping (owner-only). */
+typedef struct idle_spin {
+    unsigned round;      /* empty looks so far; 0: not spinning */
+    bool     yields;     /* gives the core away every round: more threads than CPUs */
+    uint64_t started;    /* the clock at the first empty look */
+    uint64_t counted;    /* the clock up to which idle_spin_ns counts this spin */
+} idle_spin;
+
+/* Adds the spin's time up to now to idle_spin_ns: at every clock read, so that stats
+ * read during a long spin see it grow. */
+static inline void count_idle(kiln_job_queue *q, idle_spin *spin, uint64_t now) {
+    kiln_owner_add(&q->idle_spin_ns, now - spin->counted);
+    spin->counted = now;
+}
+
+/* One empty look's wait; false once the spin has lasted sys->idle_spin_ns: time to
+ * sleep. Oversubscribed (the runtime's threads outnumber the CPUs), every round
+ * yields: the thread whose work this one waits for, or which holds a job it would
+ * steal, may need this core. Otherwise the rounds pause, and once the pauses are over
+ * every 8th yields (kiln_spin_round): a spin that keeps failing leaves the core to
+ * whatever else is runnable on the machine. */
+static bool worker_idle(kiln_job_system *sys, kiln_job_queue *q, idle_spin *spin) {
+    if (spin->round++ == 0) {
+        spin->yields = kiln_load_relaxed(&sys->registered) > sys->cpus;
+        spin->started = spin->counted = kiln_now_ns();
+    }
+    if (spin->yields) sched_yield();
+    else kiln_spin_round(spin->round, 8);
+    if (!spin->yields && spin->round % KILN_IDLE_CLOCK_EVERY != 0) return true;
+    uint64_t now = kiln_now_ns();
+    count_idle(q, spin, now);
+    if (now - spin->started < sys->idle_spin_ns) return true;
+    spin->round = 0;
+    return false;
+}
+
 void kiln_jobs_worker_loop(kiln_job_system *sys, kiln_job_queue *q) {
-    unsigned idle = 0;
+    idle_spin spin = { 0, false, 0, 0 };
     while (!kiln_load_acquire(&sys->shutdown)) {
-        if (kiln_jobs_run_one(sys, q, true)) {
-            idle = 0;
+        kiln_task task;
+        if (find_task(sys, q, &task, true)) {
+            if (spin.round) {   /* work after empty looks: the spin ends here */
+                count_idle(q, &spin, kiln_now_ns());
+                spin.round = 0;
+            }
+            run_task(sys, q, &task);
             continue;
         }
         /* Ran dry: no frame work held, so frame end may claim this worker. */
         if (kiln_load_relaxed(&q->work_state) == KILN_WORK_BUSY) become_idle(q);
-        if (++idle < KILN_IDLE_SPINS) {
-            /* Every 8th round once the pauses are over, give the core away: oversubscribed
-             * (more threads than cores), a thread holding a stolen job, or the waiter, may
-             * be waiting for one, and spinning here would keep it off for a time slice. */
-            kiln_spin_round(idle, 8);
-        } else {
-            sleep_once(sys, q);
-            idle = 0;
-        }
+        if (!worker_idle(sys, q, &spin)) sleep_once(sys, q);
     }
+    if (spin.round) count_idle(q, &spin, kiln_now_ns());
     become_idle(q);   /* shut down: kiln_destroy's retire runs what is left */
 }
 

@@ -21,6 +21,17 @@
 
 #define KILN_MAX_QUEUES 64
 
+/* kiln_desc.idle_spin_us's default: how long an idle worker looks for work before it
+ * sleeps, in microseconds. Measured with bench/jobs_bench (J1-J3 at 1, 2 and 4 threads
+ * on 2 cores, 5, 20, 50 and 200 us in alternating runs): 50 matched or beat the others
+ * (5 lost J1 at 2 threads; 20 and 200 gained nothing), long enough that a batch's next
+ * jobs, a fib tree's next children or a parallel_for's next call find the workers
+ * awake, short enough that an idle runtime costs next to nothing. A build may set its
+ * own (-DKILN_IDLE_SPIN_US_DEFAULT=n). */
+#ifndef KILN_IDLE_SPIN_US_DEFAULT
+#  define KILN_IDLE_SPIN_US_DEFAULT 50u
+#endif
+
 typedef struct kiln_job_queue kiln_job_queue;
 
 /* An optional recorder the scheduler calls around every task it runs (tracing): with
@@ -71,6 +82,9 @@ struct kiln_job_queue {
     _Alignas(KILN_CACHE_LINE) _Atomic uint64_t submitted;  /* frame jobs pushed by the owner */
     _Atomic uint64_t    completed;       /* frame jobs finished by the owner (release) */
     _Atomic uint64_t    jobs_run, jobs_stolen, steal_misses, sleep_ns;
+    _Atomic uint64_t    sleeps;          /* workers: futex waits begun */
+    _Atomic uint64_t    idle_spin_ns;    /* workers: time spent looking for work in vain
+                                            before finding some or sleeping */
 
     /* Workers: the frame-work handshake (KILN_WORK_*), and the frame epoch the worker's
      * frame memory serves, written by whoever holds the right to reset it (the worker
@@ -109,6 +123,11 @@ typedef struct kiln_job_system {
     pthread_mutex_t     table_lock;      /* registration, retirement, frame_quiet */
     uint64_t            retired_submitted, retired_completed;  /* of retired queues; table_lock */
     uint32_t            threads;         /* workers + 1: for the default grain */
+    uint64_t            idle_spin_ns;    /* kiln_desc.idle_spin_us; read-only */
+    uint32_t            cpus;            /* the CPUs this process may run on, at init; read-only */
+    _Atomic uint32_t    registered;      /* queues in the table (workers and attached threads);
+                                            written under table_lock, read relaxed by idle
+                                            workers: a hint of oversubscription only */
     pthread_mutex_t     batch_lock;      /* waiting */
     kiln_batch         *waiting;         /* batches not yet queued (jobs/graph.c), so that
                                             kiln_jobs_free_waiting finds those never queued */
@@ -129,7 +148,9 @@ typedef struct kiln_job_system {
     kiln_log_sink       log;
 } kiln_job_system;
 
-KILN_INTERNAL void kiln_job_system_init(kiln_job_system *sys, uint32_t workers, kiln_log_sink log);
+/* idle_spin_us: kiln_desc.idle_spin_us, its default filled in. */
+KILN_INTERNAL void kiln_job_system_init(kiln_job_system *sys, uint32_t workers, uint32_t idle_spin_us,
+                                        kiln_log_sink log);
 KILN_INTERNAL void kiln_job_system_fini(kiln_job_system *sys);
 
 /* Sets a queue up and publishes it to thieves. false when the table is full or memory
@@ -218,7 +239,10 @@ KILN_INTERNAL void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q
  * job may be waiting for one). */
 KILN_INTERNAL void kiln_jobs_settle_workers(kiln_job_system *sys, kiln_job_queue *q, uint64_t epoch);
 
-/* A worker's life: find and run jobs, sleep when there are none, return at shutdown. */
+/* A worker's life: find and run jobs; when there are none, keep looking for
+ * sys->idle_spin_ns (pausing between looks, or giving the core away when the threads
+ * outnumber the CPUs or the looks keep failing), then sleep until woken; return at
+ * shutdown. */
 KILN_INTERNAL void kiln_jobs_worker_loop(kiln_job_system *sys, kiln_job_queue *q);
 
 /* Installs hook (NULL: none) on every registered queue and on those registered later.

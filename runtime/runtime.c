@@ -32,6 +32,7 @@ static kiln_desc desc_with_defaults(const kiln_desc *desc) {
     d.log = KILN_DEFAULT(d.log, kiln_log_stderr);
     d.audit_sample = KILN_DEFAULT(d.audit_sample, 64);
     d.warn_percent = KILN_DEFAULT(d.warn_percent, KILN_WARN_PERCENT_DEFAULT);
+    d.idle_spin_us = KILN_DEFAULT(d.idle_spin_us, KILN_IDLE_SPIN_US_DEFAULT);
     return d;
 }
 
@@ -84,7 +85,13 @@ static bool desc_check(kiln_desc *d, const kiln_log_sink *early) {
                  d->warn_percent, KILN_WARN_PERCENT_DEFAULT);
         return false;
     }
-        uint32_t unknown = d->debug & ~(uint32_t)KILN_DEBUG_ALL;
+    if (d->idle_spin_us > KILN_MAX_IDLE_SPIN_US) {
+        kiln_log(early, KILN_LOGITEM_IDLE_SPIN_INVALID,
+                 "kiln_create: idle_spin_us %u is more than KILN_MAX_IDLE_SPIN_US (%u us; 0: %u)",
+                 d->idle_spin_us, (unsigned)KILN_MAX_IDLE_SPIN_US, (unsigned)KILN_IDLE_SPIN_US_DEFAULT);
+        return false;
+    }
+    uint32_t unknown = d->debug & ~(uint32_t)KILN_DEBUG_ALL;
     if (unknown) {
         kiln_log(early, KILN_LOGITEM_DEBUG_UNKNOWN_BITS,
                  "kiln_create: debug bits 0x%x are not KILN_DEBUG_* bits; ignored", unknown);
@@ -149,7 +156,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     pthread_mutexattr_settype(&recursive, PTHREAD_MUTEX_RECURSIVE);
     pthread_mutex_init(&rt->registry_lock, &recursive);
     pthread_mutexattr_destroy(&recursive);
-    kiln_job_system_init(&rt->jobs, d.worker_count, rt->log);
+    kiln_job_system_init(&rt->jobs, d.worker_count, d.idle_spin_us, rt->log);
     rt->jobs.on_background = background_changed;
     rt->jobs.frame_epoch = &rt->handle_epoch;
     rt->jobs.reset_frame = reset_worker_frame;

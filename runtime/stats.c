@@ -55,6 +55,8 @@ size_t kiln_stats_contexts(kiln_runtime *rt, kiln_ctx_stats *out, size_t cap) {
             .sleep_ns = kiln_load_relaxed(&q->sleep_ns),
             .frame_bytes_in_use = arena.bytes_in_use,
             .frame_peak_last_frame = arena.peak_last_frame,
+            .sleeps = kiln_load_relaxed(&q->sleeps),
+            .idle_spin_ns = kiln_load_relaxed(&q->idle_spin_ns),
         };
     }
     pthread_mutex_unlock(&rt->registry_lock);

@@ -18,6 +18,7 @@ _Static_assert(offsetof(kiln_pool_stats, live) == 96, "pool layout");
 _Static_assert(offsetof(kiln_pool_stats, guard_errors) == 192, "pool layout");
 _Static_assert(offsetof(kiln_ctx_stats, is_worker) == 4, "context layout");
 _Static_assert(offsetof(kiln_ctx_stats, frame_peak_last_frame) == 56, "context layout");
+_Static_assert(offsetof(kiln_ctx_stats, idle_spin_ns) == 72, "context layout");
 #endif
 
 int headers_stats_c(void);

@@ -108,6 +108,13 @@ ROW(create_workers_huge, "kiln_create", "count: worker_count UINT32_MAX-1", KILN
     WANT_NULL(rt);
     kiln_destroy(rt);
 })
+ROW(create_idle_spin_over_max, "kiln_create", "range: idle_spin_us KILN_MAX_IDLE_SPIN_US+1", KILN_LOGITEM_IDLE_SPIN_INVALID, SINK_A, NOT_COUNTED, 0, DOC, {
+    kiln_desc d = recording_desc(f->rec_a);
+    d.idle_spin_us = KILN_MAX_IDLE_SPIN_US + 1;
+    kiln_runtime *rt = kiln_create(&d);
+    WANT_NULL(rt);
+    kiln_destroy(rt);
+})
 ROW(create_unknown_debug_bits, "kiln_create", "debug bits 0x80000000 (dropped with a warning)", KILN_LOGITEM_DEBUG_UNKNOWN_BITS, SINK_A, NOT_COUNTED, 0, DOC, {
     kiln_desc d = recording_desc(f->rec_a);
     d.debug = 0x80000000u;

@@ -52,20 +52,28 @@ static void teardown(void) {
 /* The timeout only turns a deadlock into a failed test; nothing passes or fails by it. */
 TestSuite(jobs, .init = setup, .fini = teardown, .timeout = 60);
 
+static kiln_runtime *create_runtime_from(const kiln_desc *desc) {
+    kiln_runtime *r = kiln_create(desc);
+    cr_assert_not_null(r, "kiln_create failed:%s", recorded_summary(rec));
+    return r;
+}
+
 static kiln_runtime *create_runtime(uint32_t workers, uint32_t debug) {
     kiln_desc desc = recording_desc(rec);
     desc.worker_count = workers;   /* recording_desc says KILN_NO_WORKERS */
     desc.debug = debug;
-    kiln_runtime *r = kiln_create(&desc);
-    cr_assert_not_null(r, "kiln_create failed:%s", recorded_summary(rec));
-    return r;
+    return create_runtime_from(&desc);
+}
+
+static void attach_main(void) {
+    main_ctx = kiln_attach(rt);
+    cr_assert_not_null(main_ctx, "kiln_attach failed:%s", recorded_summary(rec));
 }
 
 /* The suite's runtime with this many workers (or KILN_NO_WORKERS) and main_ctx. */
 static void start(uint32_t workers, uint32_t debug) {
     rt = create_runtime(workers, debug);
-    main_ctx = kiln_attach(rt);
-    cr_assert_not_null(main_ctx, "kiln_attach failed:%s", recorded_summary(rec));
+    attach_main();
 }
 
 static kiln_stats runtime_stats(void) {
@@ -726,7 +734,92 @@ Test(jobs, idle_workers_sleep) {
             while (j < nb && before[j].id != now[i].id) j++;
             cr_assert_lt(j, nb);
             cr_assert_eq(now[i].jobs_run, before[j].jobs_run, "no job ran while idle");
-            if (now[i].sleep_ns > before[j].sleep_ns) workers_asleep++;
+            if (now[i].sleep_ns > before[j].sleep_ns && now[i].sleeps > before[j].sleeps)
+                workers_asleep++;
+        }
+    }
+    assert_no_log();
+}
+
+/* The suite's runtime and main_ctx, with desc.idle_spin_us set. */
+static void start_idle_spin(uint32_t workers, uint32_t idle_spin_us) {
+    kiln_desc desc = recording_desc(rec);
+    desc.worker_count = workers;
+    desc.idle_spin_us = idle_spin_us;
+    rt = create_runtime_from(&desc);
+    cr_assert_eq(kiln_runtime_desc(rt).idle_spin_us, idle_spin_us, "read back as given");
+    attach_main();
+}
+
+/* The idle figures only grow (each only by its owner, so two reads in a row are
+ * ordered), and only workers have them. */
+static void assert_idle_figures_grow(const kiln_ctx_stats *then, const kiln_ctx_stats *now, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_eq(now[i].id, then[i].id, "nothing attached meanwhile: the same list");
+        cr_assert_geq(now[i].sleeps, then[i].sleeps);
+        cr_assert_geq(now[i].sleep_ns, then[i].sleep_ns);
+        cr_assert_geq(now[i].idle_spin_ns, then[i].idle_spin_ns);
+        if (!now[i].is_worker)
+            cr_assert(now[i].sleeps == 0 && now[i].sleep_ns == 0 && now[i].idle_spin_ns == 0,
+                      "context %u is no worker, yet idles", now[i].id);
+    }
+}
+
+/* A short desc.idle_spin_us: after each burst of work every worker spins (idle_spin_ns
+ * grows), then sleeps (sleeps and sleep_ns grow: a sleeper wakes by itself at least
+ * every 50 ms). Waited for in a loop bounded only by the suite timeout, over three idle
+ * periods each ended by work, and the figures never go back. */
+Test(jobs, short_idle_spin_sleeps_and_counts_its_spin) {
+    start_idle_spin(2, 1);
+    kiln_ctx_stats period[4], prev[4], now[4];
+    size_t n = context_stats(prev, 4);
+    cr_assert_eq(n, 3);
+    for (int round = 0; round < 3; round++) {
+        census c;
+        census_take(&c, 2);   /* each worker runs a job: its idle period ends */
+        cr_assert_eq(context_stats(period, 4), n);
+        assert_idle_figures_grow(prev, period, n);
+        memcpy(prev, period, sizeof prev);
+        size_t asleep = 0;
+        while (asleep < 2) {
+            sleep_ns(1000000);
+            cr_assert_eq(context_stats(now, 4), n);
+            assert_idle_figures_grow(prev, now, n);
+            memcpy(prev, now, sizeof prev);
+            asleep = 0;
+            for (size_t i = 0; i < n; i++)
+                asleep += now[i].is_worker && now[i].sleeps > period[i].sleeps &&
+                          now[i].sleep_ns > period[i].sleep_ns &&
+                          now[i].idle_spin_ns > period[i].idle_spin_ns;
+        }
+    }
+    assert_no_log();
+}
+
+/* The longest desc.idle_spin_us: an idle worker keeps looking for work, and its spin
+ * shows in idle_spin_ns while it lasts (counted at every clock read, not only when the
+ * spin ends). Should the test thread stall past the whole second, the worker sleeps,
+ * and a census wakes it for another try. kiln_destroy does not wait for the spin. */
+Test(jobs, long_idle_spin_counts_while_it_spins) {
+    start_idle_spin(1, KILN_MAX_IDLE_SPIN_US);
+    kiln_ctx_stats before[2], now[2];
+    size_t n = 0;
+    bool grew = false;
+    while (!grew) {
+        census c;
+        census_take(&c, 1);
+        n = context_stats(before, 2);
+        cr_assert_eq(n, 2);
+        for (;;) {
+            sleep_ns(1000000);
+            cr_assert_eq(context_stats(now, 2), n);
+            assert_idle_figures_grow(before, now, n);
+            size_t w = now[0].is_worker ? 0 : 1;
+            if (now[w].sleeps > before[w].sleeps) break;   /* stalled: once more */
+            if (now[w].idle_spin_ns > before[w].idle_spin_ns) {
+                grew = true;
+                break;
+            }
         }
     }
     assert_no_log();

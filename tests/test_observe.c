@@ -172,7 +172,7 @@ Test(observe_stats, table_has_every_section_and_name) {
         "kiln stats, frame 1", "== runtime ==", "== block_pool ==", "== arenas (", "== pools (1)",
         "== handles (1)", "== contexts (3)", "== trace ==", "level \"one\"", "bullets", "enemies",
         "frame ctx", "frame worker ctx", "jobs_run", "jobs_stolen", "sleep_ns",
-        "frame_peak_last_frame", "blocks_in_use", "pending_reuse", "peak_live",
+        "sleeps", "idle_spin_ns", "frame_peak_last_frame", "blocks_in_use", "pending_reuse", "peak_live",
     };
     for (size_t i = 0; i < sizeof expected / sizeof expected[0]; i++)
         cr_assert_not_null(strstr(text, expected[i]), "'%s' missing from:\n%s", expected[i], text);

@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -12,6 +13,7 @@
 
 #include "base/heap.h"
 #include "base/near_limit.h"
+#include "jobs/scheduler.h"   /* KILN_IDLE_SPIN_US_DEFAULT */
 #include "recording_log.h"
 
 #define BS ((size_t)64 << 10)
@@ -47,6 +49,7 @@ static void assert_default_desc(kiln_desc d) {
     cr_assert_eq(d.frame_budget, 0);
     cr_assert_eq(d.debug, 0);
     cr_assert_eq(d.reserve_size, 64 * BS);
+    cr_assert_eq(d.idle_spin_us, KILN_IDLE_SPIN_US_DEFAULT);
     cr_assert_not_null(d.log, "the default log is filled in");
 }
 
@@ -689,35 +692,52 @@ static void assert_each_refused(const refused_desc *cases, size_t n, kiln_log_it
     cr_assert_eq(recorded_count(rec), n, "log:%s", recorded_summary(rec));
 }
 
+/* Three values of the uint32_t desc field at offset, named name, each refused with item
+ * and a message "<name> <value> <says>". */
+static void assert_u32_refused(size_t offset, const char *name, const uint32_t bad[3], const char *says,
+                               kiln_log_item item) {
+    refused_desc cases[3];
+    for (size_t i = 0; i < 3; i++) {
+        cases[i].desc = recording_desc(rec);
+        memcpy((char *)&cases[i].desc + offset, &bad[i], sizeof bad[i]);
+        snprintf(cases[i].figure, sizeof cases[i].figure, "%s %u %s", name, bad[i], says);
+    }
+    assert_each_refused(cases, 3, item);
+}
+#define ASSERT_U32_REFUSED(field, bad, says, item) \
+    assert_u32_refused(offsetof(kiln_desc, field), #field, bad, says, item)
+
 /* A worker count the job system has no queues for is refused up front, with its item;
  * it used to reach the worker table's calloc, which failed without a word. */
 Test(runtime, absurd_worker_count_is_refused) {
     const uint32_t bad[] = { UINT32_MAX - 1, KILN_MAX_WORKERS + 1, 1000 };
-    refused_desc cases[3];
-    for (size_t i = 0; i < 3; i++) {
-        cases[i].desc = recording_desc(rec);
-        cases[i].desc.worker_count = bad[i];
-        snprintf(cases[i].figure, sizeof cases[i].figure,
-                 "worker_count %u is more than the 63 workers", bad[i]);
-    }
-    assert_each_refused(cases, 3, KILN_LOGITEM_WORKER_COUNT_INVALID);
+    ASSERT_U32_REFUSED(worker_count, bad, "is more than the 63 workers",
+                       KILN_LOGITEM_WORKER_COUNT_INVALID);
 }
 
 /* desc.warn_percent is a share of a limit: over 100 is refused with its item; 100 and
  * the default are accepted. */
 Test(runtime, warn_percent_over_100_is_refused) {
     const uint32_t bad[] = { 101, 1000, UINT32_MAX };
-    refused_desc cases[3];
-    for (size_t i = 0; i < 3; i++) {
-        cases[i].desc = recording_desc(rec);
-        cases[i].desc.warn_percent = bad[i];
-        snprintf(cases[i].figure, sizeof cases[i].figure, "warn_percent %u is over 100", bad[i]);
-    }
-    assert_each_refused(cases, 3, KILN_LOGITEM_WARN_PERCENT_INVALID);
+    ASSERT_U32_REFUSED(warn_percent, bad, "is over 100", KILN_LOGITEM_WARN_PERCENT_INVALID);
     kiln_desc desc = recording_desc(rec);
     desc.warn_percent = 100;
     kiln_runtime *rt = kiln_create(&desc);
     cr_assert_not_null(rt);
+    kiln_destroy(rt);
+}
+
+/* desc.idle_spin_us past one second is refused with its item; the most is accepted and
+ * read back. */
+Test(runtime, idle_spin_over_max_is_refused) {
+    const uint32_t bad[] = { KILN_MAX_IDLE_SPIN_US + 1, 10 * KILN_MAX_IDLE_SPIN_US, UINT32_MAX };
+    ASSERT_U32_REFUSED(idle_spin_us, bad, "is more than KILN_MAX_IDLE_SPIN_US",
+                       KILN_LOGITEM_IDLE_SPIN_INVALID);
+    kiln_desc desc = recording_desc(rec);
+    desc.idle_spin_us = KILN_MAX_IDLE_SPIN_US;
+    kiln_runtime *rt = kiln_create(&desc);
+    cr_assert_not_null(rt);
+    cr_assert_eq(kiln_runtime_desc(rt).idle_spin_us, KILN_MAX_IDLE_SPIN_US);
     kiln_destroy(rt);
 }
 

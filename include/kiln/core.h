@@ -169,6 +169,10 @@ typedef void (*kiln_error_hook_fn)(void *user, const char *message);
  * per online CPU minus one) is capped at it. */
 #define KILN_MAX_WORKERS 63u
 
+/* The longest kiln_desc.idle_spin_us, one second: a longer one is refused
+ * (IDLE_SPIN_INVALID). */
+#define KILN_MAX_IDLE_SPIN_US 1000000u
+
 /* kiln_desc.frame_budget_policy: what a frame allocation past frame_budget does. */
 typedef enum kiln_budget_policy {
     KILN_BUDGET_WARN   = 0,   /* it succeeds; one FRAME_BUDGET_EXCEEDED per context per frame */
@@ -245,11 +249,21 @@ typedef struct kiln_desc {
                                   was flushed (detach, kiln_pool_flush) or its pool or table
                                   destroyed: that cache's allocations of the frame are not
                                   counted. 0: none */
+    uint32_t    idle_spin_us;  /* microseconds an idle worker keeps looking for work, a pause
+                                  between looks, before it sleeps (a job submitted to sleeping
+                                  workers costs a wake-up system call and its latency). While
+                                  the runtime's threads (workers and attached threads)
+                                  outnumber the CPUs the process may run on, every look gives
+                                  the core away (sched_yield) instead of pausing; otherwise a
+                                  spin that keeps failing gives it away every 8th look. The
+                                  time is kiln_ctx_stats.idle_spin_ns, the sleeps sleeps and
+                                  sleep_ns. At most KILN_MAX_IDLE_SPIN_US (IDLE_SPIN_INVALID
+                                  beyond); 0: 50 */
 } kiln_desc;
 
 /* Creates a runtime. NULL on failure, with the reason logged as one ERROR (through
  * desc->log when given): a refused desc field (BLOCK_SIZE_INVALID, MEMORY_LIMIT_INVALID,
- * RESERVE_SIZE_INVALID, WORKER_COUNT_INVALID, WARN_PERCENT_INVALID), no memory (RUNTIME_OUT_OF_MEMORY,
+ * RESERVE_SIZE_INVALID, WORKER_COUNT_INVALID, WARN_PERCENT_INVALID, IDLE_SPIN_INVALID), no memory (RUNTIME_OUT_OF_MEMORY,
  * CONTEXT_OUT_OF_MEMORY, JOB_OUT_OF_MEMORY, SITES_OUT_OF_MEMORY for KILN_DEBUG_SITES' site
  * counts), the block pool refusing a worker's first
  * block, or a worker thread that cannot start (WORKER_START_FAILED). desc may be NULL;

@@ -9,8 +9,8 @@
  * - kiln_wait runs jobs (its own and stolen ones) until the counter reaches zero.
  * - kiln_frame_end runs and waits for every job submitted during the frame, with or
  *   without a counter, before it resets any frame arena.
- * - Idle workers spin briefly, then sleep; kiln_run makes a system call only when some
- *   worker sleeps.
+ * - Idle workers look for work for kiln_desc.idle_spin_us (50 us by default), then
+ *   sleep; kiln_run makes a system call only when some worker sleeps.
  *
  * What it does NOT do:
  * - kiln_wait never just blocks, so waiting from inside a job (nested parallelism)

@@ -25,6 +25,7 @@
     X(FRAME_BUDGET_POLICY_INVALID, ERROR, "desc.frame_budget_policy is not a KILN_BUDGET_* value") \
     X(RESERVE_SIZE_INVALID, ERROR, "desc.reserve_size is more than one reservation may be") \
     X(WORKER_COUNT_INVALID, ERROR, "desc.worker_count is above KILN_MAX_WORKERS") \
+    X(IDLE_SPIN_INVALID, ERROR, "desc.idle_spin_us is above KILN_MAX_IDLE_SPIN_US") \
     X(DEBUG_UNKNOWN_BITS, WARN, "desc.debug has bits that are no KILN_DEBUG_* bit; they are dropped") \
     X(DEBUG_GUARD_PAGES_OFF, WARN, "KILN_DEBUG_GUARD_PAGES needs blocks of two pages or more; it is switched off") \
     X(RUNTIME_OUT_OF_MEMORY, ERROR, "no heap memory for the runtime, its worker table or the block pool's address map") \
