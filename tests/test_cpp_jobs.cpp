@@ -2,7 +2,9 @@
 // context a job gets, nested groups inside jobs, the destructor's wait, exceptions (the
 // first rethrown, the others counted, the group and later groups still working),
 // closures with non-trivial, large and over-aligned captures (each destructor runs
-// exactly once), frame end under a group's jobs, bad contexts and priorities, and
+// exactly once), frame end under a group's jobs, bad contexts and priorities, run_after
+// (chains, fan-out, fan-in, checked through stamps; prerequisites destroyed or throwing;
+// its refusals), isolated waits (which thread ran which job, never time), and
 // parallel_for coverage and exceptions; with workers and with KILN_NO_WORKERS.
 //
 // Criterion's assertions must run on the test's own thread, so a job records what it
@@ -532,6 +534,16 @@ void assert_after(const std::array<stamp, N> &later, const std::array<stamp, M> 
     }
 }
 
+// A stamping job on prerequisite for each of first, and one on dependent after it for
+// each of later.
+template <size_t N, size_t M>
+void run_stamped_pair(kiln::task_group &prerequisite, kiln::task_group &dependent,
+                      std::array<stamp, N> &first, std::array<stamp, M> &later) {
+    for (stamp &s : first) prerequisite.run([&s](kiln_ctx *) { take_stamp(s); });
+    for (stamp &s : later)
+        dependent.run_after({&prerequisite}, [&s](kiln_ctx *) { take_stamp(s); });
+}
+
 } // namespace
 
 // A -> B -> C, three jobs each, C waited for first: its wait runs the whole chain.
@@ -600,8 +612,7 @@ static void prerequisite_destroyed_first(uint32_t workers) {
     kiln::task_group dependents(main_ctx);
     {
         kiln::task_group prerequisite(main_ctx);
-        for (stamp &s : first) prerequisite.run([&s](kiln_ctx *) { take_stamp(s); });
-        for (stamp &s : later) dependents.run_after({&prerequisite}, [&s](kiln_ctx *) { take_stamp(s); });
+        run_stamped_pair(prerequisite, dependents, first, later);
         kiln::task_group idle(main_ctx);
         dependents.run_after({&idle}, [&](kiln_ctx *) { take_stamp(free_standing[0]); });
     }
@@ -666,8 +677,7 @@ static void run_after_frame_end(uint32_t workers) {
     std::array<stamp, 2> first{}, later{};
     kiln_frame_begin(main_ctx);
     kiln::task_group prerequisite(main_ctx), dependent(main_ctx);
-    for (stamp &s : first) prerequisite.run([&s](kiln_ctx *) { take_stamp(s); });
-    for (stamp &s : later) dependent.run_after({&prerequisite}, [&s](kiln_ctx *) { take_stamp(s); });
+    run_stamped_pair(prerequisite, dependent, first, later);
     kiln_frame_end(main_ctx);
     assert_after(later, first, "after frame end");
     dependent.wait();
@@ -799,7 +809,9 @@ static void isolated_wait(uint32_t workers, bool related_first) {
 }
 Test(cpp_jobs, isolated_wait_runs_no_unrelated_job) { isolated_wait(WORKERS, false); }
 Test(cpp_jobs, isolated_wait_runs_no_unrelated_job_related_first) { isolated_wait(WORKERS, true); }
-Test(cpp_jobs, isolated_wait_without_workers_reaches_its_jobs) { isolated_wait(KILN_NO_WORKERS, false); }
+Test(cpp_jobs, isolated_wait_without_workers_reaches_its_jobs) {
+    isolated_wait(KILN_NO_WORKERS, false);
+}
 
 // An isolated wait on jobs after another group: other threads run the prerequisites,
 // and without workers the waiter runs them itself rather than wait for ever.
@@ -807,8 +819,7 @@ static void isolated_wait_after(uint32_t workers) {
     start(workers);
     std::array<stamp, 2> first{}, later{};
     kiln::task_group prerequisite(main_ctx), dependent(main_ctx);
-    for (stamp &s : first) prerequisite.run([&s](kiln_ctx *) { take_stamp(s); });
-    for (stamp &s : later) dependent.run_after({&prerequisite}, [&s](kiln_ctx *) { take_stamp(s); });
+    run_stamped_pair(prerequisite, dependent, first, later);
     dependent.wait(kiln::isolate);
     assert_after(later, first, "isolated, after a group");
     prerequisite.wait();
