@@ -1,7 +1,7 @@
 // tests/headers_hpp.cpp — <kiln/kiln.hpp> compiles on its own with every warning as an
 // error (C++17 and C++20; with the other C++ compiler too, tests/meson.build) and works
 // when linked with the shared library: each owner, the allocators and containers, the pmr
-// resources, a typed pool and a typed handle table. Exits 0.
+// resources, a typed pool, a typed handle table and a task_group after another. Exits 0.
 #include <kiln/kiln.hpp>
 
 #include <cstdio>
@@ -62,6 +62,14 @@ int main() {
     targets.foreach([&](kiln::handle<enemy> seen, enemy &item) { visits += seen == alive && item.health == 0; });
     targets.parallel_for(ctx.get(), 0, [](kiln::handle<enemy>, enemy &item) { item.health = 1; });
     if (visits != 1 || targets.get(alive)->health != 1 || !targets.free(ctx.get(), alive)) return 10;
+    int order[2] = { 0, 0 }, step = 0;
+    {
+        kiln::task_group first(ctx.get()), then(ctx.get());
+        first.run([&](kiln_ctx *) { order[0] = ++step; });
+        then.run_after({&first}, [&](kiln_ctx *) { order[1] = ++step; });
+        then.wait(kiln::isolate);
+    }
+    if (order[0] != 1 || order[1] != 2) return 11;
     std::puts("check-headers-hpp: ok");
     return 0;
 }

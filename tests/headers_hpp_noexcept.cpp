@@ -1,6 +1,7 @@
 // tests/headers_hpp_noexcept.cpp — the C++ layer built with -fno-exceptions, as many
 // engines build: kiln/kiln.hpp compiles, and its owners, allocators, typed pool,
-// task_group and parallel_for work (allocation failure would abort instead of throw).
+// task_group (with run_after and the isolated wait) and parallel_for work (allocation
+// failure would abort instead of throw).
 #include <kiln/kiln.hpp>
 
 #include <atomic>
@@ -27,6 +28,10 @@ int main() {
         kiln::task_group group(ctx.get());
         for (int i = 0; i < 8; i++) group.run([&](kiln_ctx *) { ran++; });
         group.wait();
+        kiln::task_group after(ctx.get());
+        group.run([&](kiln_ctx *) { ran++; });
+        after.run_after({&group}, [&](kiln_ctx *) { ran++; });
+        after.wait(kiln::isolate);
         kiln::parallel_for(ctx.get(), 100, 0, [&](kiln_ctx *, std::size_t b, std::size_t e) {
             ran += (int)(e - b);
         });
@@ -39,5 +44,5 @@ int main() {
     sparks.foreach([&](kiln::handle<spark_item>, spark_item &s) { ran += s.lit; });
     sparks.parallel_for(ctx.get(), 0, [&](kiln::handle<spark_item>, spark_item &s) { ran += s.lit; });
     if (!sparks.free(ctx.get(), spark)) return 5;
-    return ran == 110 ? 0 : 4;
+    return ran == 112 ? 0 : 4;
 }

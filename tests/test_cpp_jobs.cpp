@@ -2,7 +2,9 @@
 // context a job gets, nested groups inside jobs, the destructor's wait, exceptions (the
 // first rethrown, the others counted, the group and later groups still working),
 // closures with non-trivial, large and over-aligned captures (each destructor runs
-// exactly once), frame end under a group's jobs, bad contexts and priorities, and
+// exactly once), frame end under a group's jobs, bad contexts and priorities, run_after
+// (chains, fan-out, fan-in, checked through stamps; prerequisites destroyed or throwing;
+// its refusals), isolated waits (which thread ran which job, never time), and
 // parallel_for coverage and exceptions; with workers and with KILN_NO_WORKERS.
 //
 // Criterion's assertions must run on the test's own thread, so a job records what it
@@ -14,6 +16,7 @@
 
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -21,6 +24,7 @@
 #include <new>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 extern "C" {
@@ -494,6 +498,335 @@ Test(cpp_jobs, background_job_context_throws_bad_alloc) {
     cr_assert_eq(count_items(rec, KILN_LOGITEM_JOB_BACKGROUND_FRAME_ALLOC), 1, "log:%s",
                  recorded_summary(rec));
 }
+
+// ---------- run_after and isolated waits ----------
+
+namespace {
+
+// Every job takes a stamp when it starts and when it ends: a job after another starts
+// after the other ended.
+std::atomic<uint32_t> clock_tick{0};
+
+struct stamp {
+    uint32_t begin = 0, end = 0;
+};
+
+void busy_ns(uint64_t ns) {
+    auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(ns);
+    while (std::chrono::steady_clock::now() < until) {}
+}
+
+void take_stamp(stamp &s) {
+    s.begin = clock_tick.fetch_add(1) + 1;
+    busy_ns(20000);
+    s.end = clock_tick.fetch_add(1) + 1;
+}
+
+// Every stamp of later begins after every stamp of earlier ended.
+template <size_t N, size_t M>
+void assert_after(const std::array<stamp, N> &later, const std::array<stamp, M> &earlier,
+                  const char *what) {
+    for (size_t i = 0; i < N; i++) {
+        cr_assert_neq(later[i].end, 0u, "%s: job %zu ran", what, i);
+        for (size_t p = 0; p < M; p++)
+            cr_assert_gt(later[i].begin, earlier[p].end, "%s: job %zu began before job %zu of "
+                         "its prerequisite ended", what, i, p);
+    }
+}
+
+// A stamping job on prerequisite for each of first, and one on dependent after it for
+// each of later.
+template <size_t N, size_t M>
+void run_stamped_pair(kiln::task_group &prerequisite, kiln::task_group &dependent,
+                      std::array<stamp, N> &first, std::array<stamp, M> &later) {
+    for (stamp &s : first) prerequisite.run([&s](kiln_ctx *) { take_stamp(s); });
+    for (stamp &s : later)
+        dependent.run_after({&prerequisite}, [&s](kiln_ctx *) { take_stamp(s); });
+}
+
+} // namespace
+
+// A -> B -> C, three jobs each, C waited for first: its wait runs the whole chain.
+static void chain(uint32_t workers) {
+    start(workers);
+    std::array<stamp, 3> a{}, b{}, c{};
+    kiln::task_group ga(main_ctx), gb(main_ctx), gc(main_ctx);
+    for (stamp &s : a) ga.run([&s](kiln_ctx *) { take_stamp(s); });
+    for (stamp &s : b) gb.run_after({&ga}, [&s](kiln_ctx *) { take_stamp(s); });
+    for (stamp &s : c) gc.run_after({gb}, [&s](kiln_ctx *) { take_stamp(s); });   // by reference
+    gc.wait();
+    assert_after(c, b, "C after B");
+    assert_after(b, a, "B after A");
+    gb.wait();   // done already: return at once
+    ga.wait();
+    assert_no_log();
+}
+Test(cpp_jobs, run_after_chain) { chain(WORKERS); }
+Test(cpp_jobs, run_after_chain_no_workers) { chain(KILN_NO_WORKERS); }
+
+// Fan-out: several groups after one; fan-in: one group after two groups and a raw
+// counter that a C kiln_run counts on.
+static void fan_out_fan_in(uint32_t workers) {
+    start(workers);
+    std::array<stamp, 4> root{};
+    std::array<std::array<stamp, 1>, 3> branch{};
+    std::array<stamp, 2> joined{};
+    std::array<stamp, 1> raw{};
+    kiln::task_group roots(main_ctx), joins(main_ctx);
+    std::array<std::unique_ptr<kiln::task_group>, 3> branches;
+    for (stamp &s : root) roots.run([&s](kiln_ctx *) { take_stamp(s); });
+    for (size_t i = 0; i < branches.size(); i++) {
+        branches[i] = std::make_unique<kiln::task_group>(main_ctx);
+        stamp *s = &branch[i][0];
+        branches[i]->run_after({&roots}, [s](kiln_ctx *) { take_stamp(*s); });
+    }
+    kiln_counter raw_done{};
+    kiln_job raw_job{[](kiln_ctx *, void *arg) { take_stamp(*static_cast<stamp *>(arg)); },
+                     &raw[0]};
+    kiln_run(main_ctx, &raw_job, 1, &raw_done);
+    for (stamp &s : joined)
+        joins.run_after({branches[0].get(), *branches[1], branches[2].get(), &raw_done},
+                        [&s](kiln_ctx *) { take_stamp(s); });
+    joins.wait();
+    for (size_t i = 0; i < branches.size(); i++) {
+        assert_after(branch[i], root, "branch after the roots");
+        assert_after(joined, branch[i], "joined after a branch");
+    }
+    assert_after(joined, raw, "joined after the raw counter");
+    for (auto &g : branches) g->wait();
+    roots.wait();
+    kiln_wait(main_ctx, &raw_done);
+    assert_no_log();
+}
+Test(cpp_jobs, run_after_fan_out_fan_in) { fan_out_fan_in(WORKERS); }
+Test(cpp_jobs, run_after_fan_out_fan_in_no_workers) { fan_out_fan_in(KILN_NO_WORKERS); }
+
+// A prerequisite group destroyed while jobs wait on it: its destructor waits for its
+// jobs, which makes the dependents runnable, so they run after it and nothing dangles.
+// A group that never ran (or was waited for) counts as done.
+static void prerequisite_destroyed_first(uint32_t workers) {
+    start(workers);
+    std::array<stamp, 3> first{};
+    std::array<stamp, 2> later{};
+    std::array<stamp, 1> free_standing{};
+    kiln::task_group dependents(main_ctx);
+    {
+        kiln::task_group prerequisite(main_ctx);
+        run_stamped_pair(prerequisite, dependents, first, later);
+        kiln::task_group idle(main_ctx);
+        dependents.run_after({&idle}, [&](kiln_ctx *) { take_stamp(free_standing[0]); });
+    }
+    dependents.wait();
+    assert_after(later, first, "after a destroyed group");
+    cr_assert_neq(free_standing[0].end, 0u, "a job after a group without jobs ran");
+    assert_no_log();
+}
+Test(cpp_jobs, run_after_prerequisite_destroyed_first) { prerequisite_destroyed_first(WORKERS); }
+Test(cpp_jobs, run_after_prerequisite_destroyed_first_no_workers) {
+    prerequisite_destroyed_first(KILN_NO_WORKERS);
+}
+
+// A prerequisite that throws still finishes: the dependent runs, the exception is
+// rethrown by the prerequisite's wait() only, and each closure is destroyed once.
+static void run_after_exceptions(uint32_t workers) {
+    start(workers);
+    tracked::reset();
+    std::atomic<int> calls{0};
+    bool dependent_ran = false;
+    {
+        kiln::task_group prerequisite(main_ctx), dependent(main_ctx);
+        prerequisite.run([t = tracked(&calls)](kiln_ctx *) {
+            (*t.calls)++;
+            throw std::runtime_error("prerequisite");
+        });
+        dependent.run_after({&prerequisite}, [t = tracked(&calls), &dependent_ran](kiln_ctx *) {
+            (*t.calls)++;
+            dependent_ran = true;
+        });
+        dependent.wait();   // rethrows nothing: its own job did not throw
+        cr_assert(dependent_ran);
+        bool caught = false;
+        try {
+            prerequisite.wait();
+        } catch (const std::runtime_error &) {
+            caught = true;
+        }
+        cr_assert(caught, "the prerequisite's wait() rethrew its job's exception");
+        // A dependent that throws, under an isolated wait.
+        dependent.run_after({&prerequisite}, [](kiln_ctx *) { throw 11; });
+        int thrown = 0;
+        try {
+            dependent.wait(kiln::isolate);
+        } catch (int v) {
+            thrown = v;
+        }
+        cr_assert_eq(thrown, 11);
+    }
+    cr_assert_eq(calls.load(), 2);
+    cr_assert_eq(tracked::alive(), 0, "constructed %ld, destroyed %ld",
+                 tracked::constructed.load(), tracked::destroyed.load());
+    assert_no_job_failures();
+    assert_no_log();
+}
+Test(cpp_jobs, run_after_exceptions) { run_after_exceptions(WORKERS); }
+Test(cpp_jobs, run_after_exceptions_no_workers) { run_after_exceptions(KILN_NO_WORKERS); }
+
+// Frame end waits for a group's jobs that still wait for their prerequisites.
+static void run_after_frame_end(uint32_t workers) {
+    start(workers);
+    std::array<stamp, 2> first{}, later{};
+    kiln_frame_begin(main_ctx);
+    kiln::task_group prerequisite(main_ctx), dependent(main_ctx);
+    run_stamped_pair(prerequisite, dependent, first, later);
+    kiln_frame_end(main_ctx);
+    assert_after(later, first, "after frame end");
+    dependent.wait();
+    prerequisite.wait();
+    assert_no_log();
+}
+Test(cpp_jobs, run_after_frame_end) { run_after_frame_end(WORKERS); }
+Test(cpp_jobs, run_after_frame_end_no_workers) { run_after_frame_end(KILN_NO_WORKERS); }
+
+// ---------- run_after: bad input ----------
+
+// An empty list is no dependency: run(f), nothing logged.
+Test(cpp_jobs, run_after_empty_list_runs_at_once) {
+    start(WORKERS);
+    std::atomic<int> ran{0};
+    kiln::task_group g(main_ctx);
+    g.run_after({}, [&ran](kiln_ctx *) { ran++; });
+    g.run_after({}, [&ran](kiln_ctx *) { ran++; }, KILN_PRIORITY_HIGH);
+    g.wait();
+    cr_assert_eq(ran.load(), 2);
+    assert_no_log();
+}
+
+static uint64_t api_errors() {
+    kiln_stats stats{};
+    kiln_stats_get(rt, &stats);
+    return stats.api_errors;
+}
+
+// Refused: f never runs, its closure is destroyed at once (not only at the wait), kiln
+// logs the item once and counts it as misuse, and the group works on, waits included.
+Test(cpp_jobs, run_after_refusals) {
+    start(WORKERS);
+    tracked::reset();
+    std::atomic<int> calls{0};
+    kiln::task_group g(main_ctx), other(main_ctx);
+    const kiln::task_group *no_group = nullptr;
+    const kiln_counter *no_counter = nullptr;
+    other.run([&calls](kiln_ctx *) { calls++; });
+    uint64_t errors = api_errors();
+    struct refusal {
+        const char   *what;
+        kiln_log_item item;
+    };
+    const refusal cases[] = {
+        {"after itself", KILN_LOGITEM_JOB_AFTER_CYCLE},
+        {"after itself by reference, among others", KILN_LOGITEM_JOB_AFTER_CYCLE},
+        {"a null group", KILN_LOGITEM_JOB_AFTER_NULL_ENTRY},
+        {"a null counter", KILN_LOGITEM_JOB_AFTER_NULL_ENTRY},
+        {"a bad priority", KILN_LOGITEM_JOB_BAD_PRIORITY},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        g.run([&calls](kiln_ctx *) { calls++; });   // g has a job not waited for
+        auto f = [t = tracked(&calls)](kiln_ctx *) { (*t.calls) += 1000; };
+        switch (i) {
+        case 0: g.run_after({&g}, std::move(f)); break;
+        case 1: g.run_after({&other, g}, std::move(f)); break;
+        case 2: g.run_after({&other, no_group}, std::move(f)); break;
+        case 3: g.run_after({no_counter}, std::move(f)); break;
+        default: g.run_after({&other}, std::move(f), static_cast<kiln_priority>(7)); break;
+        }
+        cr_assert_eq(tracked::alive(), 1, "%s: the refused closure was destroyed at once "
+                     "(the moved-from one lives on)", cases[i].what);
+        cr_assert_eq(count_items(rec, cases[i].item), 1, "%s: log:%s", cases[i].what,
+                     recorded_summary(rec));
+        cr_assert_eq(recorded_count(rec), 1, "%s: log:%s", cases[i].what, recorded_summary(rec));
+        cr_assert_eq(api_errors(), errors + i + 1, "%s: counted as misuse", cases[i].what);
+        recording_log_clear(rec);
+        g.wait();   // returns: the refused job is not counted
+    }
+    other.wait();
+    cr_assert_eq(calls.load(), 1 + 5, "no refused job ran");
+    cr_assert_eq(tracked::alive(), 0);
+    // The group works on, after other groups too.
+    g.run_after({&other}, [&calls](kiln_ctx *) { calls++; });
+    g.wait();
+    cr_assert_eq(calls.load(), 7);
+    assert_no_job_failures();
+    assert_no_log();
+}
+
+// ---------- isolated waits ----------
+
+// Which thread ran what: an unrelated job records whether it ran on the main thread while
+// the main thread was inside its isolated wait (as tests/test_job_graph.c does).
+namespace {
+std::thread::id       main_thread;
+std::atomic<bool>     in_isolated_wait;
+std::atomic<unsigned> unrelated_on_waiter, unrelated_ran, related_ran, related_children;
+}
+
+static void isolated_wait(uint32_t workers, bool related_first) {
+    start(workers);
+    main_thread = std::this_thread::get_id();
+    in_isolated_wait = false;
+    unrelated_on_waiter = unrelated_ran = related_ran = related_children = 0;
+    constexpr unsigned UNRELATED = 8, RELATED = 10;
+    kiln::task_group unrelated(main_ctx), related(main_ctx);
+    auto unrelated_job = [](kiln_ctx *) {
+        if (std::this_thread::get_id() == main_thread && in_isolated_wait) unrelated_on_waiter++;
+        busy_ns(1000000);
+        unrelated_ran++;
+    };
+    // A short job with a nested group of its own, waited for inside the job (a nested
+    // wait, which keeps the isolation on the waiter).
+    auto related_job = [](kiln_ctx *ctx) {
+        busy_ns(10000);
+        kiln::task_group children(ctx);
+        for (int i = 0; i < 3; i++) children.run([](kiln_ctx *) { related_children++; });
+        children.wait();
+        related_ran++;
+    };
+    if (related_first)
+        for (unsigned i = 0; i < RELATED; i++) related.run(related_job);
+    for (unsigned i = 0; i < UNRELATED / 2; i++) unrelated.run(unrelated_job);
+    if (!related_first)
+        for (unsigned i = 0; i < RELATED; i++) related.run(related_job);
+    for (unsigned i = 0; i < UNRELATED / 2; i++) unrelated.run(unrelated_job);
+    in_isolated_wait = true;
+    related.wait(kiln::isolate);
+    in_isolated_wait = false;
+    cr_assert_eq(related_ran.load(), RELATED);
+    cr_assert_eq(related_children.load(), 3 * RELATED);
+    cr_assert_eq(unrelated_on_waiter.load(), 0u, "an unrelated job ran on the waiting thread");
+    unrelated.wait();
+    cr_assert_eq(unrelated_ran.load(), UNRELATED);
+    related.wait(kiln::isolate);   // nothing since the last wait: returns at once
+    assert_no_log();
+}
+Test(cpp_jobs, isolated_wait_runs_no_unrelated_job) { isolated_wait(WORKERS, false); }
+Test(cpp_jobs, isolated_wait_runs_no_unrelated_job_related_first) { isolated_wait(WORKERS, true); }
+Test(cpp_jobs, isolated_wait_without_workers_reaches_its_jobs) {
+    isolated_wait(KILN_NO_WORKERS, false);
+}
+
+// An isolated wait on jobs after another group: other threads run the prerequisites,
+// and without workers the waiter runs them itself rather than wait for ever.
+static void isolated_wait_after(uint32_t workers) {
+    start(workers);
+    std::array<stamp, 2> first{}, later{};
+    kiln::task_group prerequisite(main_ctx), dependent(main_ctx);
+    run_stamped_pair(prerequisite, dependent, first, later);
+    dependent.wait(kiln::isolate);
+    assert_after(later, first, "isolated, after a group");
+    prerequisite.wait();
+    assert_no_log();
+}
+Test(cpp_jobs, isolated_wait_after_a_group) { isolated_wait_after(WORKERS); }
+Test(cpp_jobs, isolated_wait_after_a_group_no_workers) { isolated_wait_after(KILN_NO_WORKERS); }
 
 // ---------- parallel_for ----------
 

@@ -1,6 +1,7 @@
 // kiln/jobs.hpp — lambda jobs for C++17 over kiln/jobs.h: kiln::task_group runs callables
-// as jobs and rethrows the first exception one threw; kiln::parallel_for runs a callable
-// over ranges. Header-only; the C library does the scheduling.
+// as jobs (at once, or after other groups: run_after) and rethrows the first exception one
+// threw; kiln::parallel_for runs a callable over ranges. Header-only; the C library does
+// the scheduling.
 //
 // Exceptions never cross kiln's C frames: every job and range runs through a noexcept
 // trampoline that catches everything, keeps the first exception (std::exception_ptr) and
@@ -14,6 +15,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <exception>
+#include <initializer_list>
 #include <memory>
 #include <new>
 #include <type_traits>
@@ -114,6 +116,34 @@ inline std::atomic<std::size_t> &destructor_drops() noexcept {
 
 } // namespace detail
 
+// The tag of task_group::wait(kiln::isolate): an isolated wait (kiln_wait_ex with
+// .isolate, see "Isolated waits" in kiln/jobs.h).
+struct isolate_t {
+    explicit constexpr isolate_t() = default;
+};
+inline constexpr isolate_t isolate{};
+
+class task_group;
+
+// One prerequisite of task_group::run_after: a task_group (its jobs not yet waited for)
+// or a raw kiln_counter (the jobs a kiln_run counts on it). Converts implicitly, so a
+// braced list mixes them: g.run_after({&physics, animation, &loads}, f). A null pointer
+// is a NULL entry, which kiln refuses (JOB_AFTER_NULL_ENTRY). It holds the counter's
+// address only: what it names must outlive the run_after call (and more, see there).
+class prerequisite {
+public:
+    prerequisite(const task_group &group) noexcept;   // defined after task_group
+    prerequisite(const task_group *group) noexcept;
+    prerequisite(const kiln_counter &counter) noexcept : counter_(&counter) {}
+    prerequisite(const kiln_counter *counter) noexcept : counter_(counter) {}
+
+    // The counter kiln waits for; null for a null pointer.
+    const kiln_counter *counter() const noexcept { return counter_; }
+
+private:
+    const kiln_counter *counter_;
+};
+
 // A group of jobs that run callables, like oneTBB's task_group:
 //
 //     kiln::task_group g(ctx);
@@ -149,9 +179,9 @@ inline std::atomic<std::size_t> &destructor_drops() noexcept {
 // allocation there with KILN_DEBUG_CHECKS, JOB_BACKGROUND_FRAME_ALLOC, and run() then
 // throws std::bad_alloc, see below).
 //
-// Threads: construct, run(), wait() and destroy on the thread of the context given (a
-// job may make a task_group of its own with the ctx it was given: nested groups are
-// fine, since kiln_wait runs other jobs meanwhile). Never wait on a group from one of its
+// Threads: construct, run(), run_after(), wait() and destroy on the thread of the context
+// given (a job may make a task_group of its own with the ctx it was given: nested groups
+// are fine, since kiln_wait runs other jobs meanwhile). Never wait on a group from one of its
 // own jobs: that job is among those waited for, so the wait never returns (kiln cannot
 // tell that job from any other, and says nothing). exceptions_dropped() from any thread.
 //
@@ -172,9 +202,10 @@ public:
     // Waits for every job not yet waited for (kiln_wait, running jobs meanwhile), never
     // throws: a first exception that no wait() rethrew is dropped and counted in
     // dropped_at_destruction(). Runs during unwinding too, so an exception leaving the
-    // scope waits for the jobs that may reference its locals.
+    // scope waits for the jobs that may reference its locals. That wait also keeps a
+    // group that others run_after alive until their jobs are runnable (see run_after).
     ~task_group() {
-        drain();
+        drain(false);
         if (slot_.pending()) {
             slot_.take();
             detail::destructor_drops().fetch_add(1, std::memory_order_relaxed);
@@ -195,7 +226,7 @@ public:
     // The thread of the group's context.
     template <class F>
     void run(F &&f) {
-        submit(std::forward<F>(f), KILN_PRIORITY_NORMAL);
+        submit(std::forward<F>(f), KILN_PRIORITY_NORMAL, {});
     }
 
     // run() at a priority (KILN_PRIORITY_HIGH: every thread looking for work takes it
@@ -206,7 +237,45 @@ public:
     // guaranteed; and a background job may outlive the frame memory the closure lives in.
     template <class F>
     void run(F &&f, kiln_priority priority) {
-        submit(std::forward<F>(f), priority);
+        submit(std::forward<F>(f), priority, {});
+    }
+
+    // run() whose job becomes runnable once the jobs of every prerequisite have finished
+    // (kiln_run_desc.after, see "Dependencies" in kiln/jobs.h): of each group, its jobs
+    // not yet waited for at the time of the call; of each counter, the jobs counted on it
+    // then. A prerequisite with none (a group just waited for, or one that never ran)
+    // counts as done. Chains, fan-out (several run_after on one group) and fan-in (one
+    // after several) all work; no thread blocks meanwhile, and wait() or the destructor
+    // of this group waits for the job too, as does frame end.
+    //     physics.run(step);  animation.run(pose);
+    //     skinning.run_after({&physics, &animation}, [&](kiln_ctx *) { skin(); });
+    // - A prerequisite whose job threw still finished: the job runs; the exception is
+    //   rethrown by the prerequisite's own wait(), not by this group's.
+    // - An empty list is no dependency: run(f, priority). The list is read during the
+    //   call only (copied into frame memory next to the closure).
+    // - Lifetime: every prerequisite must stay alive, and get no new job, until the job
+    //   is runnable. A task_group prerequisite keeps that by itself when it is destroyed:
+    //   its destructor waits for its jobs, and a wait on a counter returns only once the
+    //   jobs waiting on it are runnable. So does its wait(): run() on it again after its
+    //   wait(), not before (the new job would count for this one too; with
+    //   KILN_DEBUG_CHECKS kiln logs COUNTER_REUSED_WAITING). A raw kiln_counter is the
+    //   caller's to keep so, as in C.
+    // - Refused, f destroyed without being called and nothing submitted (kiln logs it,
+    //   counted in api_errors): this group itself in the list (its job would wait for
+    //   itself: JOB_AFTER_CYCLE), a null entry (JOB_AFTER_NULL_ENTRY), a priority that is
+    //   no kiln_priority (JOB_BAD_PRIORITY). Cycles through other groups are not seen:
+    //   their jobs never run, and a wait on either group never returns.
+    // - Two refusals the layer cannot foresee leave f neither called nor destroyed (its
+    //   frame memory is reclaimed at frame end, what it owns is not): a prerequisite
+    //   (group or counter) whose unfinished jobs are another runtime's
+    //   (JOB_AFTER_FOREIGN), and no heap memory for kiln's record of the call
+    //   (JOB_OUT_OF_MEMORY). kiln_run_ex returns nothing to tell them by.
+    // - The frame allocation refused, or f's copy throwing: as run().
+    // The thread of the group's context; a prerequisite may be another thread's group.
+    template <class F>
+    void run_after(std::initializer_list<prerequisite> after, F &&f,
+                   kiln_priority priority = KILN_PRIORITY_NORMAL) {
+        submit(std::forward<F>(f), priority, after);
     }
 
     // Runs jobs (this group's, and any others kiln hands this thread) until every job
@@ -215,10 +284,21 @@ public:
     // empty and may run() again. Without jobs since the last wait, returns at once.
     // The thread of the group's context.
     void wait() {
-        drain();
-#if defined(__cpp_exceptions)
-        if (std::exception_ptr first = slot_.take()) std::rethrow_exception(first);
-#endif
+        drain(false);
+        rethrow();
+    }
+
+    // wait(), isolated (kiln_wait_ex with .isolate): meanwhile this thread runs only the
+    // group's jobs, what they submit while it runs them (their own nested groups
+    // included), and jobs pinned to its context, never an unrelated job that sits on a
+    // deque (a wait for a short batch does not turn into a long one). Jobs of the group
+    // that wait for prerequisites of other groups (run_after) are left to other threads
+    // while those run; with KILN_NO_WORKERS it runs any job it reaches once none of its
+    // own is runnable (see "Isolated waits" in kiln/jobs.h). Rethrows as wait() does.
+    // The thread of the group's context.
+    void wait(isolate_t) {
+        drain(true);
+        rethrow();
     }
 
     // Exceptions the group's jobs threw that wait() did not rethrow: every one after the
@@ -236,13 +316,23 @@ public:
     kiln_ctx *context() const noexcept { return ctx_; }
 
 private:
+    friend class prerequisite;
+
+    // One job of f, after the prerequisites in after (none: at once). The after array
+    // follows the record in the same frame allocation.
     template <class F>
-    void submit(F &&f, kiln_priority priority) {
+    void submit(F &&f, kiln_priority priority, std::initializer_list<prerequisite> after) {
         using fn_type = std::decay_t<F>;
         using record = detail::job_record<fn_type>;
+        using entry = const kiln_counter *;
         static_assert(std::is_invocable_v<fn_type &, kiln_ctx *>,
                       "kiln::task_group::run: f must be callable as f(kiln_ctx *)");
-        void *memory = (kiln_frame_alloc)(ctx_, sizeof(record), alignof(record));
+        constexpr std::size_t list_at =
+            (sizeof(record) + alignof(entry) - 1) / alignof(entry) * alignof(entry);
+        constexpr std::size_t align = alignof(record) > alignof(entry) ? alignof(record)
+                                                                       : alignof(entry);
+        std::size_t bytes = after.size() ? list_at + after.size() * sizeof(entry) : sizeof(record);
+        void *memory = (kiln_frame_alloc)(ctx_, bytes, align);
         if (!memory) {
 #if defined(__cpp_exceptions)
             throw std::bad_alloc();
@@ -252,24 +342,49 @@ private:
         }
         record *r = ::new (memory) record(&slot_, std::forward<F>(f));
         kiln_job job{&record::call, r};
-        if (priority == KILN_PRIORITY_NORMAL) {
+        if (priority == KILN_PRIORITY_NORMAL && after.size() == 0) {
             kiln_run(ctx_, &job, 1, &counter_);
-        } else {
-            kiln_run_desc desc{};
-            desc.priority = priority;
-            kiln_run_ex(ctx_, &job, 1, &counter_, &desc);
-            if (priority != KILN_PRIORITY_HIGH) {   // refused as documented: never runs
-                record::destroy(r);
-                return;
+            submitted_ = true;
+            return;
+        }
+        // The refusals kiln_run_ex makes that this call can tell (see run and run_after).
+        bool refused = priority != KILN_PRIORITY_NORMAL && priority != KILN_PRIORITY_HIGH;
+        kiln_run_desc desc{};
+        desc.priority = priority;
+        if (after.size()) {
+            entry *list = reinterpret_cast<entry *>(static_cast<unsigned char *>(memory) + list_at);
+            std::size_t n = 0;
+            for (const prerequisite &p : after) {
+                ::new (static_cast<void *>(list + n++)) entry(p.counter());
+                refused = refused || !p.counter() || p.counter() == &counter_;
             }
+            desc.after = list;
+            desc.after_count = static_cast<uint32_t>(n);   // a braced list: far below 2^32
+        }
+        kiln_run_ex(ctx_, &job, 1, &counter_, &desc);
+        if (refused) {   // logged by kiln: never runs
+            record::destroy(r);
+            return;
         }
         submitted_ = true;
     }
 
-    void drain() noexcept {
+    void drain(bool isolate) noexcept {
         if (!submitted_) return;
-        kiln_wait(ctx_, &counter_);
+        if (isolate) {
+            kiln_wait_desc desc{};
+            desc.isolate = true;
+            kiln_wait_ex(ctx_, &counter_, &desc);
+        } else {
+            kiln_wait(ctx_, &counter_);
+        }
         submitted_ = false;
+    }
+
+    void rethrow() {
+#if defined(__cpp_exceptions)
+        if (std::exception_ptr first = slot_.take()) std::rethrow_exception(first);
+#endif
     }
 
     kiln_ctx             *ctx_;
@@ -277,6 +392,10 @@ private:
     bool                  submitted_ = false;   // jobs run since the last wait
     detail::exception_slot slot_;
 };
+
+inline prerequisite::prerequisite(const task_group &group) noexcept : counter_(&group.counter_) {}
+inline prerequisite::prerequisite(const task_group *group) noexcept
+    : counter_(group ? &group->counter_ : nullptr) {}
 
 // Calls f(range_ctx, begin, end) over disjoint ranges that cover [0, count) exactly once,
 // in parallel (kiln_parallel_for: ranges split by halving down to grain indices; grain
