@@ -38,7 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "harness.h"
 #include "jobs_common.h"
@@ -56,7 +55,6 @@ void  jb_tbb_sum(void *handle, const float *data, size_t n, size_t grain);
 /* ---- Sizes ------------------------------------------------------------------------ */
 
 #define J1_BATCH   64
-#define MAX_PHASES 8
 
 typedef struct run_size {
     int    rounds;           /* measured rounds per workload, after one warm-up round */
@@ -555,55 +553,16 @@ static void phase_close(phase *ph) {
 
 /* ---- main ------------------------------------------------------------------------------ */
 
-static void usage(void) {
-    fprintf(stderr, "usage: jobs_bench [--quick] [--only j1|j2|j3|j4] [--threads 1,2,4] [--kiln-only]\n");
-    exit(2);
-}
-
 int main(int argc, char **argv) {
-    const run_size *size = &full_run;
-    const char *only = NULL;
-    int threads[MAX_PHASES], phases = 0;
-    cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cpus < 1) cpus = 1;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) {
-            size = &quick_run;
-            quick = true;
-        } else if (strcmp(argv[i], "--kiln-only") == 0) {
-            kiln_only = true;
-        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
-            only = argv[++i];
-            if (strcmp(only, "j1") && strcmp(only, "j2") && strcmp(only, "j3") && strcmp(only, "j4"))
-                usage();
-        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-            for (char *p = argv[++i], *end; *p && phases < MAX_PHASES; p = *end ? end + 1 : end) {
-                long t = strtol(p, &end, 10);
-                if (end == p || t < 1 || t > 256 || (*end && *end != ',')) usage();
-                threads[phases++] = (int)t;
-            }
-        } else {
-            usage();
-        }
-    }
-    if (phases == 0) {
-        threads[phases++] = 1;
-        threads[phases++] = 2;
-        if (2 * cpus > 2) threads[phases++] = (int)(2 * cpus);
-    }
-    printf("kiln jobs_bench (%s run), %ld online CPUs; peers:", quick ? "quick" : "full", cpus);
-#ifdef BENCH_HAVE_OPENMP
-    printf(" OpenMP %d (libgomp)", _OPENMP);
-#else
-    printf(" OpenMP not found at configure time");
-#endif
-#ifdef BENCH_HAVE_TBB
-    printf(", oneTBB");
-#else
-    printf(", oneTBB not found at configure time");
-#endif
-    printf("%s\n", kiln_only ? " (all skipped: --kiln-only)" : "");
-    bench_print_load();
+    static const char *const names[] = { "j1", "j2", "j3", "j4", NULL };
+    jobs_options opt;
+    jobs_options_parse(&opt, argc, argv, "jobs_bench", names);
+    const run_size *size = opt.quick ? &quick_run : &full_run;
+    const char *only = opt.only;
+    const int *threads = opt.threads, phases = opt.phases;
+    quick = opt.quick;
+    kiln_only = opt.kiln_only;
+    cpus = opt.cpus;
 
     /* J3's input: whole numbers 1..16 as floats, from a fixed seed. */
     size_t data_n = size->j3_n > size->j3_n_fine ? size->j3_n : size->j3_n_fine;

@@ -5,12 +5,68 @@
 #include "jobs_common.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifdef BENCH_HAVE_OPENMP
 #  include <omp.h>
 #endif
+
+static void usage(const char *program, const char *const *names) {
+    fprintf(stderr, "usage: %s [--quick] [--only ", program);
+    for (int i = 0; names[i]; i++) fprintf(stderr, "%s%s", i ? "|" : "", names[i]);
+    fprintf(stderr, "] [--threads 1,2,4] [--kiln-only]\n");
+    exit(2);
+}
+
+void jobs_options_parse(jobs_options *o, int argc, char **argv, const char *program,
+                        const char *const *names) {
+    memset(o, 0, sizeof *o);
+    o->cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    if (o->cpus < 1) o->cpus = 1;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--quick") == 0) {
+            o->quick = true;
+        } else if (strcmp(argv[i], "--kiln-only") == 0) {
+            o->kiln_only = true;
+        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+            o->only = argv[++i];
+            int k = 0;
+            while (names[k] && strcmp(names[k], o->only) != 0) k++;
+            if (!names[k]) usage(program, names);
+        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            for (char *p = argv[++i], *end; *p && o->phases < JOBS_MAX_PHASES;
+                 p = *end ? end + 1 : end) {
+                long t = strtol(p, &end, 10);
+                if (end == p || t < 1 || t > 256 || (*end && *end != ',')) usage(program, names);
+                o->threads[o->phases++] = (int)t;
+            }
+        } else {
+            usage(program, names);
+        }
+    }
+    if (o->phases == 0) {
+        o->threads[o->phases++] = 1;
+        o->threads[o->phases++] = 2;
+        if (2 * o->cpus > 2) o->threads[o->phases++] = (int)(2 * o->cpus);
+    }
+    printf("kiln %s (%s run), %ld online CPUs; peers:", program, o->quick ? "quick" : "full",
+           o->cpus);
+#ifdef BENCH_HAVE_OPENMP
+    printf(" OpenMP %d (libgomp)", _OPENMP);
+#else
+    printf(" OpenMP not found at configure time");
+#endif
+#ifdef BENCH_HAVE_TBB
+    printf(", oneTBB");
+#else
+    printf(", oneTBB not found at configure time");
+#endif
+    printf("%s\n", o->kiln_only ? " (all skipped: --kiln-only)" : "");
+    bench_print_load();
+}
 
 void jobs_side_open(jobs_side *side, int threads, long cpus, bool kiln_only) {
     memset(side, 0, sizeof *side);

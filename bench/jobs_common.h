@@ -14,6 +14,26 @@
 
 #include "harness.h"
 
+/* ---- The command line ------------------------------------------------------------------ */
+
+#define JOBS_MAX_PHASES 8
+
+typedef struct jobs_options {
+    bool        quick;       /* --quick: tiny sizes */
+    bool        kiln_only;   /* --kiln-only: no peer rows */
+    const char *only;        /* --only NAME: one workload; NULL: every one */
+    int         threads[JOBS_MAX_PHASES];   /* --threads LIST; default 1, 2, 2 x cpus */
+    int         phases;
+    long        cpus;        /* the online CPUs */
+} jobs_options;
+
+/* Parses [--quick] [--only NAME] [--threads 1,2,4] [--kiln-only]; names: the workloads
+ * --only accepts, NULL-terminated. Anything else prints the usage line of program and
+ * exits with status 2. Then prints the program's first line (the run, the CPUs, the
+ * peers compiled in) and the machine's load. */
+void jobs_options_parse(jobs_options *o, int argc, char **argv, const char *program,
+                        const char *const *names);
+
 /* ---- The oneTBB arena: bench/tbb_arena.cpp ---------------------------------------- */
 #ifdef BENCH_HAVE_TBB
 /* A tbb::global_control(max_allowed_parallelism, threads) and an initialised task_arena
