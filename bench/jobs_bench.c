@@ -1,7 +1,7 @@
 /* bench/jobs_bench.c — the job family of BENCH.md: J1 empty jobs, J2 fib, J3 parallel_for,
  * J4 a backlog of pinned jobs (kiln only),
  * kiln against OpenMP (gcc's libgomp) and oneTBB (bench/jobs_tbb.cpp, behind a C
- * interface), all in this process, rounds alternating kiln, OpenMP, oneTBB, ...
+ * interface; the set-up both job programs share: jobs_common.h), all in this process, rounds alternating kiln, OpenMP, oneTBB, ...
  *
  * Usage:
  *   jobs_bench [--quick] [--only j1|j2|j3] [--threads LIST] [--kiln-only]
@@ -17,7 +17,7 @@
  *
  * Fairness between rows in one process: every idle runtime's threads spin for a while
  * before they sleep (libgomp's for milliseconds), so every round of every row first
- * waits, untimed, until the process is quiet (settle()). Each row therefore starts its
+ * waits, untimed, until the process is quiet (jobs_settle(), jobs_common.h). Each row therefore starts its
  * rounds with its own workers asleep, and no row is timed against another's spinning.
  *
  * Figures: J1 ns per job, with one sample per batch of 64 (p99/max: the batch's own
@@ -38,22 +38,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "harness.h"
+#include "jobs_common.h"
 
-#ifdef BENCH_HAVE_OPENMP
-#  include <omp.h>
-#endif
-
-/* ---- The oneTBB side: bench/jobs_tbb.cpp (keep the two lists identical) ---------- */
+/* ---- The oneTBB side: bench/jobs_tbb.cpp (keep the two lists identical; its arena:
+ * jobs_common.h) */
 void  jb_empty(void);
 void  jb_range_add(const float *data, size_t begin, size_t end);
 #ifdef BENCH_HAVE_TBB
-void *jb_tbb_open(int threads, char *err, size_t err_size);
-void  jb_tbb_close(void *handle);
-int   jb_tbb_concurrency(void *handle);
 void  jb_tbb_j1(void *handle, int batches, int batch, uint64_t *stamps);
 long  jb_tbb_fib(void *handle, int n);
 void  jb_tbb_sum(void *handle, const float *data, size_t n, size_t grain);
@@ -62,7 +55,6 @@ void  jb_tbb_sum(void *handle, const float *data, size_t n, size_t grain);
 /* ---- Sizes ------------------------------------------------------------------------ */
 
 #define J1_BATCH   64
-#define MAX_PHASES 8
 
 typedef struct run_size {
     int    rounds;           /* measured rounds per workload, after one warm-up round */
@@ -165,36 +157,13 @@ static int64_t slots_total(int *threads) {
     return total;
 }
 
-/* ---- Quiet before every round ------------------------------------------------------ */
-
-static uint64_t process_cpu_ns(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
-/* Waits (at most 200 ms) until this process burns under 5 % of a CPU over 2 ms: every
- * runtime's idle threads have stopped spinning and sleep. */
-static void settle(void) {
-    for (int i = 0; i < 100; i++) {
-        uint64_t c0 = process_cpu_ns();
-        struct timespec pause = { 0, 2000000 };
-        nanosleep(&pause, NULL);
-        if (process_cpu_ns() - c0 < 100000) return;
-    }
-}
-
 /* ---- A phase: one thread count, one kiln runtime, one TBB arena --------------------- */
 
 enum impl { IMPL_KILN, IMPL_OMP, IMPL_OMP_STATIC, IMPL_TBB, IMPL_SEQ };
 
 typedef struct phase {
-    int             threads;
+    jobs_side       side;         /* the thread count, kiln's runtime, oneTBB's arena */
     const run_size *size;
-    kiln_runtime   *rt;
-    kiln_ctx       *ctx;
-    void           *tbb;          /* NULL: no oneTBB row (reason in tbb_skip) */
-    char            tbb_skip[200];
     uint64_t       *stamps;       /* J1: j1_batches + 1 */
     int             fib_n;        /* J2 */
     long            fib_expect;
@@ -216,7 +185,7 @@ typedef struct row {
 static void j1_kiln(phase *ph) {
     static kiln_job jobs[J1_BATCH];
     for (int i = 0; i < J1_BATCH; i++) jobs[i] = (kiln_job){ kiln_empty_job, NULL };
-    kiln_ctx *ctx = ph->ctx;
+    kiln_ctx *ctx = ph->side.ctx;
     uint64_t *t = ph->stamps;
     const int batches = ph->size->j1_batches;
     kiln_counter counter = { { 0, 0 } };
@@ -232,7 +201,7 @@ static void j1_kiln(phase *ph) {
 static void j1_omp(phase *ph) {
     uint64_t *t = ph->stamps;
     const int batches = ph->size->j1_batches;
-#pragma omp parallel num_threads(ph->threads)
+#pragma omp parallel num_threads(ph->side.threads)
 #pragma omp single
     {
         t[0] = bench_now_ns();
@@ -251,14 +220,14 @@ static void j1_omp(phase *ph) {
 static void j1_round(void *state, bench_series *s) {
     row *r = state;
     phase *ph = r->ph;
-    settle();
+    jobs_settle();
     switch (r->impl) {
     case IMPL_KILN: j1_kiln(ph); break;
 #ifdef BENCH_HAVE_OPENMP
     case IMPL_OMP: j1_omp(ph); break;
 #endif
 #ifdef BENCH_HAVE_TBB
-    case IMPL_TBB: jb_tbb_j1(ph->tbb, ph->size->j1_batches, J1_BATCH, ph->stamps); break;
+    case IMPL_TBB: jb_tbb_j1(ph->side.tbb, ph->size->j1_batches, J1_BATCH, ph->stamps); break;
 #endif
     default: bench_die("J1: no such row");
     }
@@ -309,25 +278,25 @@ static __attribute__((noinline)) long fib_seq(int n) {
 static void j2_round(void *state, bench_series *s) {
     row *r = state;
     phase *ph = r->ph;
-    settle();
+    jobs_settle();
     long result = -1;
     uint64_t t0 = bench_now_ns();
     switch (r->impl) {
     case IMPL_KILN: {
         fib_arg root = { ph->fib_n, 0 };
-        fib_job(ph->ctx, &root);   /* the root inline, as on every side */
+        fib_job(ph->side.ctx, &root);   /* the root inline, as on every side */
         result = root.result;
         break;
     }
 #ifdef BENCH_HAVE_OPENMP
     case IMPL_OMP:
-#pragma omp parallel num_threads(ph->threads)
+#pragma omp parallel num_threads(ph->side.threads)
 #pragma omp single
         result = fib_omp(ph->fib_n);
         break;
 #endif
 #ifdef BENCH_HAVE_TBB
-    case IMPL_TBB: result = jb_tbb_fib(ph->tbb, ph->fib_n); break;
+    case IMPL_TBB: result = jb_tbb_fib(ph->side.tbb, ph->fib_n); break;
 #endif
     case IMPL_SEQ: result = fib_seq(ph->fib_n); break;
     default: bench_die("J2: no such row");
@@ -347,11 +316,11 @@ static void j3_omp(const phase *ph, bool dynamic) {
     const float *data = ph->data;
     const size_t n = ph->n, grain = ph->grain, ranges = (n + grain - 1) / grain;
     if (dynamic) {
-#pragma omp parallel for num_threads(ph->threads) schedule(dynamic, 1)
+#pragma omp parallel for num_threads(ph->side.threads) schedule(dynamic, 1)
         for (size_t c = 0; c < ranges; c++)
             jb_range_add(data, c * grain, c * grain + grain < n ? c * grain + grain : n);
     } else {
-#pragma omp parallel for num_threads(ph->threads) schedule(static)
+#pragma omp parallel for num_threads(ph->side.threads) schedule(static)
         for (size_t c = 0; c < ranges; c++)
             jb_range_add(data, c * grain, c * grain + grain < n ? c * grain + grain : n);
     }
@@ -361,18 +330,18 @@ static void j3_omp(const phase *ph, bool dynamic) {
 static void j3_round(void *state, bench_series *s) {
     row *r = state;
     phase *ph = r->ph;
-    settle();
+    jobs_settle();
     for (int pass = 0; pass < ph->passes; pass++) {
         slots_reset();
         uint64_t t0 = bench_now_ns();
         switch (r->impl) {
-        case IMPL_KILN: kiln_parallel_for(ph->ctx, ph->n, ph->grain, kiln_range, (void *)ph->data); break;
+        case IMPL_KILN: kiln_parallel_for(ph->side.ctx, ph->n, ph->grain, kiln_range, (void *)ph->data); break;
 #ifdef BENCH_HAVE_OPENMP
         case IMPL_OMP: j3_omp(ph, true); break;
         case IMPL_OMP_STATIC: j3_omp(ph, false); break;
 #endif
 #ifdef BENCH_HAVE_TBB
-        case IMPL_TBB: jb_tbb_sum(ph->tbb, ph->data, ph->n, ph->grain); break;
+        case IMPL_TBB: jb_tbb_sum(ph->side.tbb, ph->data, ph->n, ph->grain); break;
 #endif
         default: bench_die("J3: no such row");
         }
@@ -387,58 +356,6 @@ static void j3_round(void *state, bench_series *s) {
 }
 
 /* ---- Tables --------------------------------------------------------------------------- */
-
-#define MAX_CTX 64
-
-typedef struct ctx_snapshot {
-    kiln_ctx_stats ctx[MAX_CTX];
-    size_t         count;
-} ctx_snapshot;
-
-static void snapshot(kiln_runtime *rt, ctx_snapshot *snap) {
-    size_t n = kiln_stats_contexts(rt, snap->ctx, MAX_CTX);
-    snap->count = n < MAX_CTX ? n : MAX_CTX;
-}
-
-/* kiln's per-context figures between two snapshots (the warm-up round included). */
-static void print_ctx_delta(const ctx_snapshot *before, const ctx_snapshot *after, int rounds) {
-    printf("kiln per context over its %d rounds (warm-up included; asleep: over the whole "
-           "workload, the peers' rounds too):\n", rounds + 1);
-    printf("  %-4s %-7s %14s %12s %8s %14s %10s\n", "ctx", "kind", "jobs run", "stolen", "stolen%",
-           "steal misses", "asleep ms");
-    uint64_t run_total = 0;
-    for (size_t i = after->count; i-- > 0;) run_total += after->ctx[i].jobs_run;
-    for (size_t i = before->count; i-- > 0;) run_total -= before->ctx[i].jobs_run;
-    for (size_t i = after->count; i-- > 0;) {   /* oldest first */
-        const kiln_ctx_stats *a = &after->ctx[i], *b = NULL;
-        for (size_t k = 0; k < before->count; k++)
-            if (before->ctx[k].id == a->id) b = &before->ctx[k];
-        kiln_ctx_stats zero = { 0 };
-        if (!b) b = &zero;
-        uint64_t run = a->jobs_run - b->jobs_run, stolen = a->jobs_stolen - b->jobs_stolen;
-        printf("  %-4u %-7s %14llu %12llu %7.1f%% %14llu %10.1f   (%.1f%% of the jobs)\n", a->id,
-               a->is_worker ? "worker" : "main", (unsigned long long)run,
-               (unsigned long long)stolen, run ? 100.0 * (double)stolen / (double)run : 0.0,
-               (unsigned long long)(a->steal_misses - b->steal_misses),
-               (double)(a->sleep_ns - b->sleep_ns) / 1e6,
-               run_total ? 100.0 * (double)run / (double)run_total : 0.0);
-    }
-}
-
-static double median_round_ms(const bench_series *s) {
-    size_t n = s->rounds;
-    if (n == 0) return 0;
-    double v[64];
-    if (n > 64) n = 64;
-    for (size_t i = 0; i < n; i++) v[i] = s->round_ns[i] / 1e6;
-    for (size_t i = 1; i < n; i++)   /* insertion sort: a handful of rounds */
-        for (size_t k = i; k > 0 && v[k - 1] > v[k]; k--) {
-            double t = v[k];
-            v[k] = v[k - 1];
-            v[k - 1] = t;
-        }
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 /* The rows every workload has: kiln, OpenMP (one or two), oneTBB; skipped ones noted. */
 static void add_rows(bench_workload *w, phase *ph, row *rows, bench_round_fn fn,
@@ -459,11 +376,11 @@ static void add_rows(bench_workload *w, phase *ph, row *rows, bench_round_fn fn,
     bench_add_skipped(w, omp_name, "OpenMP not found at configure time (dependency('openmp'))");
     (void)omp_static_name;
 #endif
-    if (ph->tbb) {
+    if (ph->side.tbb) {
         rows[n] = (row){ ph, IMPL_TBB, 0 };
         bench_add_entry(w, tbb_name, fn, &rows[n++]);
     } else {
-        bench_add_skipped(w, tbb_name, "%s", ph->tbb_skip);
+        bench_add_skipped(w, tbb_name, "%s", ph->side.tbb_skip);
     }
 }
 
@@ -477,23 +394,23 @@ static void j4_round(void *state, bench_series *s) {
     static kiln_job jobs[1024];
     for (int i = 0; i < 1024; i++) jobs[i] = (kiln_job){ kiln_empty_job, NULL };
     kiln_counter counter = { { 0, 0 } };
-    kiln_run_desc pin = { .pinned_to = ph->ctx };
+    kiln_run_desc pin = { .pinned_to = ph->side.ctx };
     uint64_t t0 = bench_now_ns();
     for (size_t done = 0; done < ph->n; done += 1024)
-        kiln_run_ex(ph->ctx, jobs, ph->n - done < 1024 ? ph->n - done : 1024, &counter, &pin);
-    kiln_wait(ph->ctx, &counter);
+        kiln_run_ex(ph->side.ctx, jobs, ph->n - done < 1024 ? ph->n - done : 1024, &counter, &pin);
+    kiln_wait(ph->side.ctx, &counter);
     double ns = (double)(bench_now_ns() - t0);
     bench_add_sample(s, ns, (double)ph->n);
     bench_add_round(s, ns, (double)ph->n);
 }
 
 static void run_workload(bench_workload *w, phase *ph) {
-    ctx_snapshot before, after;
-    snapshot(ph->rt, &before);
+    jobs_ctx_snapshot before, after;
+    jobs_snapshot(ph->side.rt, &before);
     bench_run(w);
-    snapshot(ph->rt, &after);
+    jobs_snapshot(ph->side.rt, &after);
     bench_print(w);
-    print_ctx_delta(&before, &after, w->rounds);
+    jobs_print_ctx_delta(&before, &after, w->rounds);
 }
 
 static void run_workload(bench_workload *w, phase *ph);
@@ -505,7 +422,7 @@ static void run_j4(phase *ph) {
         bench_workload w = { 0 };
         char title[80], detail[200];
         ph->n = quick ? backlogs[i] / 10 : backlogs[i];
-        snprintf(title, sizeof title, "J4 pinned backlog of %zu (T=%d threads)", ph->n, ph->threads);
+        snprintf(title, sizeof title, "J4 pinned backlog of %zu (T=%d threads)", ph->n, ph->side.threads);
         snprintf(detail, sizeof detail,
                  "%zu empty jobs pinned to the submitting thread, queued before one kiln_wait "
                  "drains them; ns per job must stay flat as the backlog grows", ph->n);
@@ -524,7 +441,7 @@ static void run_j4(phase *ph) {
 static void run_j1(phase *ph) {
     bench_workload w = { 0 };
     char title[80], detail[200];
-    snprintf(title, sizeof title, "J1 empty jobs (T=%d threads)", ph->threads);
+    snprintf(title, sizeof title, "J1 empty jobs (T=%d threads)", ph->side.threads);
     snprintf(detail, sizeof detail,
              "%d empty jobs per round, in batches of %d submitted from one thread, each batch "
              "waited on before the next; sample = one batch",
@@ -553,7 +470,7 @@ static void run_j2(phase *ph) {
     ph->fib_expect = a;
     /* calls(n) = 2 fib(n+1) - 1; every call but the root is a job */
     ph->fib_jobs = 2.0 * (double)b - 2.0;
-    snprintf(title, sizeof title, "J2 fib(%d) (T=%d threads)", ph->fib_n, ph->threads);
+    snprintf(title, sizeof title, "J2 fib(%d) (T=%d threads)", ph->fib_n, ph->side.threads);
     snprintf(detail, sizeof detail,
              "one job per recursive call, no cutoff, each waits on its two children: %.0f jobs "
              "per tree; sample = one tree; note: median ms per tree",
@@ -569,16 +486,16 @@ static void run_j2(phase *ph) {
              "oneTBB task_group run+wait");
     rows[4] = (row){ ph, IMPL_SEQ, 0 };
     bench_add_entry(&w, "sequential (reference)", j2_round, &rows[4]);
-    ctx_snapshot before, after;
-    snapshot(ph->rt, &before);
+    jobs_ctx_snapshot before, after;
+    jobs_snapshot(ph->side.rt, &before);
     bench_run(&w);
-    snapshot(ph->rt, &after);
+    jobs_snapshot(ph->side.rt, &after);
     for (int i = 0; i < w.count; i++)
         if (!w.entries[i].skip[0])
             snprintf(w.entries[i].note, sizeof w.entries[i].note, "%.1f",
-                     median_round_ms(&w.entries[i].series));
+                     jobs_median_round_ms(&w.entries[i].series));
     bench_print(&w);
-    print_ctx_delta(&before, &after, w.rounds);
+    jobs_print_ctx_delta(&before, &after, w.rounds);
     bench_workload_free(&w);
 }
 
@@ -590,7 +507,7 @@ static void run_j3(phase *ph, size_t n, size_t grain, int passes) {
     ph->passes = passes;
     ph->expect = 0;
     for (size_t i = 0; i < n; i++) ph->expect += (int64_t)ph->data[i];
-    snprintf(title, sizeof title, "J3 parallel_for, grain %zu (T=%d threads)", grain, ph->threads);
+    snprintf(title, sizeof title, "J3 parallel_for, grain %zu (T=%d threads)", grain, ph->side.threads);
     snprintf(detail, sizeof detail,
              "sum of %zu floats, ranges of at most %zu elements, each range's sum added to its "
              "thread's slot, total checked; sample = one call; note: threads that ran ranges\n"
@@ -606,118 +523,46 @@ static void run_j3(phase *ph, size_t n, size_t grain, int passes) {
     row rows[4];
     add_rows(&w, ph, rows, j3_round, "kiln kiln_parallel_for", "OpenMP for dynamic,grain",
              "OpenMP for static", "oneTBB parallel_for simple");
-    ctx_snapshot before, after;
-    snapshot(ph->rt, &before);
+    jobs_ctx_snapshot before, after;
+    jobs_snapshot(ph->side.rt, &before);
     bench_run(&w);
-    snapshot(ph->rt, &after);
+    jobs_snapshot(ph->side.rt, &after);
     for (int i = 0, k = 0; i < w.count; i++)
         if (!w.entries[i].skip[0]) {
             snprintf(w.entries[i].note, sizeof w.entries[i].note, "%d", rows[k].threads_seen);
             k++;
         }
     bench_print(&w);
-    print_ctx_delta(&before, &after, w.rounds);
+    jobs_print_ctx_delta(&before, &after, w.rounds);
     bench_workload_free(&w);
 }
 
 static void phase_open(phase *ph, int threads, const run_size *size, const float *data) {
     memset(ph, 0, sizeof *ph);
-    ph->threads = threads;
     ph->size = size;
     ph->data = data;
-    kiln_desc desc = { .worker_count = threads == 1 ? KILN_NO_WORKERS : (uint32_t)(threads - 1) };
-    ph->rt = kiln_create(&desc);
-    ph->ctx = ph->rt ? kiln_attach(ph->rt) : NULL;
-    if (!ph->ctx) bench_die("kiln_create/kiln_attach failed (T=%d)", threads);
     ph->stamps = malloc(((size_t)size->j1_batches + 1) * sizeof *ph->stamps);
     if (!ph->stamps) bench_die("out of memory for J1's stamps");
-#ifdef BENCH_HAVE_TBB
-    if (!kiln_only) ph->tbb = jb_tbb_open(threads, ph->tbb_skip, sizeof ph->tbb_skip);
-#else
-    snprintf(ph->tbb_skip, sizeof ph->tbb_skip,
-             "oneTBB not found at configure time (dependency('tbb'))");
-#endif
-    kiln_stats st;
-    kiln_stats_get(ph->rt, &st);
-    printf("\n######## T = %d threads%s: kiln %u workers + the main thread (%u contexts)",
-           threads, threads > cpus ? " (oversubscribed)" : "",
-           threads == 1 ? 0 : (unsigned)(threads - 1), st.contexts);
-#ifdef BENCH_HAVE_OPENMP
-    if (!kiln_only) {
-        int team = 0;
-#pragma omp parallel num_threads(threads)
-#pragma omp single
-        team = omp_get_num_threads();
-        printf(", OpenMP team %d", team);
-    }
-#endif
-#ifdef BENCH_HAVE_TBB
-    if (ph->tbb) printf(", oneTBB arena concurrency %d", jb_tbb_concurrency(ph->tbb));
-#endif
-    printf("\n");
-    fflush(stdout);
+    jobs_side_open(&ph->side, threads, cpus, kiln_only);
 }
 
 static void phase_close(phase *ph) {
-#ifdef BENCH_HAVE_TBB
-    if (ph->tbb) jb_tbb_close(ph->tbb);
-#endif
-    kiln_detach(ph->ctx);
-    kiln_destroy(ph->rt);
+    jobs_side_close(&ph->side);
     free(ph->stamps);
 }
 
 /* ---- main ------------------------------------------------------------------------------ */
 
-static void usage(void) {
-    fprintf(stderr, "usage: jobs_bench [--quick] [--only j1|j2|j3|j4] [--threads 1,2,4] [--kiln-only]\n");
-    exit(2);
-}
-
 int main(int argc, char **argv) {
-    const run_size *size = &full_run;
-    const char *only = NULL;
-    int threads[MAX_PHASES], phases = 0;
-    cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    if (cpus < 1) cpus = 1;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--quick") == 0) {
-            size = &quick_run;
-            quick = true;
-        } else if (strcmp(argv[i], "--kiln-only") == 0) {
-            kiln_only = true;
-        } else if (strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
-            only = argv[++i];
-            if (strcmp(only, "j1") && strcmp(only, "j2") && strcmp(only, "j3") && strcmp(only, "j4"))
-                usage();
-        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-            for (char *p = argv[++i], *end; *p && phases < MAX_PHASES; p = *end ? end + 1 : end) {
-                long t = strtol(p, &end, 10);
-                if (end == p || t < 1 || t > 256 || (*end && *end != ',')) usage();
-                threads[phases++] = (int)t;
-            }
-        } else {
-            usage();
-        }
-    }
-    if (phases == 0) {
-        threads[phases++] = 1;
-        threads[phases++] = 2;
-        if (2 * cpus > 2) threads[phases++] = (int)(2 * cpus);
-    }
-    printf("kiln jobs_bench (%s run), %ld online CPUs; peers:", quick ? "quick" : "full", cpus);
-#ifdef BENCH_HAVE_OPENMP
-    printf(" OpenMP %d (libgomp)", _OPENMP);
-#else
-    printf(" OpenMP not found at configure time");
-#endif
-#ifdef BENCH_HAVE_TBB
-    printf(", oneTBB");
-#else
-    printf(", oneTBB not found at configure time");
-#endif
-    printf("%s\n", kiln_only ? " (all skipped: --kiln-only)" : "");
-    bench_print_load();
+    static const char *const names[] = { "j1", "j2", "j3", "j4", NULL };
+    jobs_options opt;
+    jobs_options_parse(&opt, argc, argv, "jobs_bench", names);
+    const run_size *size = opt.quick ? &quick_run : &full_run;
+    const char *only = opt.only;
+    const int *threads = opt.threads, phases = opt.phases;
+    quick = opt.quick;
+    kiln_only = opt.kiln_only;
+    cpus = opt.cpus;
 
     /* J3's input: whole numbers 1..16 as floats, from a fixed seed. */
     size_t data_n = size->j3_n > size->j3_n_fine ? size->j3_n : size->j3_n_fine;

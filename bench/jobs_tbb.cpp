@@ -1,26 +1,19 @@
 // bench/jobs_tbb.cpp — the oneTBB peer of jobs_bench (J1, J2, J3), behind a small C
 // interface so that its rounds alternate with kiln's and OpenMP's in one process.
 //
-// Thread count: a tbb::global_control(max_allowed_parallelism, T) alive for the whole
-// phase, and every round runs inside a tbb::task_arena of concurrency T (the main thread
-// plus T-1 workers). Without the arena, T above the core count would still get only the
-// default arena's one-per-core concurrency.
+// Thread count and the arena: tbb_arena.hpp (opened by tbb_arena.cpp).
 //
 // The functions below are declared again, with C linkage, at the top of jobs_bench.c;
 // the two lists must match (there is no header, on purpose: two files, one owner).
 #include <tbb/blocked_range.h>
-#include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 #include <tbb/partitioner.h>
-#include <tbb/task_arena.h>
 #include <tbb/task_group.h>
+
+#include "tbb_arena.hpp"
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <ctime>
-#include <exception>
-#include <new>
 
 extern "C" {
 // Defined in jobs_bench.c: the empty job's body, and the per-range sum of J3 (adds the
@@ -28,29 +21,12 @@ extern "C" {
 void jb_empty(void);
 void jb_range_add(const float *data, size_t begin, size_t end);
 
-void *jb_tbb_open(int threads, char *err, size_t err_size);
-void  jb_tbb_close(void *handle);
-int   jb_tbb_concurrency(void *handle);
 void  jb_tbb_j1(void *handle, int batches, int batch, uint64_t *stamps);
 long  jb_tbb_fib(void *handle, int n);
 void  jb_tbb_sum(void *handle, const float *data, size_t n, size_t grain);
 }
 
 namespace {
-
-struct tbb_side {
-    tbb::global_control control;
-    tbb::task_arena     arena;
-    explicit tbb_side(int threads)
-        : control(tbb::global_control::max_allowed_parallelism, static_cast<size_t>(threads)),
-          arena(threads) {}
-};
-
-uint64_t now_ns() {   // the clock of bench_now_ns
-    timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return static_cast<uint64_t>(ts.tv_sec) * 1000000000u + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 // J2: one task per recursive call, both children spawned, then wait (no cutoff).
 long fib(int n) {
@@ -63,52 +39,31 @@ long fib(int n) {
     return x + y;
 }
 
-tbb_side *side_of(void *handle) { return static_cast<tbb_side *>(handle); }
-
 }  // namespace
-
-extern "C" void *jb_tbb_open(int threads, char *err, size_t err_size) {
-    try {
-        tbb_side *side = new tbb_side(threads);
-        side->arena.initialize();
-        return side;
-    } catch (const std::exception &e) {
-        std::snprintf(err, err_size, "oneTBB set-up failed: %s", e.what());
-    } catch (...) {
-        std::snprintf(err, err_size, "oneTBB set-up failed");
-    }
-    return nullptr;
-}
-
-extern "C" void jb_tbb_close(void *handle) { delete side_of(handle); }
-
-extern "C" int jb_tbb_concurrency(void *handle) {
-    return side_of(handle)->arena.execute([] { return tbb::this_task_arena::max_concurrency(); });
-}
 
 // J1: batches of `batch` empty tasks on one task_group, waited per batch; stamps[0] before
 // the first batch, stamps[b + 1] after batch b.
 extern "C" void jb_tbb_j1(void *handle, int batches, int batch, uint64_t *stamps) {
-    side_of(handle)->arena.execute([&] {
+    jb_tbb_side_of(handle)->arena.execute([&] {
         tbb::task_group g;
-        stamps[0] = now_ns();
+        stamps[0] = jb_tbb_now_ns();
         for (int b = 0; b < batches; b++) {
             for (int i = 0; i < batch; i++) g.run([] { jb_empty(); });
             g.wait();
-            stamps[b + 1] = now_ns();
+            stamps[b + 1] = jb_tbb_now_ns();
         }
     });
 }
 
 extern "C" long jb_tbb_fib(void *handle, int n) {
     long result = 0;
-    side_of(handle)->arena.execute([&] { result = fib(n); });
+    jb_tbb_side_of(handle)->arena.execute([&] { result = fib(n); });
     return result;
 }
 
 // J3: simple_partitioner splits the range by halving down to `grain` elements.
 extern "C" void jb_tbb_sum(void *handle, const float *data, size_t n, size_t grain) {
-    side_of(handle)->arena.execute([&] {
+    jb_tbb_side_of(handle)->arena.execute([&] {
         tbb::parallel_for(
             tbb::blocked_range<size_t>(0, n, grain),
             [data](const tbb::blocked_range<size_t> &r) { jb_range_add(data, r.begin(), r.end()); },

@@ -4,7 +4,7 @@
 #   bench/run-all.sh BUILD_DIR [--quick]     from the source tree (programs in BUILD_DIR/bench)
 #   BUILD_DIR/bench/run-all.sh [--quick]     the copy meson puts next to the programs
 #
-#   (no flag)  the full run (well under 2 minutes on 2 cores), then the callgrind
+#   (no flag)  the full run (about 3 minutes on 2 cores), then the callgrind
 #              instruction counts (callgrind.sh: kiln_frame_alloc, the pool pair, the
 #              handle get and pair) when valgrind is installed
 #   --quick    every workload and every peer with tiny sizes, in seconds (the test suite)
@@ -25,7 +25,7 @@ done
 
 start=$(date +%s)
 # One program per family.
-for program in alloc_bench pool_bench jobs_bench handles_bench cpp_bench; do
+for program in alloc_bench pool_bench jobs_bench graph_bench handles_bench cpp_bench; do
     if [ ! -x "$dir/$program" ]; then
         echo "run-all: $dir/$program is missing (meson compile -C BUILD_DIR first)" >&2
         exit 1
