@@ -388,6 +388,20 @@ static inline void *kiln_frame_alloc_inline(kiln_ctx *ctx, size_t size, size_t a
     return (kiln_frame_alloc)(ctx, size, align);
 }
 
+/* Without KILN_DEBUG_CHECKS the stamp is only set, by the first allocation (the library
+ * call); with it the frame head is closed, so the library compares every stamp. */
+static inline void *kiln_frame_alloc_stamped_inline(kiln_ctx *ctx, size_t size, size_t align,
+                                                    uint64_t *stamp) {
+    const kiln_ctx_head *head = kiln_ctx_head_of(ctx);
+    void *p;
+    if (KILN_HEAD_LIKELY(head != NULL && (stamp == NULL || *stamp != 0) &&
+                         kiln_head_bump(head->frame, size, align, &p)))
+        return p;
+    return (kiln_frame_alloc_stamped)(ctx, size, align, stamp);
+}
+
+#  define kiln_frame_alloc_stamped(ctx, size, align, stamp) \
+       kiln_frame_alloc_stamped_inline((ctx), (size), (align), (stamp))
 #  define kiln_arena_alloc(arena, size, align) kiln_arena_alloc_inline((arena), (size), (align))
 #  define kiln_frame_alloc(ctx, size, align)   kiln_frame_alloc_inline((ctx), (size), (align))
 #endif
