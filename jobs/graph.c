@@ -39,18 +39,29 @@ kiln_batch *kiln_batch_new(size_t count, uint32_t prerequisites) {
     return batch;
 }
 
-/* A hold on a non-zero counter, with the flag set (see the file comment); false when
- * the count is zero: the jobs it counted are done. seq_cst CAS (acq_rel would do). */
-static bool counter_hold(kiln_counter_state *counter) {
-    uint64_t word = kiln_load_acquire(&counter->pending);
-    do {
-        if (KILN_COUNTER_COUNT(word) == 0) return false;
-    } while (!kiln_cas_strong_seq_cst(&counter->pending, &word, (word + 1) | KILN_COUNTER_WAITERS));
-    return true;
+typedef enum { HOLD_TAKEN, HOLD_DONE, HOLD_FOREIGN } hold_result;
+
+/* A hold on a non-zero counter of this system's runs, with the flag set (see the file
+ * comment); HOLD_DONE when the count is zero: the jobs it counted are done; HOLD_FOREIGN
+ * when the run that made it non-zero is another system's (its drain would queue this
+ * batch there). The owner word is stored before the count that makes the counter
+ * non-zero (runtime/jobs.c, a release RMW), so the acquire load of a non-zero count
+ * shows whose run it is; the CAS then takes the hold only from that same word. (A
+ * counter that two systems make non-zero in turn between those two reads can still
+ * fool it: jobs.h names that misuse.) seq_cst CAS (acq_rel would do). */
+static hold_result counter_hold(kiln_counter_state *counter, uint32_t tag) {
+    for (;;) {
+        uint64_t word = kiln_load_acquire(&counter->pending);
+        if (KILN_COUNTER_COUNT(word) == 0) return HOLD_DONE;
+        if ((uint32_t)(kiln_load_relaxed(&counter->owner) >> 32) != tag) return HOLD_FOREIGN;
+        if (kiln_cas_strong_seq_cst(&counter->pending, &word, (word + 1) | KILN_COUNTER_WAITERS))
+            return HOLD_TAKEN;
+    }
 }
 
-void kiln_jobs_submit_after(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *batch,
-                            const kiln_counter_state *const *after, uint32_t count) {
+uint32_t kiln_jobs_submit_after(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *batch,
+                                const kiln_counter_state *const *after, uint32_t count) {
+    uint32_t foreign = 0;
     kiln_batch_list(sys, batch);   /* before any drain may queue (and free) it */
     /* Counted before anyone can run them, as kiln_jobs_submit counts. */
     if (!(batch->tasks[0].flags & KILN_TASK_BACKGROUND))
@@ -61,7 +72,9 @@ void kiln_jobs_submit_after(kiln_job_system *sys, kiln_job_queue *q, kiln_batch 
     for (uint32_t i = 0; i < count; i++) {
         /* The counter is the caller's, which it must keep alive: not const to us. */
         kiln_counter_state *counter = (kiln_counter_state *)(uintptr_t)after[i];
-        if (!counter_hold(counter)) {
+        hold_result hold = counter_hold(counter, sys->tag);
+        if (hold != HOLD_TAKEN) {
+            foreign += hold == HOLD_FOREIGN;
             done++;
             continue;
         }
@@ -74,4 +87,5 @@ void kiln_jobs_submit_after(kiln_job_system *sys, kiln_job_queue *q, kiln_batch 
         kiln_counter_finish(sys, q, counter, 1);   /* the hold; may drain, this batch included */
     }
     if (kiln_sub_acq_rel(&batch->pending, done) == done) kiln_jobs_queue_batch(sys, q, batch);
+    return foreign;
 }

@@ -13,8 +13,10 @@ KILN_INTERNAL kiln_batch *kiln_batch_new(size_t count, uint32_t prerequisites);
 
 /* Owner of q: counts the batch's frame jobs as submitted by q (frame end waits for
  * them from now on), registers it on each counter of after that is not zero and, when
- * none holds it back, queues it at once. The record belongs to the scheduler from here. */
-KILN_INTERNAL void kiln_jobs_submit_after(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *batch,
-                                          const kiln_counter_state *const *after, uint32_t count);
+ * none holds it back, queues it at once. The record belongs to the scheduler from here.
+ * Returns how many counters it did not wait for because another system's run had made
+ * them non-zero (a race with the caller's check; see counter_hold). */
+KILN_INTERNAL uint32_t kiln_jobs_submit_after(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *batch,
+                                              const kiln_counter_state *const *after, uint32_t count);
 
 #endif /* KILN_JOBS_GRAPH_H */

@@ -31,9 +31,14 @@ static kiln_counter_state *counter_add(kiln_ctx *ctx, kiln_counter *counter, siz
                                        const char *function) {
     if (!counter) return NULL;
     kiln_counter_state *state = kiln_counter_of(counter);
-    uint64_t before = kiln_add_relaxed(&state->pending, count);
-    uint64_t owner = kiln_load_relaxed(&state->owner);
     uint64_t self = kiln_jobs_counter_owner(&ctx->rt->jobs, ctx->id);
+    /* An idle counter gets its owner before its count: a registration that reads the
+     * count non-zero (acquire, pairing with this release add) then sees whose run it is
+     * (jobs/graph.c, counter_hold). */
+    if (kiln_load_relaxed(&state->pending) == 0 && kiln_load_relaxed(&state->owner) != self)
+        kiln_store_relaxed(&state->owner, self);
+    uint64_t before = kiln_add_acq_rel(&state->pending, count);
+    uint64_t owner = kiln_load_relaxed(&state->owner);
     if (before == 0) {
         if (owner != self) kiln_store_relaxed(&state->owner, self);
         return state;
@@ -151,8 +156,14 @@ static KILN_COLD void run_after(kiln_ctx *ctx, const kiln_job *jobs, size_t coun
     if (batch->pinned) batch->pin_life = kiln_jobs_pin_life(batch->pinned);
     batch->priority = d->priority == KILN_PRIORITY_HIGH;
     /* kiln_counter and kiln_counter_state are the same words (jobs/task.h). */
-    kiln_jobs_submit_after(&ctx->rt->jobs, &ctx->queue, batch,
-                           (const kiln_counter_state *const *)(const void *)d->after, d->after_count);
+    uint32_t foreign = kiln_jobs_submit_after(&ctx->rt->jobs, &ctx->queue, batch,
+                                              (const kiln_counter_state *const *)(const void *)d->after,
+                                              d->after_count);
+    if (kiln_unlikely(foreign != 0))
+        kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_AFTER_FOREIGN,
+                        "%s: context %u: %u of the %u counters in after began counting jobs "
+                        "of another runtime while this call registered its jobs; the jobs do "
+                        "not wait for those", function, ctx->id, foreign, d->after_count);
 }
 
 /* kiln_run_ex, its messages naming function (the public call the user made). */

@@ -512,3 +512,78 @@ Test(job_graph, wait_ex_without_isolate_is_kiln_wait) {
     kiln_wait_ex(main_ctx, &c, &(kiln_wait_desc){ .isolate = false });
     assert_no_log();
 }
+
+/* A counter that another runtime's thread keeps running and waiting on, named in after
+ * by this runtime at the same time: every call is refused or registers only on this
+ * runtime's counters (JOB_AFTER_FOREIGN either way), and nothing of one runtime reaches
+ * the other's scheduler. Before the owner was checked inside the hold, the registration
+ * could land on the other runtime's counter and its drain freed the record twice. */
+static kiln_counter foreign_counter;
+static atomic_bool foreign_stop;
+
+static void nop_job(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    (void)arg;
+}
+
+static void count_job(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    atomic_fetch_add((atomic_int *)arg, 1);
+}
+
+static void *foreign_runner(void *arg) {
+    kiln_runtime *other = arg;
+    kiln_ctx *ctx = kiln_attach(other);
+    cr_assert_not_null(ctx);
+    kiln_job job = { nop_job, NULL };
+    while (!atomic_load(&foreign_stop)) {
+        kiln_run(ctx, &job, 1, &foreign_counter);
+        kiln_wait(ctx, &foreign_counter);
+    }
+    kiln_detach(ctx);
+    return NULL;
+}
+
+/* More messages than a recording log keeps: counted by item instead. */
+static atomic_int foreign_items, other_items;
+
+static void quiet_log(void *user, kiln_log_level level, const char *message) {
+    (void)user;
+    (void)level;
+    (void)message;
+}
+
+static void count_item(void *user, kiln_log_level level, kiln_log_item item, const char *message) {
+    (void)user;
+    (void)level;
+    (void)message;
+    atomic_fetch_add(item == KILN_LOGITEM_JOB_AFTER_FOREIGN ? &foreign_items : &other_items, 1);
+}
+
+Test(job_graph, after_a_counter_another_runtime_keeps_using) {
+    kiln_desc d = { .worker_count = 2, .log = quiet_log, .log_item = count_item };
+    rt = kiln_create(&d);
+    cr_assert_not_null(rt);
+    main_ctx = kiln_attach(rt);
+    cr_assert_not_null(main_ctx);
+    kiln_runtime *other = kiln_create(&d);
+    cr_assert_not_null(other);
+    atomic_store(&foreign_stop, false);
+    pthread_t thread;
+    cr_assert_eq(pthread_create(&thread, NULL, foreign_runner, other), 0);
+    const kiln_counter *after[] = { &foreign_counter };
+    static atomic_int ran;
+    atomic_store(&ran, 0);
+    for (int i = 0; i < 50000; i++) {
+        kiln_counter done = { 0 };
+        kiln_job job = { count_job, &ran };
+        kiln_run_ex(main_ctx, &job, 1, &done, &(kiln_run_desc){ .after = after, .after_count = 1 });
+        kiln_wait(main_ctx, &done);
+    }
+    atomic_store(&foreign_stop, true);
+    pthread_join(thread, NULL);
+    kiln_destroy(other);
+    cr_assert_eq(atomic_load(&other_items), 0, "only JOB_AFTER_FOREIGN is logged");
+    cr_assert_eq(atomic_load(&ran) + atomic_load(&foreign_items) >= 50000, true,
+                 "every call ran its job or was refused (a raced one may do both)");
+}

@@ -143,7 +143,11 @@ typedef struct kiln_run_desc {
      * NULL with after_count > 0 is refused (JOB_AFTER_NULL), as is a NULL entry
      * (JOB_AFTER_NULL_ENTRY), the call's own counter (JOB_AFTER_CYCLE) and a counter
      * that counts jobs of another runtime (JOB_AFTER_FOREIGN: the jobs would be queued
-     * on that runtime's threads, and this one's frame end would wait for ever). */
+     * on that runtime's threads, and this one's frame end would wait for ever). A
+     * counter that becomes another runtime's while the call registers (its run raced
+     * this call) is not waited for, and logged with the same item. A counter that two
+     * runtimes take turns using while a call names it is misuse that this check may
+     * miss. */
     const kiln_counter *const *after;
     uint32_t      after_count;
 } kiln_run_desc;
