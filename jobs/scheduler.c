@@ -738,18 +738,25 @@ static bool work_visible(kiln_job_system *sys, kiln_job_queue *q) {
 }
 
 /* Announce, re-check, sleep: a submitter either sees the announcement (and wakes us)
- * or pushed before it, and then the re-check sees the work. */
-static void sleep_once(kiln_job_system *sys, kiln_job_queue *q) {
+ * or pushed before it, and then the re-check sees the work. again: this sleep follows
+ * one that timed out (the safety net), not a spin: not counted as a new sleep. Returns
+ * whether the sleep timed out with no wake-up (the epoch unchanged): the worker then
+ * looks once and sleeps again, without a new spin, so that a long idle_spin_us costs
+ * one spin per idle period, not one per timeout. */
+static bool sleep_once(kiln_job_system *sys, kiln_job_queue *q, bool again) {
     uint32_t epoch = kiln_load_acquire(&sys->wake_epoch);
+    bool timed_out = false;
     kiln_add_seq_cst(&sys->sleepers, 1);
     kiln_fence_seq_cst();
     if (!work_visible(sys, q) && !kiln_load_acquire(&sys->shutdown)) {
         uint64_t start = kiln_now_ns();
-        kiln_owner_add(&q->sleeps, 1);
+        if (!again) kiln_owner_add(&q->sleeps, 1);
         kiln_futex_wait(&sys->wake_epoch, epoch, KILN_SLEEP_TIMEOUT_NS);
         kiln_owner_add(&q->sleep_ns, kiln_now_ns() - start);
+        timed_out = kiln_load_acquire(&sys->wake_epoch) == epoch;
     }
     kiln_sub_seq_cst(&sys->sleepers, 1);
+    return timed_out;
 }
 
 /* A worker's spin between running dry and finding work or sleeping (owner-only). */
@@ -790,6 +797,7 @@ static bool worker_idle(kiln_job_system *sys, kiln_job_queue *q, idle_spin *spin
 
 void kiln_jobs_worker_loop(kiln_job_system *sys, kiln_job_queue *q) {
     idle_spin spin = { 0, false, 0, 0 };
+    bool resting = false;   /* the last sleep timed out: look once, then sleep again */
     while (!kiln_load_acquire(&sys->shutdown)) {
         kiln_task task;
         if (find_task(sys, q, &task, true)) {
@@ -797,12 +805,13 @@ void kiln_jobs_worker_loop(kiln_job_system *sys, kiln_job_queue *q) {
                 count_idle(q, &spin, kiln_now_ns());
                 spin.round = 0;
             }
+            resting = false;
             run_task(sys, q, &task);
             continue;
         }
         /* Ran dry: no frame work held, so frame end may claim this worker. */
         if (kiln_load_relaxed(&q->work_state) == KILN_WORK_BUSY) become_idle(q);
-        if (!worker_idle(sys, q, &spin)) sleep_once(sys, q);
+        if (resting || !worker_idle(sys, q, &spin)) resting = sleep_once(sys, q, resting);
     }
     if (spin.round) count_idle(q, &spin, kiln_now_ns());
     become_idle(q);   /* shut down: kiln_destroy's retire runs what is left */

@@ -257,7 +257,9 @@ typedef struct kiln_desc {
                                   the core away (sched_yield) instead of pausing; otherwise a
                                   spin that keeps failing gives it away every 8th look. The
                                   time is kiln_ctx_stats.idle_spin_ns, the sleeps sleeps and
-                                  sleep_ns. At most KILN_MAX_IDLE_SPIN_US (IDLE_SPIN_INVALID
+                                  sleep_ns. One spin per idle period: a sleeping worker looks
+                                  for work every 50 ms without being woken (a safety net),
+                                  and sleeps again at once when there is none. At most KILN_MAX_IDLE_SPIN_US (IDLE_SPIN_INVALID
                                   beyond); 0: 50 */
 } kiln_desc;
 

@@ -134,7 +134,8 @@ typedef struct kiln_pool_stats {
     X(uint64_t, sleep_ns,              "time asleep (workers)")                                \
     X(size_t,   frame_bytes_in_use,    "its frame arena's bytes_in_use")                       \
     X(size_t,   frame_peak_last_frame, "its frame arena's high-water in the last frame")       \
-    X(uint64_t, sleeps,                "times it went to sleep (workers)")                     \
+    X(uint64_t, sleeps,                "times it went to sleep after a spin (workers; a long " \
+                                       "idle period is one, however often it wakes to look)")  \
     X(uint64_t, idle_spin_ns,          "time spent looking for work in vain before finding "   \
                                        "some or sleeping (workers; desc.idle_spin_us)")        \
     /* end of list */
