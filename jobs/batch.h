@@ -24,6 +24,8 @@ typedef struct kiln_batch {
     _Atomic uint64_t pending;      /* see the header comment (acq_rel) */
     struct kiln_job_queue *pinned;       /* the target of a pin, or NULL */
     uint64_t         pin_life;     /* the life of pinned it names (kiln_jobs_pin_life) */
+    uint32_t         submitter;    /* ids of the submitting context and of the pin's target */
+    uint32_t         pinned_id;    /* when the call was made, for the log */
     struct kiln_batch *prev, *next;  /* the system's waiting batches; under its batch_lock */
     int              priority;
     size_t           count;        /* tasks */

@@ -246,19 +246,6 @@ bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *
     return false;
 }
 
-void kiln_jobs_queue_counted(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks,
-                             size_t count, int priority, kiln_job_queue *pinned, uint64_t pin_life) {
-    if (push_tasks(sys, q, tasks, count, priority, pinned, pin_life)) return;
-    /* Counted on another queue's submitted, which only its owner writes: these count as
-     * completed here instead (release, as run_task's), so the sums still meet. */
-    kiln_log(&sys->log, KILN_LOGITEM_JOB_PIN_DETACHING,
-             "context %u: the pinned_to context detached while %zu jobs waited for their "
-             "prerequisites; they are not run", q->id, count);
-    if (!(tasks[0].flags & KILN_TASK_BACKGROUND))
-        kiln_store_release(&q->completed, kiln_load_relaxed(&q->completed) + count);
-    if (tasks[0].counter) kiln_counter_finish(sys, q, tasks[0].counter, count);
-}
-
 void kiln_batch_list(kiln_job_system *sys, kiln_batch *batch) {
     pthread_mutex_lock(&sys->batch_lock);
     batch->prev = NULL;
@@ -298,8 +285,19 @@ void kiln_jobs_free_waiting(kiln_job_system *sys) {
 
 /* Every task of the batch on q (or its pin); the record is gone afterwards. */
 void kiln_jobs_queue_batch(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *batch) {
-    kiln_jobs_queue_counted(sys, q, batch->tasks, batch->count, batch->priority, batch->pinned,
-                            batch->pin_life);
+    const kiln_task *tasks = batch->tasks;
+    size_t count = batch->count;
+    if (!push_tasks(sys, q, tasks, count, batch->priority, batch->pinned, batch->pin_life)) {
+        /* Counted on the submitter's submitted, which only its owner writes: these count
+         * as completed here instead (release, as run_task's), so the sums still meet. */
+        kiln_log(&sys->log, KILN_LOGITEM_JOB_PIN_DETACHING,
+                 "%zu jobs of context %u pinned to context %u waited for their prerequisites, "
+                 "and context %u detached meanwhile; they are not run (their counter finishes "
+                 "on context %u)", count, batch->submitter, batch->pinned_id, batch->pinned_id, q->id);
+        if (!(tasks[0].flags & KILN_TASK_BACKGROUND))
+            kiln_store_release(&q->completed, kiln_load_relaxed(&q->completed) + count);
+        if (tasks[0].counter) kiln_counter_finish(sys, q, tasks[0].counter, count);
+    }
     kiln_batch_free(sys, batch);
 }
 

@@ -170,14 +170,6 @@ KILN_INTERNAL void kiln_job_queue_fini(kiln_job_queue *q);
 KILN_INTERNAL bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks,
                                     size_t count, int priority, kiln_job_queue *pinned);
 
-/* Tasks already counted as submitted (kiln_jobs_submit_after counted them, on the
- * submitter's queue), queued on q by q's owner, or on pinned's inbox. A pinned target
- * that is detaching, or no longer in pin_life (kiln_jobs_pin_life), refuses them: they count as completed on q, finish on their
- * counter, and are logged (JOB_PIN_DETACHING). */
-KILN_INTERNAL void kiln_jobs_queue_counted(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks,
-                                           size_t count, int priority, kiln_job_queue *pinned,
-                                           uint64_t pin_life);
-
 /* Any thread: the life of target that a pin taken now names (its queue's memory may
  * serve a later context after it detaches, which that pin must not reach); a life
  * that never matches when target is detaching already. */
@@ -195,7 +187,10 @@ KILN_INTERNAL void kiln_batch_free(kiln_job_system *sys, kiln_batch *batch);
 KILN_INTERNAL void kiln_jobs_free_waiting(kiln_job_system *sys);
 
 /* Owner of q: queues a batch whose prerequisites have all finished (its tasks are
- * counted already), and frees its record. */
+ * counted already, on the submitter's queue) on q, or on its pinned target's inbox, and
+ * frees its record. A pinned target that is detaching, or no longer in pin_life
+ * (kiln_jobs_pin_life), refuses them: they count as completed on q, finish on their
+ * counter, and are logged (JOB_PIN_DETACHING, naming the submitter and the target). */
 KILN_INTERNAL void kiln_jobs_queue_batch(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *batch);
 
 /* A counter's owner word (kiln_counter_state.owner) for a run of context id on sys:

@@ -154,6 +154,8 @@ static KILN_COLD void run_after(kiln_ctx *ctx, const kiln_job *jobs, size_t coun
     batch->pinned = d->pinned_to ? &d->pinned_to->queue : NULL;
     /* The context it names: its memory may serve another after it detaches. */
     if (batch->pinned) batch->pin_life = kiln_jobs_pin_life(batch->pinned);
+    batch->submitter = ctx->id;
+    batch->pinned_id = d->pinned_to ? kiln_load_relaxed(&d->pinned_to->id) : 0;   /* a figure */
     batch->priority = d->priority == KILN_PRIORITY_HIGH;
     /* kiln_counter and kiln_counter_state are the same words (jobs/task.h). */
     uint32_t foreign = kiln_jobs_submit_after(&ctx->rt->jobs, &ctx->queue, batch,

@@ -362,6 +362,9 @@ static void pin_to_reused_context(bool background) {
     kiln_wait(main_ctx, &gate);
     cr_assert_eq(atomic_load(&pinned_ran), 0u, "a job pinned to a detached context ran");
     cr_assert_eq(count_items(rec, KILN_LOGITEM_JOB_PIN_DETACHING), 1, "%s", recorded_summary(rec));
+    /* It names the submitter and the pin's target, not the thread that drained. */
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_JOB_PIN_DETACHING, " pinned to context "), 1,
+                 "%s", recorded_summary(rec));
 }
 
 /* Messages name the call the user made: kiln_run_ex, not kiln_run. */

@@ -173,8 +173,10 @@ private:
 //   group inside one iteration of that thread's loop;
 // - kiln_detach of the group's context runs the jobs still queued there, not those
 //   workers took, then frees the frame arena their closures live in; a wait() after it
-//   is refused (CONTEXT_DETACHED) and returns at once. Let the group go first (declared
-//   after the kiln::context it uses, its destructor runs before the detach).
+//   is refused (CONTEXT_DETACHED) and returns at once. Jobs of run_after() still waiting
+//   for their prerequisites then run later, on closures in the freed arena: nothing
+//   catches that. Let the group go first (declared after the kiln::context it uses, its
+//   destructor runs before the detach, and waits for those jobs too).
 // Not inside a background job: its frame memory may be reset under it (kiln refuses the
 // allocation there with KILN_DEBUG_CHECKS, JOB_BACKGROUND_FRAME_ALLOC, and run() then
 // throws std::bad_alloc, see below).
