@@ -39,9 +39,34 @@ static _Atomic uintptr_t *known_entry(kiln_pool *pool, uintptr_t base) {
     return &pool->known[(base >> pool->block_shift) % KILN_POOL_KNOWN];
 }
 
+/* Entries no block of their own maps to name some object block of the pool (first):
+ * a pointer in its window is that block's, so no empty entry's window (a pointer the
+ * test would take for the pool's, kiln/pool.h) is left while the pool has a block. */
+static void fill_empty_entries(kiln_pool *pool, uintptr_t first) {
+    for (unsigned i = 0; i < KILN_POOL_KNOWN; i++)
+        if (kiln_load_relaxed(&pool->known[i]) == KILN_POOL_NO_BLOCK) kiln_store_relaxed(&pool->known[i], first);
+}
+
 static void know_block(kiln_pool *pool, const kiln_pool_block *block) {
-    uintptr_t base = (uintptr_t)block;
-    kiln_store_relaxed(known_entry(pool, base), base + pool->first_offset);
+    uintptr_t first = (uintptr_t)block + pool->first_offset;
+    kiln_store_relaxed(known_entry(pool, (uintptr_t)block), first);
+    fill_empty_entries(pool, first);
+}
+
+/* A block leaves: the entries naming it are emptied, then filled from a block that
+ * stays, if any. Under carve_lock. */
+static void forget_block(kiln_pool *pool, const kiln_pool_block *gone) {
+    uintptr_t first = (uintptr_t)gone + pool->first_offset;
+    for (unsigned i = 0; i < KILN_POOL_KNOWN; i++)
+        if (kiln_load_relaxed(&pool->known[i]) == first) kiln_store_relaxed(&pool->known[i], KILN_POOL_NO_BLOCK);
+}
+
+static void refill_entries(kiln_pool *pool) {
+    for (const kiln_pool_block *b = pool->block_list; b; b = b->next)
+        if (b->magic == KILN_POOL_BLOCK_MAGIC && b->trim_free != KILN_POOL_TRIMMED) {
+            fill_empty_entries(pool, (uintptr_t)b + pool->first_offset);
+            return;
+        }
 }
 
 /* Bytes of the CHECKED bitmap in an object block (a bit per slot that could fit). */
@@ -581,16 +606,14 @@ size_t kiln_pool_trim_blocks(kiln_pool *pool) {
             continue;
         }
         *link = b->next;
-        uintptr_t base = (uintptr_t)b;
-        _Atomic uintptr_t *entry = known_entry(pool, base);
-        if (kiln_load_relaxed(entry) == base + pool->first_offset)
-            kiln_store_relaxed(entry, KILN_POOL_NO_BLOCK);
+        forget_block(pool, b);
         if (b == pool->carve_block) pool->carve_block = NULL, pool->carve_next = pool->carve_end = 0;
         if (b == pool->audit_block) pool->audit_block = NULL, pool->audit_slot = 0;
         b->magic = 0;   /* as at fini: a stale pointer into it is no longer ours */
         if (pool->debug) kiln_debug_block_leaving(pool->debug, b, pool->blocks->block_size);
         kiln_block_put(pool->blocks, b);
     }
+    if (returned) refill_entries(pool);
     kiln_store_relaxed(&pool->blocks_held, kiln_load_relaxed(&pool->blocks_held) - (uint32_t)returned);
     kiln_add_relaxed(&pool->trims, 1);
     kiln_add_relaxed(&pool->blocks_trimmed, returned);

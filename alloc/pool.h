@@ -119,7 +119,8 @@ struct kiln_pool {
      * an object block of this pool's current life, or KILN_POOL_NO_BLOCK, and obj is that
      * block's when obj - entry <= last_start. Written under carve_lock when an object
      * block is carved (a newer block may take an older one's entry: that one's frees
-     * take the full check), cleared when the block is trimmed and at fini. */
+     * take the full check; entries no block maps to name one too), emptied when their
+     * block is trimmed (then filled from another) and at fini. */
     _Atomic uintptr_t   known[KILN_POOL_KNOWN];
 
     /* Read-only while the pool lives. */
@@ -348,12 +349,13 @@ static inline bool kiln_pool_owns_fully(const kiln_pool *pool, const void *obj) 
  * way obj lies from slot 0's object to the last slot's (one unsigned compare: below
  * slot 0 wraps round), never in the header nor in the tail past the last whole slot.
  * An entry's window [first, first + last_start] lies inside its block, so a pointer in
- * it is in that block; KILN_POOL_NO_BLOCK's window is no user address. The inline free
- * (kiln/pool.h) makes the same test. */
+ * it is in that block; empty entries (KILN_POOL_NO_BLOCK) are refused here, and exist
+ * only while the pool has no object block. The inline free (kiln/pool.h) makes the same
+ * test without that last compare. */
 static inline bool kiln_pool_owns(const kiln_pool *pool, const void *obj) {
     uintptr_t addr = (uintptr_t)obj;
     uintptr_t first = kiln_load_relaxed(&pool->known[(addr >> pool->block_shift) % KILN_POOL_KNOWN]);
-    if (kiln_likely(addr - first <= pool->last_start)) return true;
+    if (kiln_likely(addr - first <= pool->last_start && first != KILN_POOL_NO_BLOCK)) return true;
     return kiln_pool_owns_fully(pool, obj);
 }
 

@@ -206,9 +206,12 @@ KILN_API void *kiln_pool_alloc_at(kiln_ctx *ctx, kiln_pool *pool, const char *fi
  * pool's known blocks, which proves it is the pool's. Everything else, and every refusal,
  * is the library's call, documented above. */
 #define KILN_POOL_HEAD_KNOWN    32u
-/* An empty entry. Its window, [2^63, 2^63 + the block size), holds no address a program
- * can have on x86-64 or AArch64 (not canonical), so a pointer there is taken for the
- * pool's: the one bad pointer that the free's check does not refuse. */
+/* An empty entry, left only while the pool has no object block (before its first
+ * allocation, or after kiln_pool_trim returned them all): every other entry names one of
+ * the pool's blocks. Its window, [2^63, 2^63 + the block size), holds no address a
+ * program can have on x86-64 or AArch64 (not canonical); the library refuses pointers
+ * there, but an inline free through a cache that is still bound after such a trim takes
+ * one for the pool's. */
 #define KILN_POOL_HEAD_NO_BLOCK ((uintptr_t)1 << 63)
 
 /* A pool's first words. */
