@@ -305,8 +305,15 @@ void kiln_handle_tally_cache(const kiln_handle_table *table, const kiln_handle_c
         tally->pending += kiln_load_relaxed(&cache->freed_count);
 }
 
+/* allocs - frees of a tally. Its caches are read one after another while their threads
+ * go on, so an item allocated through a cache already read and freed through one read
+ * later is a free without its alloc: such a sum is at least 0, never a wrapped count. */
+static uint64_t tally_live(const kiln_handle_tally *tally) {
+    return tally->allocs > tally->frees ? tally->allocs - tally->frees : 0;
+}
+
 void kiln_handle_table_sample_peak(kiln_handle_table *table, const kiln_handle_tally *tally) {
-    uint64_t live = tally->allocs - tally->frees;
+    uint64_t live = tally_live(tally);
     kiln_max_relaxed_u64(&table->peak_live, live);
     if (kiln_near_limit_sample_shared(&table->near_warned, live, table->capacity, table->warn_percent,
                                       true))
@@ -324,7 +331,7 @@ void kiln_handle_table_stats(kiln_handle_table *table, const kiln_handle_tally *
     *out = (kiln_handles_stats){
         .item_size = table->item_size,
         .capacity = table->capacity_asked,
-        .live = tally->allocs - tally->frees,
+        .live = tally_live(tally),
         .peak_live = kiln_load_relaxed(&table->peak_live),
         .allocs = tally->allocs,
         .frees = tally->frees,

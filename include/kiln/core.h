@@ -295,12 +295,20 @@ KILN_API kiln_ctx *kiln_attach(kiln_runtime *rt);
  * - Their layout has a number, KILN_HEAD_LAYOUT. With the inline paths on, kiln_attach
  *   passes the number of the headers the caller was compiled with
  *   (kiln_attach_layout), and a library with another layout refuses the attach: NULL,
- *   HEAD_LAYOUT_MISMATCH, counted in api_errors. A worker's context reaches only code
- *   of a program that attached, so every caller of the inline paths is checked.
- * - Define KILN_NO_INLINE before including kiln to call the library's functions
- *   instead; wrap a name in parentheses, (kiln_frame_alloc)(ctx, n, 16), to call the
- *   function once. Either way the behaviour is the same (a test compiles one client
- *   both ways). KILN_TRACK_SITES turns the inline paths off too (it needs the _at calls). */
+ *   HEAD_LAYOUT_MISMATCH, counted in api_errors. That checks the code that attaches:
+ *   build every part of a program that uses kiln (plugins, modules handed a context)
+ *   against the same headers, or build the others with KILN_NO_INLINE. The function
+ *   itself, (kiln_attach)(rt) or &kiln_attach, checks nothing.
+ * - With the inline paths on, these names are function-like macros (kiln_attach,
+ *   kiln_frame_alloc, kiln_frame_alloc_stamped, kiln_arena_alloc, kiln_pool_alloc,
+ *   kiln_pool_free, kiln_handle_get): a struct member or a local of one of those names
+ *   followed by "(" is expanded too. Define KILN_NO_INLINE before including kiln to
+ *   call the library's functions instead; wrap a name in parentheses,
+ *   (kiln_frame_alloc)(ctx, n, 16), to call the function once. Either way the behaviour
+ *   is the same (a test compiles one client both ways). KILN_TRACK_SITES turns the
+ *   inline paths off too (it needs the _at calls).
+ * - A pointer that is no context is told apart by its first word, as the library's
+ *   checks do: memory that starts with KILN_CTX_HEAD_MAGIC is taken for a context. */
 #define KILN_HEAD_LAYOUT 1u
 
 #if !defined(KILN_NO_INLINE) && !defined(KILN_TRACK_SITES) && defined(__GNUC__)
