@@ -298,27 +298,11 @@ namespace detail {
 // The library's allocation calls, inline where the headers have inline paths (kiln/core.h),
 // by their function names otherwise: never KILN_TRACK_SITES's macros, which would name
 // this header as every allocation's site.
-inline void *frame_bump(kiln_ctx *ctx, std::size_t bytes, std::size_t align) noexcept {
 #ifdef KILN_INLINE_PATHS
-    return kiln_frame_alloc_inline(ctx, bytes, align);
+#  define KILN_HPP_FAST(name) name##_inline
 #else
-    return (kiln_frame_alloc)(ctx, bytes, align);
+#  define KILN_HPP_FAST(name) (name)
 #endif
-}
-inline void *arena_bump(kiln_arena *arena, std::size_t bytes, std::size_t align) noexcept {
-#ifdef KILN_INLINE_PATHS
-    return kiln_arena_alloc_inline(arena, bytes, align);
-#else
-    return (kiln_arena_alloc)(arena, bytes, align);
-#endif
-}
-inline void *pool_take(kiln_ctx *ctx, kiln_pool *pool) noexcept {
-#ifdef KILN_INLINE_PATHS
-    return kiln_pool_alloc_inline(ctx, pool);
-#else
-    return (kiln_pool_alloc)(ctx, pool);
-#endif
-}
 
 // Where a bump allocator takes its memory: a context's frame memory or an arena. alloc
 // serves the allocators, whose copies each carry a state (the frame stamp of
@@ -333,17 +317,17 @@ struct frame_source {
         return kiln_frame_alloc_stamped(ctx, bytes, align, &s.stamp);
     }
     static void *alloc_plain(kiln_ctx *ctx, std::size_t bytes, std::size_t align) noexcept {
-        return frame_bump(ctx, bytes, align);
+        return KILN_HPP_FAST(kiln_frame_alloc)(ctx, bytes, align);
     }
 };
 struct arena_source {
     using handle = kiln_arena *;
     struct state {};
     static void *alloc(kiln_arena *arena, state &, std::size_t bytes, std::size_t align) noexcept {
-        return arena_bump(arena, bytes, align);
+        return KILN_HPP_FAST(kiln_arena_alloc)(arena, bytes, align);
     }
     static void *alloc_plain(kiln_arena *arena, std::size_t bytes, std::size_t align) noexcept {
-        return arena_bump(arena, bytes, align);
+        return KILN_HPP_FAST(kiln_arena_alloc)(arena, bytes, align);
     }
 };
 
@@ -570,7 +554,7 @@ public:
     // constructor that throws: the slot is freed and the exception passed on.
     template <class... Args>
     T *create(kiln_ctx *ctx, Args &&...args) {
-        void *slot = detail::pool_take(ctx, this->get());
+        void *slot = KILN_HPP_FAST(kiln_pool_alloc)(ctx, this->get());
         if (!slot) return nullptr;
 #if defined(__cpp_exceptions)
         try {
