@@ -124,6 +124,11 @@ void *kiln_handle_get(kiln_handles *table, kiln_handle h) {
     return kiln_handle_table_get(&table->core, h);
 }
 
+void *kiln_handle_get_missed(kiln_handles *table, kiln_handle h) {
+    if (kiln_unlikely(!table)) return get_null();
+    return kiln_handle_table_get_miss(&table->core, h);
+}
+
 /* ---------- the context's cache ---------- */
 
 /* Checks the arguments of a slow path (NULLs, a destroyed table, a context that is not

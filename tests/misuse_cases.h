@@ -1273,6 +1273,25 @@ ROW(handle_get_other_runtime, "kiln_handle_get", "another runtime: table_b's han
     WANT_EQ(table_stats(f->table_a).foreign_handles, 1u);
 })
 
+/* kiln_handle_get_missed: the inline get's miss */
+ROW(handle_get_missed_null_table, "kiln_handle_get_missed", "UNDOC NULL table: NULL, HANDLES_NULL, as kiln_handle_get", KILN_LOGITEM_HANDLES_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
+    WANT_NULL(kiln_handle_get_missed(NULL, (kiln_handle){ 0 }));
+})
+ROW(handle_get_missed_destroyed, "kiln_handle_get_missed", "destroyed table: NULL, HANDLES_DESTROYED", KILN_LOGITEM_HANDLES_DESTROYED, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_handle_get_missed(f->dead_table, (kiln_handle){ 0x123 }));
+})
+ROW(handle_get_missed_live, "kiln_handle_get_missed", "a live handle (not a miss): NULL, counted as stale, as documented", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    kiln_handle h = live_handle(f->ctx_a, f->table_a);
+    WANT_NULL(kiln_handle_get_missed(f->table_a, h));
+    WANT_EQ(table_stats(f->table_a).stale_lookups, 1u);
+    WANT_NOT_NULL(kiln_handle_get(f->table_a, h));
+})
+ROW(handle_get_missed_foreign, "kiln_handle_get_missed", "another table's handle: NULL, counted foreign", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    kiln_handle h = live_handle(f->ctx_a, f->table_a2);
+    WANT_NULL(kiln_handle_get_missed(f->table_a, h));
+    WANT_EQ(table_stats(f->table_a).foreign_handles, 1u);
+})
+
 /* kiln_handle_free */
 ROW(handle_free_null_ctx, "kiln_handle_free", "NULL ctx: false, item stays live, logged naming the table", KILN_LOGITEM_CONTEXT_NULL, SINK_A, COUNTED, 0, DOC, {
     kiln_handle h = live_handle(f->ctx_a, f->table_a);

@@ -351,6 +351,13 @@ static inline uint64_t kiln_handle_key(kiln_handle h) {
     return (h.bits & ~(uint64_t)KILN_HANDLES_HEAD_INDEX_MASK) | 1u;
 }
 
+/* The inline get's miss, out of line: h did not prove live (the inline test above
+ * failed); what kiln_handle_get does then: counts a stale or foreign lookup (a destroyed
+ * table: HANDLES_DESTROYED, logged) and returns NULL; a NULL table: HANDLES_NULL. Use
+ * kiln_handle_get: a live handle given here is counted as stale. Concurrency:
+ * kiln_handle_get's. */
+KILN_API void *kiln_handle_get_missed(kiln_handles *table, kiln_handle h);
+
 #ifdef KILN_INLINE_PATHS
 static inline void *kiln_handle_get_inline(kiln_handles *table, kiln_handle h) {
     const kiln_handles_head *t = (const kiln_handles_head *)(const void *)table;
@@ -363,7 +370,7 @@ static inline void *kiln_handle_get_inline(kiln_handles *table, kiln_handle h) {
                              kiln_handle_key(h)))
             return slot + t->header;
     }
-    return (kiln_handle_get)(table, h);
+    return kiln_handle_get_missed(table, h);
 }
 
 #  define kiln_handle_get(table, h) kiln_handle_get_inline((table), (h))
