@@ -305,7 +305,8 @@ KILN_API kiln_ctx *kiln_attach(kiln_runtime *rt);
  *   followed by "(" is expanded too. Define KILN_NO_INLINE before including kiln to
  *   call the library's functions instead; wrap a name in parentheses,
  *   (kiln_frame_alloc)(ctx, n, 16), to call the function once. Either way the behaviour
- *   is the same (a test compiles one client both ways). KILN_TRACK_SITES turns the
+ *   is the same (a test compiles one client both ways), but for the one pointer window
+ *   kiln/pool.h names at KILN_POOL_HEAD_NO_BLOCK. KILN_TRACK_SITES turns the
  *   inline paths off too (it needs the _at calls).
  * - A pointer that is no context is told apart by its first word, as the library's
  *   checks do: memory that starts with KILN_CTX_HEAD_MAGIC is taken for a context. */

@@ -208,10 +208,11 @@ KILN_API void *kiln_pool_alloc_at(kiln_ctx *ctx, kiln_pool *pool, const char *fi
 #define KILN_POOL_HEAD_KNOWN    32u
 /* An empty entry, left only while the pool has no object block (before its first
  * allocation, or after kiln_pool_trim returned them all): every other entry names one of
- * the pool's blocks. Its window, [2^63, 2^63 + the block size), holds no address a
- * program can have on x86-64 or AArch64 (not canonical); the library refuses pointers
- * there, but an inline free through a cache that is still bound after such a trim takes
- * one for the pool's. */
+ * the pool's blocks. Its window, [2^63, 2^63 + the last object's offset in a block],
+ * holds no address a program can have on x86-64 or AArch64 (not canonical). The library
+ * refuses pointers there (POOL_FOREIGN_POINTER), but after such a trim an inline free
+ * through a cache that is still bound (not flushed) and has room takes one for the
+ * pool's, uncounted, and a later alloc of that context hands it out. */
 #define KILN_POOL_HEAD_NO_BLOCK ((uintptr_t)1 << 63)
 
 /* A pool's first words. */
