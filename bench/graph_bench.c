@@ -276,9 +276,19 @@ typedef struct row {
 
 /* The rows of every workload: kiln, OpenMP, oneTBB (and the extra ones), skipped ones
  * with the reason; with_seq: a sequential reference last. */
+/* The rows' names; tbb_prebuilt NULL: no such row. */
+typedef struct row_names {
+    const char *kiln, *omp, *tbb, *tbb_prebuilt;
+} row_names;
+
+/* J5-J7: a job per call on every side. */
+static const row_names task_rows = { "kiln kiln_run+kiln_wait", "OpenMP task+taskwait",
+                                     "oneTBB task_group run+wait", NULL };
+
 static void add_rows(bench_workload *w, phase *ph, row *rows, bench_round_fn fn,
-                     const char *kiln_name, const char *omp_name, const char *tbb_name,
-                     const char *tbb_prebuilt_name, bool with_seq) {
+                     const row_names *names, bool with_seq) {
+    const char *kiln_name = names->kiln, *omp_name = names->omp, *tbb_name = names->tbb;
+    const char *tbb_prebuilt_name = names->tbb_prebuilt;
     int n = 0;
     rows[n] = (row){ ph, IMPL_KILN };
     bench_add_entry(w, kiln_name, fn, &rows[n++]);
@@ -329,6 +339,17 @@ static void workload_init(bench_workload *w, const char *title, const char *deta
     w->sample = "run";
     w->note_head = "median ms";
     w->rounds = rounds;
+}
+
+/* One table: its rows (names; the sequential row when with_seq) run, printed, freed. */
+static void run_table(phase *ph, const char *title, const char *detail, const char *op, int rounds,
+                      bench_round_fn fn, const row_names *names, bool with_seq) {
+    bench_workload w;
+    workload_init(&w, title, detail, op, rounds);
+    row rows[5];
+    add_rows(&w, ph, rows, fn, names, with_seq);
+    run_workload(&w, ph);
+    bench_workload_free(&w);
 }
 
 /* ---- J5 nqueens ------------------------------------------------------------------------------------ */
@@ -418,7 +439,6 @@ static void j5_round(void *state, bench_series *s) {
 }
 
 static void run_j5(phase *ph) {
-    bench_workload w;
     char title[80], detail[240];
     const int n = ph->size->queens_n, rows = ph->size->queens_spawn_rows;
     snprintf(title, sizeof title, "J5 nqueens(%d) (T=%d threads)", n, ph->side.threads);
@@ -426,12 +446,7 @@ static void run_j5(phase *ph) {
              "one job per queen placed in the first %d rows (%.0f jobs), a sequential bitmask "
              "search below; %ld solutions checked; sample = one search", rows,
              queens_jobs(n, rows, 0, 0, 0, 0), queens_solutions[n]);
-    workload_init(&w, title, detail, "job", ph->size->rounds);
-    row rows_[4];
-    add_rows(&w, ph, rows_, j5_round, "kiln kiln_run+kiln_wait", "OpenMP task+taskwait",
-             "oneTBB task_group run+wait", NULL, true);
-    run_workload(&w, ph);
-    bench_workload_free(&w);
+    run_table(ph, title, detail, "job", ph->size->rounds, j5_round, &task_rows, true);
 }
 
 /* ---- J6 UTS -------------------------------------------------------------------------------------------- */
@@ -510,7 +525,6 @@ static void j6_round(void *state, bench_series *s) {
 }
 
 static void run_j6(phase *ph) {
-    bench_workload w;
     char title[80], detail[300];
     ph->uts_expect = uts_seq(uts_root(), 0, ph->uts_depth);
     snprintf(title, sizeof title, "J6 UTS, geometric tree of depth %d (T=%d threads)",
@@ -519,12 +533,7 @@ static void run_j6(phase *ph) {
              "%ld nodes, child counts geometric with mean 4 from a splitmix64 hash of the "
              "node's id; every node a job (no cutoff) waiting for its children; node count "
              "checked; sample = one walk", ph->uts_expect);
-    workload_init(&w, title, detail, "node", ph->size->rounds);
-    row rows[4];
-    add_rows(&w, ph, rows, j6_round, "kiln kiln_run+kiln_wait", "OpenMP task+taskwait",
-             "oneTBB task_group run+wait", NULL, true);
-    run_workload(&w, ph);
-    bench_workload_free(&w);
+    run_table(ph, title, detail, "node", ph->size->rounds, j6_round, &task_rows, true);
 }
 
 /* ---- J7 mergesort ---------------------------------------------------------------------------------------- */
@@ -656,7 +665,6 @@ static void j7_round(void *state, bench_series *s) {
 }
 
 static void run_j7(phase *ph) {
-    bench_workload w;
     char title[80], detail[300];
     snprintf(title, sizeof title, "J7 mergesort of %zu ints (T=%d threads)", ph->size->sort_n,
              ph->side.threads);
@@ -665,12 +673,8 @@ static void run_j7(phase *ph) {
              "at its middle, the other binary-searched); sequential below %d elements; order and "
              "checksum checked; sample = one sort%s", SORT_CUTOFF,
              ph->side.threads == 1 ? "" : "; the sequential row: T=1's table");
-    workload_init(&w, title, detail, "elem", ph->size->sort_rounds);
-    row rows[4];
-    add_rows(&w, ph, rows, j7_round, "kiln kiln_run+kiln_wait", "OpenMP task+taskwait",
-             "oneTBB task_group run+wait", NULL, ph->side.threads == 1);
-    run_workload(&w, ph);
-    bench_workload_free(&w);
+    run_table(ph, title, detail, "elem", ph->size->sort_rounds, j7_round, &task_rows,
+              ph->side.threads == 1);
 }
 
 /* ---- J8 wavefront ---------------------------------------------------------------------------------------------- */
@@ -782,7 +786,6 @@ static void run_j8(phase *ph) {
     if (ph->side.tbb) ph->tbb_graph = gb_tbb_wave_build(ph->side.tbb, &ph->grid);
 #endif
 
-    bench_workload w;
     char title[80], detail[600];
     snprintf(title, sizeof title, "J8 wavefront of %zu x %zu blocks (T=%d threads)", nb, nb,
              ph->side.threads);
@@ -794,12 +797,9 @@ static void run_j8(phase *ph) {
              "oneTBB: a continue_node per block, make_edge from top and left, the graph built "
              "in the round (prebuilt: built once, untimed, run again each round)",
              size->wave_tile, size->wave_tile);
-    workload_init(&w, title, detail, "block", size->rounds);
-    row rows[5];
-    add_rows(&w, ph, rows, j8_round, "kiln kiln_run_ex .after", "OpenMP task depend",
-             "oneTBB flow graph, built+run", "oneTBB flow graph, prebuilt", true);
-    run_workload(&w, ph);
-    bench_workload_free(&w);
+    static const row_names wave_rows = { "kiln kiln_run_ex .after", "OpenMP task depend",
+                                         "oneTBB flow graph, built+run", "oneTBB flow graph, prebuilt" };
+    run_table(ph, title, detail, "block", size->rounds, j8_round, &wave_rows, true);
 
 #ifdef BENCH_HAVE_TBB
     if (ph->tbb_graph) gb_tbb_wave_free(ph->tbb_graph);

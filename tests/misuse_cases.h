@@ -1690,28 +1690,10 @@ ROW(run_ex_after_count_zero_after_null, "kiln_run_ex", "after_count 0 with after
     WANT_EQ(runs, 1);
 })
 ROW(run_ex_reuse_waited_counter, "kiln_run_ex", "a new run on a counter jobs wait on (KILN_DEBUG_CHECKS): runs, they wait for it too", KILN_LOGITEM_COUNTER_REUSED_WAITING, SINK_A, COUNTED, FX_CHECKS, DOC, {
-    int runs = 0;
-    kiln_job job = { job_nop, &runs };
-    kiln_counter prerequisite = { { 0 } }, c = { { 0 } };
-    kiln_run_ex(f->ctx_a, &job, 1, &prerequisite, &(kiln_run_desc){ .pinned_to = f->ctx_a });
-    const kiln_counter *after[] = { &prerequisite };
-    kiln_run_ex(f->ctx_a, &job, 1, &c, &(kiln_run_desc){ .after = after, .after_count = 1 });
-    kiln_run_ex(f->ctx_a, &job, 1, &prerequisite, &(kiln_run_desc){ .pinned_to = f->ctx_a });
-    kiln_wait(f->ctx_a, &c);
-    kiln_wait(f->ctx_a, &prerequisite);
-    WANT_EQ(runs, 3);
+    WANT_EQ(run_on_a_waited_counter(f), 3);
 })
 ROW(run_ex_reuse_waited_counter_unchecked, "kiln_run_ex", "a new run on a counter jobs wait on without KILN_DEBUG_CHECKS (legal: they wait for it too)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
-    int runs = 0;
-    kiln_job job = { job_nop, &runs };
-    kiln_counter prerequisite = { { 0 } }, c = { { 0 } };
-    kiln_run_ex(f->ctx_a, &job, 1, &prerequisite, &(kiln_run_desc){ .pinned_to = f->ctx_a });
-    const kiln_counter *after[] = { &prerequisite };
-    kiln_run_ex(f->ctx_a, &job, 1, &c, &(kiln_run_desc){ .after = after, .after_count = 1 });
-    kiln_run_ex(f->ctx_a, &job, 1, &prerequisite, &(kiln_run_desc){ .pinned_to = f->ctx_a });
-    kiln_wait(f->ctx_a, &c);
-    kiln_wait(f->ctx_a, &prerequisite);
-    WANT_EQ(runs, 3);
+    WANT_EQ(run_on_a_waited_counter(f), 3);
 })
 
 /* kiln_wait */

@@ -40,14 +40,7 @@ static void setup(void) {
     main_thread = pthread_self();
 }
 
-static void teardown(void) {
-    if (main_ctx) kiln_detach(main_ctx);
-    if (rt) kiln_destroy(rt);
-    recording_log_free(rec);
-    main_ctx = NULL;
-    rt = NULL;
-    rec = NULL;
-}
+static void teardown(void) { recording_fixture_end(&main_ctx, &rt, &rec); }
 
 /* The timeout only turns a deadlock into a failed test; nothing passes or fails by it. */
 TestSuite(jobs, .init = setup, .fini = teardown, .timeout = 60);

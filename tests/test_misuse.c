@@ -291,6 +291,21 @@ static void job_nop(kiln_ctx *ctx, void *arg) {
     if (arg) (*(int *)arg)++;
 }
 
+/* A run on a counter that a batch with after waits on, pinned to ctx_a like the
+ * prerequisite's first run; the jobs that ran (all three once the waits return). */
+static int run_on_a_waited_counter(fx *f) {
+    int runs = 0;
+    kiln_job job = { job_nop, &runs };
+    kiln_counter prerequisite = { { 0 } }, c = { { 0 } };
+    kiln_run_ex(f->ctx_a, &job, 1, &prerequisite, &(kiln_run_desc){ .pinned_to = f->ctx_a });
+    const kiln_counter *after[] = { &prerequisite };
+    kiln_run_ex(f->ctx_a, &job, 1, &c, &(kiln_run_desc){ .after = after, .after_count = 1 });
+    kiln_run_ex(f->ctx_a, &job, 1, &prerequisite, &(kiln_run_desc){ .pinned_to = f->ctx_a });
+    kiln_wait(f->ctx_a, &c);
+    kiln_wait(f->ctx_a, &prerequisite);
+    return runs;
+}
+
 /* The walks' visits: count, or try to destroy the table being walked. */
 static void visit_count(void *user, kiln_handle h, void *item) {
     (void)h;
