@@ -59,9 +59,9 @@ static size_t bytes_in_use(const kiln_arena *arena) {
     return block_bytes(arena) + kiln_load_relaxed(&arena->large_bytes);
 }
 
-/* Owner: the peaks are recorded before anything makes bytes_in_use smaller. */
 const kiln_arena_head kiln_arena_closed_head = { .cursor = 1, .limit = 0, .allocs = 0 };
 
+/* Owner: the peaks are recorded before anything makes bytes_in_use smaller. */
 static void record_peak(kiln_arena *arena) {
     size_t used = bytes_in_use(arena);
     if (used > kiln_load_relaxed(&arena->peak_frame)) kiln_store_relaxed(&arena->peak_frame, used);

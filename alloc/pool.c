@@ -35,36 +35,33 @@ static void forget_blocks(kiln_pool *pool) {
     for (unsigned i = 0; i < KILN_POOL_KNOWN; i++) kiln_store_relaxed(&pool->known[i], KILN_POOL_NO_BLOCK);
 }
 
-static _Atomic uintptr_t *known_entry(kiln_pool *pool, uintptr_t base) {
-    return &pool->known[(base >> pool->block_shift) % KILN_POOL_KNOWN];
-}
-
-/* Entries no block of their own maps to name some object block of the pool (first):
- * a pointer in its window is that block's, so no empty entry's window (a pointer the
- * test would take for the pool's, kiln/pool.h) is left while the pool has a block. */
-static void fill_empty_entries(kiln_pool *pool, uintptr_t first) {
+/* Every entry that holds from holds to instead. Under carve_lock (or before the pool
+ * is published). */
+static void replace_entries(kiln_pool *pool, uintptr_t from, uintptr_t to) {
     for (unsigned i = 0; i < KILN_POOL_KNOWN; i++)
-        if (kiln_load_relaxed(&pool->known[i]) == KILN_POOL_NO_BLOCK) kiln_store_relaxed(&pool->known[i], first);
+        if (kiln_load_relaxed(&pool->known[i]) == from) kiln_store_relaxed(&pool->known[i], to);
 }
 
+/* A new object block takes its own entry, and every empty one: entries no block of their
+ * own maps to name some object block of the pool, so a pointer in their window is that
+ * block's, and no empty entry's window (a pointer the test would take for the pool's,
+ * kiln/pool.h) is left while the pool has a block. */
 static void know_block(kiln_pool *pool, const kiln_pool_block *block) {
     uintptr_t first = (uintptr_t)block + pool->first_offset;
-    kiln_store_relaxed(known_entry(pool, (uintptr_t)block), first);
-    fill_empty_entries(pool, first);
+    kiln_store_relaxed(kiln_pool_known_entry(pool, (uintptr_t)block), first);
+    replace_entries(pool, KILN_POOL_NO_BLOCK, first);
 }
 
-/* A block leaves: the entries naming it are emptied, then filled from a block that
- * stays, if any. Under carve_lock. */
+/* A block a trim returns: the entries naming it are emptied. Under carve_lock. */
 static void forget_block(kiln_pool *pool, const kiln_pool_block *gone) {
-    uintptr_t first = (uintptr_t)gone + pool->first_offset;
-    for (unsigned i = 0; i < KILN_POOL_KNOWN; i++)
-        if (kiln_load_relaxed(&pool->known[i]) == first) kiln_store_relaxed(&pool->known[i], KILN_POOL_NO_BLOCK);
+    replace_entries(pool, (uintptr_t)gone + pool->first_offset, KILN_POOL_NO_BLOCK);
 }
 
+/* After a trim: the emptied entries name a block that stays, if any. Under carve_lock. */
 static void refill_entries(kiln_pool *pool) {
     for (const kiln_pool_block *b = pool->block_list; b; b = b->next)
         if (b->magic == KILN_POOL_BLOCK_MAGIC && b->trim_free != KILN_POOL_TRIMMED) {
-            fill_empty_entries(pool, (uintptr_t)b + pool->first_offset);
+            replace_entries(pool, KILN_POOL_NO_BLOCK, (uintptr_t)b + pool->first_offset);
             return;
         }
 }

@@ -344,6 +344,11 @@ static inline bool kiln_pool_owns_fully(const kiln_pool *pool, const void *obj) 
            block->serial == serial && (uintptr_t)obj - block->first <= pool->last_start;
 }
 
+/* The entry of the known-block table that addr's block maps to. Any thread. */
+static inline _Atomic uintptr_t *kiln_pool_known_entry(const kiln_pool *pool, uintptr_t addr) {
+    return (_Atomic uintptr_t *)&pool->known[(addr >> pool->block_shift) % KILN_POOL_KNOWN];
+}
+
 /* The same answer, from the pool's table of known blocks when obj's block is in it
  * (nothing is read but the pool's own memory), else from kiln_pool_owns_fully. Either
  * way obj lies from slot 0's object to the last slot's (one unsigned compare: below
@@ -354,7 +359,7 @@ static inline bool kiln_pool_owns_fully(const kiln_pool *pool, const void *obj) 
  * test without that last compare. */
 static inline bool kiln_pool_owns(const kiln_pool *pool, const void *obj) {
     uintptr_t addr = (uintptr_t)obj;
-    uintptr_t first = kiln_load_relaxed(&pool->known[(addr >> pool->block_shift) % KILN_POOL_KNOWN]);
+    uintptr_t first = kiln_load_relaxed(kiln_pool_known_entry(pool, addr));
     if (kiln_likely(addr - first <= pool->last_start && first != KILN_POOL_NO_BLOCK)) return true;
     return kiln_pool_owns_fully(pool, obj);
 }
