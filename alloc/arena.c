@@ -95,7 +95,7 @@ static void switch_block(kiln_arena *arena, kiln_arena_block *block, uintptr_t c
 
 static KILN_COLD void warn_budget(kiln_arena *arena, size_t used) {
     arena->budget_warned = true;
-    kiln_owner_add(&arena->budget_warnings, 1);
+    kiln_owner_inc(&arena->budget_warnings);
     unsigned long long frame = arena->frame_clock ? kiln_load_relaxed(arena->frame_clock) : 0;
     kiln_log(&arena->log, KILN_LOGITEM_FRAME_BUDGET_EXCEEDED,
              "arena '%s': %zu bytes in use in frame %llu, over its budget of %zu bytes",
@@ -115,8 +115,8 @@ static void check_budget(kiln_arena *arena) {
  * past the budget, is refused: counted, and logged at the frame's first refusal. The
  * bound may have moved (a fresh block): set again. */
 static KILN_COLD void *refuse_budget(kiln_arena *arena, size_t total, size_t size) {
-    kiln_owner_add(&arena->budget_refusals, 1);
-    kiln_owner_add(&arena->failures, 1);
+    kiln_owner_inc(&arena->budget_refusals);
+    kiln_owner_inc(&arena->failures);
     set_limit(arena);
     if (arena->budget_refused) return NULL;
     arena->budget_refused = true;
@@ -138,7 +138,7 @@ void *kiln_arena_take_block(kiln_arena *arena) {
     if (!block) return NULL;
     if (kiln_unlikely(arena->debug))
         kiln_debug_block_taken(arena->debug, block, arena->pool->block_size, &arena->log);
-    kiln_owner_add(&arena->blocks_taken, 1);
+    kiln_owner_inc(&arena->blocks_taken);
     kiln_owner_add(&arena->blocks_held, 1);
     return block;
 }
@@ -258,8 +258,8 @@ static void *alloc_large(kiln_arena *arena, size_t size, size_t align, arena_ref
     arena->large = large;
     if (++arena->large_count > arena->large_peak) arena->large_peak = arena->large_count;
     kiln_owner_add(&arena->large_bytes, size);
-    kiln_owner_add(&arena->large_allocs, 1);
-    kiln_owner_add(&arena->allocs, 1);
+    kiln_owner_inc(&arena->large_allocs);
+    kiln_owner_inc(&arena->allocs);
     check_budget(arena);
     return large_data(large, align);
 }
@@ -320,16 +320,16 @@ static KILN_COLD void *alloc_fallback(kiln_arena *arena, size_t size, size_t ali
     /* size passed alloc_large's bound (or fits a block), so header + size is representable. */
     kiln_fallback *fb = kiln_heap_aligned(heap_align, header + size);
     if (!fb) {
-        kiln_owner_add(&arena->failures, 1);
+        kiln_owner_inc(&arena->failures);
         return NULL;
     }
     fb->prev = arena->fallback_list;
     fb->size = size;
     fb->data = (char *)fb + header;
     arena->fallback_list = fb;
-    kiln_owner_add(&arena->fallback_allocs, 1);
+    kiln_owner_inc(&arena->fallback_allocs);
     kiln_owner_add(&arena->fallback_bytes, size);
-    kiln_owner_add(&arena->allocs, 1);
+    kiln_owner_inc(&arena->allocs);
     if (!arena->fallback_warned) {
         arena->fallback_warned = true;
         unsigned long long frame = arena->frame_clock ? kiln_load_relaxed(arena->frame_clock) : 0;
@@ -367,7 +367,7 @@ static void *alloc_in_blocks(kiln_arena *arena, size_t size, size_t align) {
             size_t total = position(arena->current, end) + kiln_load_relaxed(&arena->large_bytes);
             if (over_refused_budget(arena, total)) return refuse_budget(arena, total, size);
             kiln_store_relaxed(&arena->cursor, end);
-            kiln_owner_add(&arena->allocs, 1);
+            kiln_owner_inc(&arena->allocs);
             check_budget(arena);
             return (void *)start;
         }
@@ -380,7 +380,7 @@ static void *alloc_in_blocks(kiln_arena *arena, size_t size, size_t align) {
     void *p = why == ARENA_REFUSAL_NONE ? alloc_large(arena, size, align, &why) : NULL;
     if (p) return p;
     if (why == ARENA_REFUSAL_POOL && arena->fallback) return alloc_fallback(arena, size, align);
-    if (why != ARENA_REFUSAL_BUDGET) kiln_owner_add(&arena->failures, 1);   /* budget: counted */
+    if (why != ARENA_REFUSAL_BUDGET) kiln_owner_inc(&arena->failures);   /* budget: counted */
     return NULL;
 }
 
@@ -396,7 +396,7 @@ alloc_slow_at(kiln_arena *arena, size_t size, size_t align, kiln_debug_site site
         align = KILN_DEFAULT_ALIGN;
     }
     if (!kiln_is_pow2(align) || align > arena->max_align) {
-        kiln_owner_add(&arena->failures, 1);
+        kiln_owner_inc(&arena->failures);
         kiln_log_misuse(&arena->log, KILN_LOGITEM_ARENA_BAD_ALIGN,
                         "arena '%s': alignment %zu is not a power of two from 1 to %zu",
                         arena->name, align, arena->max_align);
@@ -584,7 +584,7 @@ void kiln_arena_release_to(kiln_arena *arena, kiln_mark mark) {
     while (arena->current != block) pop_block(arena);
     kiln_store_relaxed(&arena->cursor, cursor);
     if (!empty) arena->top_mark = cursor;   /* the mark released to is the newest live one */
-    kiln_owner_add(&arena->releases, 1);
+    kiln_owner_inc(&arena->releases);
     set_limit(arena);
 }
 
@@ -637,7 +637,7 @@ void kiln_arena_reset_all(kiln_arena *arena) {
     arena->budget_warned = false;
     arena->budget_refused = false;
     arena->fallback_warned = false;
-    kiln_owner_add(&arena->resets, 1);
+    kiln_owner_inc(&arena->resets);
     set_limit(arena);
 }
 

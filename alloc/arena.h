@@ -219,7 +219,7 @@ static inline void *kiln_arena_bump(kiln_arena *arena, size_t size, size_t align
     if (kiln_unlikely(__builtin_add_overflow(start, size, &end) || end > arena->limit))
         return kiln_arena_alloc_slow(arena, size, align);
     kiln_store_relaxed(&arena->cursor, end);
-    kiln_owner_add(&arena->allocs, 1);
+    kiln_owner_inc(&arena->allocs);
     return (void *)start;
 }
 

@@ -97,7 +97,7 @@ static void *debug_alloc(kiln_arena *arena, size_t size, size_t align, kiln_debu
         return kiln_arena_alloc_raw(arena, size, align, &spot);
     kiln_arena_record *r = record_room(arena);
     if (!r) {
-        kiln_owner_add(&arena->failures, 1);
+        kiln_owner_inc(&arena->failures);
         return NULL;
     }
     /* With guards: [front guard][object][back guard], the front guard a whole multiple

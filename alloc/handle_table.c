@@ -177,6 +177,19 @@ static void take_ready(kiln_handle_table *table, kiln_handle_cache *cache) {
     kiln_store_relaxed(&cache->ready_count, total);
 }
 
+/* Zeroes the items of the cache's ready slots that were used before (a never-used slot,
+ * generation 0, is still zero from the OS, and its pages stay untouched), so that the pop
+ * that hands one out zeroes nothing: every pointer to the old item is gone (the safe
+ * epoch made the slot reusable) and only this cache holds the slot. A slot that a flush
+ * gives back unused is zeroed again when it is next taken. The cache's thread. */
+static void zero_ready(kiln_handle_table *table, kiln_handle_cache *cache, uint32_t n) {
+    for (uint32_t r = 0; r < n; r++) {
+        kiln_handle_slot *slot = kiln_handle_slot_at(table, cache->ready[r]);
+        if (kiln_handle_word_gen(kiln_load_relaxed(&slot->word)) != 0)
+            memset(kiln_handle_item_of(table, slot), 0, table->item_size);
+    }
+}
+
 kiln_handle kiln_handle_table_alloc_slow(kiln_handle_table *table, kiln_handle_cache *cache,
                                          void **item) {
     pthread_mutex_lock(&table->lock);
@@ -184,6 +197,7 @@ kiln_handle kiln_handle_table_alloc_slow(kiln_handle_table *table, kiln_handle_c
     take_ready(table, cache);
     pthread_mutex_unlock(&table->lock);
     uint32_t n = kiln_load_relaxed(&cache->ready_count);
+    zero_ready(table, cache, n);
     if (n != 0) {
         if (kiln_load_relaxed(&table->full_warned)) kiln_store_relaxed(&table->full_warned, 0);
         return kiln_handle_cache_pop(table, cache, n, item);

@@ -42,20 +42,19 @@
 #define KILN_HANDLES_MAX_CAPACITY KILN_HANDLE_INDEX_MASK
 #define KILN_HANDLES_STALE_STRIPES 8         /* stale-lookup counters, a cache line each */
 
-/* The header before every item. An item starts header bytes after its slot. */
 /* A slot's word: its generation in the high half (odd: live; even: free; 0: never used,
- * still zero from the OS), and while live the table's tag and KILN_HANDLE_LIVE_MARK in
- * the low half, so that a live slot's word is exactly its handle with the index bits
- * replaced by the mark: get proves tag, generation and liveness with one compare, and
- * no handle (whose key always has the mark) matches a free or never-used word. */
+ * still zero from the OS), and while live its handle's low half plus one, so that a live
+ * slot's word is exactly its handle's key (kiln/handles.h, kiln_handle_key: the handle
+ * plus one): get proves tag, index, generation and liveness with one compare. No key
+ * matches a free or never-used word (a key's generation is odd), and the zero handle's
+ * key, 1, matches no word at all (a live word's generation is at least 1). The index is
+ * below the capacity, at most 2^24 - 2, so the one never carries into the tag. */
 typedef struct kiln_handle_slot {
     _Atomic uint64_t word;
 } kiln_handle_slot;
 
-#define KILN_HANDLE_LIVE_MARK 1u   /* in the index bits of a live word (never in a key's) */
-
 static inline uint32_t kiln_handle_word_gen(uint64_t word) { return (uint32_t)(word >> 32); }
-static inline bool kiln_handle_word_live(uint64_t word) { return (word & KILN_HANDLE_LIVE_MARK) != 0; }
+static inline bool kiln_handle_word_live(uint64_t word) { return (kiln_handle_word_gen(word) & 1u) != 0; }
 /* A free slot's word. */
 static inline uint64_t kiln_handle_free_word(uint32_t gen) { return (uint64_t)gen << 32; }
 
@@ -131,7 +130,7 @@ _Static_assert(offsetof(kiln_handle_table, slots) == offsetof(kiln_handles_head,
                offsetof(kiln_handle_table, tag_bits) == offsetof(kiln_handles_head, tag_bits) &&
                KILN_HANDLES_HEAD_INDEX_MASK == KILN_HANDLE_INDEX_MASK &&
                offsetof(kiln_handle_slot, word) == 0 && sizeof(kiln_handle_slot) == sizeof(uint64_t) &&
-               KILN_HANDLE_LIVE_MARK == 1u,
+               KILN_HANDLES_MAX_CAPACITY < KILN_HANDLE_INDEX_MASK + 1u,
                "kiln_handles_head (KILN_HEAD_LAYOUT) is the table's first words");
 
 typedef struct kiln_handle_table_config {
@@ -240,7 +239,8 @@ KILN_INTERNAL void kiln_handle_caches_init(kiln_handle_cache *caches, size_t cou
  * sum caches are excluded by the caller. */
 KILN_INTERNAL void kiln_handle_cache_bind(kiln_handle_table *table, kiln_handle_cache *cache);
 
-/* Hands out the top slot of a bound cache that has n > 0 ready. The cache's thread. */
+/* Hands out the top slot of a bound cache that has n > 0 ready; its item is zero already
+ * (the exchange that filled the cache zeroed it). The cache's thread. */
 static inline kiln_handle kiln_handle_cache_pop(kiln_handle_table *table, kiln_handle_cache *cache,
                                                 uint32_t n, void **item) {
     uint32_t index = cache->ready[--n];
@@ -249,11 +249,10 @@ static inline kiln_handle kiln_handle_cache_pop(kiln_handle_table *table, kiln_h
     /* was even: free; only we hold it */
     uint32_t gen = kiln_handle_word_gen(kiln_load_relaxed(&slot->word)) + 1;
     void *p = kiln_handle_item_of(table, slot);
-    if (gen != 1) memset(p, 0, table->item_size);       /* generation 0: zero from the OS */
     kiln_handle h = kiln_handle_make(table, index, gen);
     /* release: the zeroed item happens before any get that sees the new generation. */
     kiln_store_release(&slot->word, kiln_handle_key(h));
-    kiln_owner_add(&cache->allocs, 1);
+    kiln_owner_inc(&cache->allocs);
     if (item) *item = p;
     return h;
 }
@@ -271,8 +270,10 @@ KILN_INTERNAL kiln_handle kiln_handle_table_alloc_slow(kiln_handle_table *table,
 KILN_INTERNAL KILN_COLD bool kiln_handle_table_refuse_free(kiln_handle_table *table, kiln_handle h,
                                                            uint32_t seen_gen, bool ours);
 
-/* Frees a well-shaped handle into a bound cache with room: false (refused) when it is
- * stale. The cache's thread; h's slot may be freed by any thread at once. */
+/* Frees a handle whose index is below the capacity into a bound cache with room: false
+ * (refused) when it is not its slot's live handle. Only that handle's key matches the
+ * slot's live word (tag, index and an odd generation), so the shape is judged only for
+ * the refusal's report. The cache's thread; h's slot may be freed by any thread at once. */
 static inline bool kiln_handle_cache_push(kiln_handle_table *table, kiln_handle_cache *cache,
                                           kiln_handle h) {
     uint32_t index = kiln_handle_index(h), gen = kiln_handle_generation(h);
@@ -282,8 +283,9 @@ static inline bool kiln_handle_cache_push(kiln_handle_table *table, kiln_handle_
      * reuse rule needs (the epochs, above). */
     uint64_t seen = kiln_handle_key(h);
     if (kiln_unlikely(!kiln_cas_strong_seq_cst(&slot->word, &seen, kiln_handle_free_word(gen + 1))))
-        return kiln_handle_table_refuse_free(table, h, kiln_handle_word_gen(seen), true);
-    kiln_owner_add(&cache->frees, 1);
+        return kiln_handle_table_refuse_free(table, h, kiln_handle_word_gen(seen),
+                                             kiln_handle_shape_ok(table, h));
+    kiln_owner_inc(&cache->frees);
     if (kiln_unlikely((uint64_t)gen + 2 > table->gen_max)) {   /* generations ran out */
         kiln_add_relaxed(&table->retired, 1);
         return true;

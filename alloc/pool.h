@@ -378,7 +378,7 @@ static inline void *kiln_pool_cache_alloc(kiln_pool *pool, kiln_pool_cache *cach
     kiln_magazine *mag = cache->loaded;
     if (kiln_unlikely(mag->count == 0)) return kiln_pool_alloc_slow(pool, cache);
     void *obj = mag->objects[--mag->count];
-    kiln_owner_add(&cache->allocs, 1);
+    kiln_owner_inc(&cache->allocs);
     if (kiln_unlikely(pool->flags & KILN_POOL_ALLOC_HOOKS)) return kiln_pool_on_alloc(pool, obj);   /* debug too */
     return obj;
 }
@@ -391,7 +391,7 @@ static inline void kiln_pool_cache_free(kiln_pool *pool, kiln_pool_cache *cache,
         return;
     }
     mag->objects[mag->count++] = obj;
-    kiln_owner_add(&cache->frees, 1);
+    kiln_owner_inc(&cache->frees);
 }
 
 #endif /* KILN_ALLOC_POOL_H */

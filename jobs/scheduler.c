@@ -366,7 +366,7 @@ static bool steal(kiln_job_system *sys, kiln_job_queue *q, int priority, kiln_ta
             kiln_cpu_pause();   /* lost a race for a non-empty deque: try it again */
         }
         if (r == KILN_STEAL_OK) {
-            kiln_owner_add(&q->jobs_stolen, 1);
+            kiln_owner_inc(&q->jobs_stolen);
             return true;
         }
     }
@@ -388,7 +388,7 @@ static bool find_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task, 
     if (background && (take_own(&q->deques[KILN_DEQUE_BACKGROUND], task) ||
                        steal(sys, q, KILN_DEQUE_BACKGROUND, task)))
         return true;
-    kiln_owner_add(&q->steal_misses, 1);
+    kiln_owner_inc(&q->steal_misses);
     return false;
 }
 
@@ -540,7 +540,7 @@ static void run_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
     kiln_job_hook hook = kiln_load_relaxed(&q->hook);
     if (kiln_unlikely(hook != NULL)) call_task_traced(sys, q, task, hook);
     else call_task(sys, q, task);
-    kiln_owner_add(&q->jobs_run, 1);
+    kiln_owner_inc(&q->jobs_run);
     if (!(task->flags & KILN_TASK_BACKGROUND))   /* release: frame end then sees its writes */
         kiln_store_release(&q->completed, kiln_load_relaxed(&q->completed) + 1);
     /* No batch waits on the counter: one compare more, predicted (kiln_counter_finish). */
@@ -595,7 +595,7 @@ static bool steal_tagged(kiln_job_system *sys, kiln_job_queue *q, int priority, 
         while ((r = kiln_deque_steal_tagged(&victim->deques[priority], task, tag)) == KILN_STEAL_ABORT)
             kiln_cpu_pause();
         if (r == KILN_STEAL_OK) {
-            kiln_owner_add(&q->jobs_stolen, 1);
+            kiln_owner_inc(&q->jobs_stolen);
             return true;
         }
     }
@@ -612,7 +612,7 @@ static bool find_task_isolated(kiln_job_system *sys, kiln_job_queue *q, kiln_tas
     if (background && (take_own_tagged(&q->deques[KILN_DEQUE_BACKGROUND], task, tag) ||
                        steal_tagged(sys, q, KILN_DEQUE_BACKGROUND, task, tag)))
         return true;
-    kiln_owner_add(&q->steal_misses, 1);
+    kiln_owner_inc(&q->steal_misses);
     return false;
 }
 
@@ -748,7 +748,7 @@ static bool sleep_once(kiln_job_system *sys, kiln_job_queue *q, bool again) {
     kiln_fence_seq_cst();
     if (!work_visible(sys, q) && !kiln_load_acquire(&sys->shutdown)) {
         uint64_t start = kiln_now_ns();
-        if (!again) kiln_owner_add(&q->sleeps, 1);
+        if (!again) kiln_owner_inc(&q->sleeps);
         kiln_futex_wait(&sys->wake_epoch, epoch, KILN_SLEEP_TIMEOUT_NS);
         kiln_owner_add(&q->sleep_ns, kiln_now_ns() - start);
         timed_out = kiln_load_acquire(&sys->wake_epoch) == epoch;

@@ -207,7 +207,7 @@ static KILN_COLD bool free_slow(kiln_ctx *ctx, kiln_handles *table, kiln_handle 
 bool kiln_handle_free(kiln_ctx *ctx, kiln_handles *table, kiln_handle h) {
     if (kiln_unlikely(!kiln_ctx_attached(ctx) || !table)) return free_slow(ctx, table, h);
     kiln_handle_cache *cache = &ctx->handle_caches[table->core.index];
-    if (kiln_unlikely(!kiln_handle_shape_ok(&table->core, h) ||
+    if (kiln_unlikely(kiln_handle_index(h) >= table->core.capacity ||
                       !kiln_handle_cache_bound(&table->core, cache) ||
                       kiln_load_relaxed(&cache->freed_count) == KILN_HANDLES_BATCH))
         return free_slow(ctx, table, h);

@@ -435,6 +435,82 @@ Test(handles, items_are_zeroed_on_alloc) {
     assert_no_log();
 }
 
+/* Items are zeroed when a context's cache takes their slots from the table (a batch of
+ * 32), not when the slot is handed out: whatever was written into an item through a
+ * pointer still valid until the frame end, after its free, must be gone at its reuse,
+ * in every slot of every batch, for items of every size class of the zeroing. */
+Test(handles, items_written_after_their_free_are_zero_when_reused) {
+    enum { CAP = 96 };   /* three batches */
+    const size_t sizes[] = { 1, 64, 100, 4096, 70000 };
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t size = sizes[k];
+        kiln_handles *t = create_table("rezero", size, 0, CAP);
+        static kiln_handle h[CAP];
+        static void *items[CAP];
+        for (int i = 0; i < CAP; i++) h[i] = alloc_ok(ctx, t, &items[i]);
+        free_all(ctx, t, h, CAP);
+        /* The pointers stay valid until the frame end: a late writer is allowed. */
+        for (int i = 0; i < CAP; i++) memset(items[i], 0xA5, size);
+        next_frame();
+        for (int i = 0; i < CAP; i++) {
+            void *item;
+            h[i] = alloc_ok(ctx, t, &item);
+            cr_assert(all_zero(item, size), "size %zu: reused item %d is not zero", size, i);
+            memset(item, 0x5A, size);
+        }
+        /* Freed again and reused once more, with a frame end between each. */
+        free_all(ctx, t, h, CAP);
+        next_frame();
+        for (int i = 0; i < CAP; i++) {
+            void *item;
+            h[i] = alloc_ok(ctx, t, &item);
+            cr_assert(all_zero(item, size), "size %zu: item %d, second reuse", size, i);
+        }
+        free_all(ctx, t, h, CAP);
+        kiln_handles_destroy(t);
+    }
+    cr_assert_eq(recorded_but_near(), 0, "log:%s", recorded_summary(rec));
+}
+
+/* A context's cache gives back the slots it held ready but never handed out when it is
+ * flushed (its thread detaches); another context that takes them later gets zero items
+ * too, though they were zeroed once already. */
+static void *alloc_one_and_detach(void *arg) {
+    kiln_handles *t = arg;
+    kiln_ctx *c = kiln_attach(rt);
+    if (!c) return NULL;
+    kiln_handle h = kiln_handle_alloc(c, t, NULL);
+    kiln_detach(c);
+    return (void *)(uintptr_t)h.bits;
+}
+
+Test(handles, slots_a_detached_cache_held_are_zero_when_reused) {
+    enum { CAP = 64, SIZE = 48 };
+    kiln_handles *t = create_table("flushed", SIZE, 0, CAP);
+    static kiln_handle h[CAP];
+    static void *items[CAP];
+    for (int i = 0; i < CAP; i++) h[i] = alloc_ok(ctx, t, &items[i]);
+    free_all(ctx, t, h, CAP);
+    for (int i = 0; i < CAP; i++) memset(items[i], 0xC3, SIZE);
+    next_frame();
+    pthread_t thread;
+    cr_assert_eq(pthread_create(&thread, NULL, alloc_one_and_detach, t), 0);
+    void *bits;
+    pthread_join(thread, &bits);
+    cr_assert_neq((uintptr_t)bits, 0, "the other thread's alloc:%s", recorded_summary(rec));
+    /* The other thread took a batch of the slots this context freed, handed one out
+     * (left live) and gave the rest back unused. */
+    size_t n = 0;
+    for (; n < CAP - 1; n++) {
+        void *item;
+        h[n] = alloc_ok(ctx, t, &item);
+        cr_assert(all_zero(item, SIZE), "item %zu is not zero", n);
+    }
+    alloc_refused(ctx, t);
+    free_all(ctx, t, h, n);
+    kiln_handles_destroy(t);
+}
+
 Test(handles, item_align_and_size_are_honoured) {
     enum { PER_TABLE = 3 };
     const size_t sizes[] = { 1, 3, 17, 100, 4095, 4097, (size_t)1 << 20 };

@@ -345,10 +345,11 @@ typedef struct kiln_handles_head {
     uint32_t  tag_bits;   /* the table's tag, in the bits above the index */
 } kiln_handles_head;
 
-/* The word a slot holds while h is its live handle: h with its index bits replaced by 1
- * (a free or never-used slot's word has that bit clear, so no handle matches it). */
+/* The word a slot holds while h is its live handle: h plus one. A free or never-used
+ * slot's word has an even generation in its high half, which no key has (a live handle's
+ * generation is odd), and the zero handle's key, 1, is no slot's word. */
 static inline uint64_t kiln_handle_key(kiln_handle h) {
-    return (h.bits & ~(uint64_t)KILN_HANDLES_HEAD_INDEX_MASK) | 1u;
+    return h.bits + 1u;
 }
 
 /* The inline get's miss, out of line: h did not prove live (the inline test above

@@ -368,7 +368,7 @@ static inline bool kiln_head_bump(kiln_arena_head *head, size_t size, size_t ali
     uintptr_t end;
     if (__builtin_add_overflow(start, size, &end) || end > head->limit) return false;
     KILN_HEAD_STORE(&head->cursor, end);
-    KILN_HEAD_STORE(&head->allocs, KILN_HEAD_LOAD(&head->allocs) + 1);
+    KILN_OWNER_COUNT(&head->allocs);
     *out = (void *)start;
     return true;
 }

@@ -263,7 +263,7 @@ static inline void *kiln_pool_alloc_inline(kiln_ctx *ctx, kiln_pool *pool) {
             kiln_pool_magazine_head *mag = cache->loaded;
             if (KILN_HEAD_LIKELY(mag->count != 0)) {
                 uint32_t n = --mag->count;
-                KILN_HEAD_STORE(&cache->allocs, KILN_HEAD_LOAD(&cache->allocs) + 1);
+                KILN_OWNER_COUNT(&cache->allocs);
                 return kiln_pool_magazine_objects(mag)[n];
             }
         }
@@ -282,7 +282,7 @@ static inline void kiln_pool_free_inline(kiln_ctx *ctx, kiln_pool *pool, void *o
             kiln_pool_magazine_head *mag = cache->loaded;
             if (KILN_HEAD_LIKELY(mag->count != mag->capacity)) {
                 kiln_pool_magazine_objects(mag)[mag->count++] = obj;
-                KILN_HEAD_STORE(&cache->frees, KILN_HEAD_LOAD(&cache->frees) + 1);
+                KILN_OWNER_COUNT(&cache->frees);
                 return;
             }
         }
