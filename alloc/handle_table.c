@@ -212,11 +212,14 @@ kiln_handle kiln_handle_table_alloc_slow(kiln_handle_table *table, kiln_handle_c
     return (kiln_handle){ 0 };
 }
 
-/* A generation the slot has not reached yet was never handed out: forged, not stale. */
+/* A generation the slot has not reached yet was never handed out: forged, not stale.
+ * Generations never wrap (a slot retires before gen_max), so a plain compare; the one
+ * exception, a slot retired from generation 2^32 - 1, whose free word reads 0, calls a
+ * second free of that last handle forged. */
 bool kiln_handle_table_refuse_free(kiln_handle_table *table, kiln_handle h, uint32_t seen_gen,
                                    bool ours) {
     uint32_t index = kiln_handle_index(h), gen = kiln_handle_generation(h);
-    if (ours && (int32_t)(seen_gen - gen) <= 0) ours = false;
+    if (ours && seen_gen <= gen) ours = false;
     if (!ours) {
         kiln_add_relaxed(&table->foreign, 1);
         kiln_log_misuse(&table->log, h.bits ? KILN_LOGITEM_HANDLE_FOREIGN : KILN_LOGITEM_HANDLE_NULL,

@@ -1000,6 +1000,28 @@ static kiln_handle with_generation(kiln_handle h, uint32_t generation) {
     return (kiln_handle){ (h.bits & 0xffffffffu) | (uint64_t)generation << 32 };
 }
 
+/* A generation the slot has not reached is forged, whatever its value: generations never
+ * wrap (a slot retires first), so the largest one is no older than the slot's. */
+Test(handles, free_of_a_generation_the_slot_never_reached_is_foreign) {
+    kiln_handles *t = create_table("future", 16, 0, 4);
+    kiln_handle live = alloc_ok(ctx, t, NULL);
+    cr_assert_eq(kiln_handle_generation(live), 1);
+    const uint32_t forged[] = { 3, 0x7fffffffu, 0x80000001u, UINT32_MAX };
+    for (size_t i = 0; i < sizeof forged / sizeof forged[0]; i++) {
+        recording_log_clear(rec);
+        cr_assert(!kiln_handle_free(ctx, t, with_generation(live, forged[i])));
+        cr_assert_eq(count_items_at(rec, KILN_LOGITEM_HANDLE_FOREIGN, KILN_LOG_ERROR), 1,
+                     "generation %#x:%s", forged[i], recorded_summary(rec));
+        cr_assert_eq(recorded_count(rec), 1, "generation %#x:%s", forged[i], recorded_summary(rec));
+    }
+    kiln_handles_stats s = table_stats(t);
+    cr_assert_eq(s.foreign_handles, 4);
+    cr_assert_eq(s.double_frees, 0);
+    cr_assert_eq(s.live, 1);
+    cr_assert(kiln_handle_free(ctx, t, live), "the live handle is untouched");
+    kiln_handles_destroy(t);
+}
+
 Test(handles, forged_handles_are_refused) {
     enum { CAP = 50, RANDOM = 1000 };
     kiln_handles *t = create_table("forged", 32, 0, CAP);
