@@ -4,8 +4,10 @@
  *
  * Positions [head, promoted) are reusable, [promoted, tail) wait for the safe epoch
  * (limbo). Positions only grow; position p is entries[p % size], and tail - head <= size
- * because each slot is in the ring once. Concurrency: every function runs under the
- * lock of the table that holds the ring; the two counts are atomics for stats readers. */
+ * because each slot is in the ring once. The size is the table's capacity, no power of
+ * two, so each call divides once and steps its entry index with a wrap test after that.
+ * Concurrency: every function runs under the lock of the table that holds the ring; the
+ * two counts are atomics for stats readers. */
 #ifndef KILN_ALLOC_HANDLE_RING_H
 #define KILN_ALLOC_HANDLE_RING_H
 
@@ -53,19 +55,33 @@ static inline void kiln_handle_ring_publish(kiln_handle_ring *ring) {
     kiln_store_relaxed(&ring->limbo_count, (uint32_t)(ring->tail - ring->promoted));
 }
 
+/* The entry index of position p. */
+static inline uint32_t kiln_handle_ring_at(const kiln_handle_ring *ring, uint64_t p) {
+    return (uint32_t)(p % ring->size);
+}
+
+/* The entry index after at. */
+static inline uint32_t kiln_handle_ring_next(const kiln_handle_ring *ring, uint32_t at) {
+    return at + 1 == ring->size ? 0 : at + 1;
+}
+
 /* Moves the entries the safe epoch makes reusable out of limbo, oldest first; it stops
  * at the first that is not (entries are nearly in epoch order), so the work is the
  * entries moved. */
 static inline void kiln_handle_ring_promote(kiln_handle_ring *ring, uint64_t safe) {
-    while (ring->promoted != ring->tail &&
-           kiln_epoch_reusable(ring->entries[ring->promoted % ring->size].epoch, safe))
+    if (ring->promoted == ring->tail) return;
+    uint32_t at = kiln_handle_ring_at(ring, ring->promoted);
+    while (ring->promoted != ring->tail && kiln_epoch_reusable(ring->entries[at].epoch, safe)) {
         ring->promoted++;
+        at = kiln_handle_ring_next(ring, at);
+    }
 }
 
 /* Puts n entries into limbo, after every entry there. */
 static inline void kiln_handle_ring_append(kiln_handle_ring *ring, const kiln_reuse_entry *entries,
                                            uint32_t n) {
-    for (uint32_t i = 0; i < n; i++) ring->entries[(ring->tail + i) % ring->size] = entries[i];
+    uint32_t at = kiln_handle_ring_at(ring, ring->tail);
+    for (uint32_t i = 0; i < n; i++, at = kiln_handle_ring_next(ring, at)) ring->entries[at] = entries[i];
     ring->tail += n;
 }
 
@@ -74,9 +90,13 @@ static inline uint32_t kiln_handle_ring_reusable(const kiln_handle_ring *ring) {
     return (uint32_t)(ring->promoted - ring->head);
 }
 
-/* Takes the oldest reusable entry (there is one) and returns its slot. */
-static inline uint32_t kiln_handle_ring_take(kiln_handle_ring *ring) {
-    return ring->entries[ring->head++ % ring->size].index;
+/* Takes the n oldest reusable entries (there are n) into out, downwards: the oldest
+ * slot at out[n - 1], the next at out[n - 2], ... */
+static inline void kiln_handle_ring_take(kiln_handle_ring *ring, uint32_t *out, uint32_t n) {
+    uint32_t at = kiln_handle_ring_at(ring, ring->head);
+    for (uint32_t k = 0; k < n; k++, at = kiln_handle_ring_next(ring, at))
+        out[n - 1 - k] = ring->entries[at].index;
+    ring->head += n;
 }
 
 #endif /* KILN_ALLOC_HANDLE_RING_H */

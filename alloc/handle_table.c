@@ -164,15 +164,14 @@ static void give_freed(kiln_handle_table *table, kiln_handle_cache *cache) {
 /* Under the table's lock: fills the (empty) cache's ready list, reusable slots first
  * (the longest-freed first), then never-used ones. */
 static void take_ready(kiln_handle_table *table, kiln_handle_cache *cache) {
-    uint32_t k = 0;
     /* alloc pops from the top: the first taken goes there, so slots come out in order. */
     uint32_t reusable = kiln_handle_ring_reusable(&table->ring);
     uint32_t from_ring = reusable < KILN_HANDLES_BATCH ? reusable : KILN_HANDLES_BATCH;
     uint32_t fresh = table->capacity - table->fresh;
     uint32_t from_fresh = KILN_HANDLES_BATCH - from_ring < fresh ? KILN_HANDLES_BATCH - from_ring : fresh;
     uint32_t total = from_ring + from_fresh;
-    for (; k < from_ring; k++) cache->ready[total - 1 - k] = kiln_handle_ring_take(&table->ring);
-    for (; k < total; k++) cache->ready[total - 1 - k] = table->fresh++;
+    kiln_handle_ring_take(&table->ring, &cache->ready[from_fresh], from_ring);
+    for (uint32_t k = from_ring; k < total; k++) cache->ready[total - 1 - k] = table->fresh++;
     kiln_handle_ring_publish(&table->ring);
     kiln_store_relaxed(&cache->ready_count, total);
 }
