@@ -211,6 +211,19 @@ kiln_handle kiln_handle_table_alloc_slow(kiln_handle_table *table, kiln_handle_c
     return (kiln_handle){ 0 };
 }
 
+bool kiln_handle_cache_push_last(kiln_handle_table *table, kiln_handle_cache *cache, kiln_handle h) {
+    kiln_handle_slot *slot = kiln_handle_slot_at(table, kiln_handle_index(h));
+    uint64_t seen = kiln_handle_key(h);
+    /* seq_cst: as the push's (kiln/handles.h), though no epoch is read after it here */
+    if (!kiln_cas_strong_seq_cst(&slot->word, &seen,
+                                 kiln_handle_free_word(kiln_handle_generation(h) + 1)))
+        return kiln_handle_table_refuse_free(table, h, kiln_handle_word_gen(seen),
+                                             kiln_handle_shape_ok(table, h));
+    kiln_owner_inc(&cache->frees);
+    kiln_add_relaxed(&table->retired, 1);
+    return true;
+}
+
 /* A generation the slot has not reached yet was never handed out: forged, not stale.
  * Generations never wrap (a slot retires before gen_max), so a plain compare; the one
  * exception, a slot retired from generation 2^32 - 1, whose free word reads 0, calls a

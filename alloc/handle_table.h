@@ -133,6 +133,29 @@ _Static_assert(offsetof(kiln_handle_table, slots) == offsetof(kiln_handles_head,
                KILN_HANDLES_MAX_CAPACITY < KILN_HANDLE_INDEX_MASK + 1u,
                "kiln_handles_head (KILN_HEAD_LAYOUT) is the table's first words");
 
+/* The public heads (kiln/handles.h, KILN_HEAD_LAYOUT): the table's first words and the
+ * cache's whole layout. */
+_Static_assert(offsetof(kiln_handle_table, serial) == offsetof(kiln_handles_head, serial) &&
+               offsetof(kiln_handle_table, item_size) == offsetof(kiln_handles_head, item_size) &&
+               offsetof(kiln_handle_table, reclaim_epoch) == offsetof(kiln_handles_head, reclaim_epoch) &&
+               offsetof(kiln_handle_table, index) == offsetof(kiln_handles_head, index) &&
+               offsetof(kiln_handle_table, gen_max) == offsetof(kiln_handles_head, gen_max) &&
+               KILN_HANDLES_BATCH == KILN_HANDLES_HEAD_BATCH &&
+               sizeof(kiln_handle_cache) == sizeof(kiln_handle_cache_head) &&
+               offsetof(kiln_handle_cache, serial) == offsetof(kiln_handle_cache_head, serial) &&
+               offsetof(kiln_handle_cache, ready_count) == offsetof(kiln_handle_cache_head, ready_count) &&
+               offsetof(kiln_handle_cache, freed_count) == offsetof(kiln_handle_cache_head, freed_count) &&
+               offsetof(kiln_handle_cache, freed_last_epoch) ==
+                   offsetof(kiln_handle_cache_head, freed_last_epoch) &&
+               offsetof(kiln_handle_cache, allocs) == offsetof(kiln_handle_cache_head, allocs) &&
+               offsetof(kiln_handle_cache, frees) == offsetof(kiln_handle_cache_head, frees) &&
+               offsetof(kiln_handle_cache, ready) == offsetof(kiln_handle_cache_head, ready) &&
+               offsetof(kiln_handle_cache, freed) == offsetof(kiln_handle_cache_head, freed) &&
+               sizeof(kiln_reuse_entry) == sizeof(kiln_handle_reuse_head) &&
+               offsetof(kiln_reuse_entry, epoch) == offsetof(kiln_handle_reuse_head, epoch),
+               "kiln_handles_head and kiln_handle_cache_head (KILN_HEAD_LAYOUT) are the table's "
+               "and the cache's layout");
+
 typedef struct kiln_handle_table_config {
     kiln_block_pool        *blocks;         /* maps the slots and the ring */
     kiln_handles_desc       desc;           /* passed kiln_handle_table_desc_ok */
@@ -239,22 +262,21 @@ KILN_INTERNAL void kiln_handle_caches_init(kiln_handle_cache *caches, size_t cou
  * sum caches are excluded by the caller. */
 KILN_INTERNAL void kiln_handle_cache_bind(kiln_handle_table *table, kiln_handle_cache *cache);
 
-/* Hands out the top slot of a bound cache that has n > 0 ready; its item is zero already
- * (the exchange that filled the cache zeroed it). The cache's thread. */
+/* The public heads of a table and of a cache (kiln/handles.h): the same memory. */
+static inline const kiln_handles_head *kiln_handle_table_head(const kiln_handle_table *table) {
+    return (const kiln_handles_head *)(const void *)table;
+}
+
+static inline kiln_handle_cache_head *kiln_handle_cache_head_of(kiln_handle_cache *cache) {
+    return (kiln_handle_cache_head *)(void *)cache;
+}
+
+/* Hands out the top slot of a bound cache that has n > 0 ready (kiln/handles.h, the
+ * inline alloc's pop). The cache's thread. */
 static inline kiln_handle kiln_handle_cache_pop(kiln_handle_table *table, kiln_handle_cache *cache,
                                                 uint32_t n, void **item) {
-    uint32_t index = cache->ready[--n];
-    kiln_store_relaxed(&cache->ready_count, n);
-    kiln_handle_slot *slot = kiln_handle_slot_at(table, index);
-    /* was even: free; only we hold it */
-    uint32_t gen = kiln_handle_word_gen(kiln_load_relaxed(&slot->word)) + 1;
-    void *p = kiln_handle_item_of(table, slot);
-    kiln_handle h = kiln_handle_make(table, index, gen);
-    /* release: the zeroed item happens before any get that sees the new generation. */
-    kiln_store_release(&slot->word, kiln_handle_key(h));
-    kiln_owner_inc(&cache->allocs);
-    if (item) *item = p;
-    return h;
+    return kiln_handle_cache_head_pop(kiln_handle_table_head(table), kiln_handle_cache_head_of(cache),
+                                      n, item);
 }
 
 /* A bound cache is empty: exchanges a batch with the table (the cache's freed slots go
@@ -270,32 +292,27 @@ KILN_INTERNAL kiln_handle kiln_handle_table_alloc_slow(kiln_handle_table *table,
 KILN_INTERNAL KILN_COLD bool kiln_handle_table_refuse_free(kiln_handle_table *table, kiln_handle h,
                                                            uint32_t seen_gen, bool ours);
 
+/* Frees the last handle of a slot whose generations ran out (gen + 2 > gen_max): the
+ * slot retires instead of waiting for reuse. false (refused) as the push. The cache's
+ * thread. */
+KILN_INTERNAL KILN_COLD bool kiln_handle_cache_push_last(kiln_handle_table *table,
+                                                         kiln_handle_cache *cache, kiln_handle h);
+
 /* Frees a handle whose index is below the capacity into a bound cache with room: false
- * (refused) when it is not its slot's live handle. Only that handle's key matches the
- * slot's live word (tag, index and an odd generation), so the shape is judged only for
- * the refusal's report. The cache's thread; h's slot may be freed by any thread at once. */
+ * (refused, reported) when it is not its slot's live handle. Only that handle's key
+ * matches the slot's live word (tag, index and an odd generation), so the shape is judged
+ * only for the refusal's report. The cache's thread; h's slot may be freed by any thread
+ * at once. */
 static inline bool kiln_handle_cache_push(kiln_handle_table *table, kiln_handle_cache *cache,
                                           kiln_handle h) {
-    uint32_t index = kiln_handle_index(h), gen = kiln_handle_generation(h);
-    kiln_handle_slot *slot = kiln_handle_slot_at(table, index);
-    /* seq_cst: of two threads freeing the same handle exactly one wins, and the stale
-     * generation comes before the epoch read below in the single total order, which the
-     * reuse rule needs (the epochs, above). */
-    uint64_t seen = kiln_handle_key(h);
-    if (kiln_unlikely(!kiln_cas_strong_seq_cst(&slot->word, &seen, kiln_handle_free_word(gen + 1))))
-        return kiln_handle_table_refuse_free(table, h, kiln_handle_word_gen(seen),
-                                             kiln_handle_shape_ok(table, h));
-    kiln_owner_inc(&cache->frees);
-    if (kiln_unlikely((uint64_t)gen + 2 > table->gen_max)) {   /* generations ran out */
-        kiln_add_relaxed(&table->retired, 1);
+    if (kiln_unlikely((uint64_t)kiln_handle_generation(h) + 2 > table->gen_max))
+        return kiln_handle_cache_push_last(table, cache, h);
+    uint64_t seen;
+    if (kiln_likely(kiln_handle_cache_head_push(kiln_handle_table_head(table),
+                                                kiln_handle_cache_head_of(cache), h, &seen)))
         return true;
-    }
-    uint32_t epoch = (uint32_t)kiln_load_seq_cst(table->reclaim_epoch);
-    uint32_t n = kiln_load_relaxed(&cache->freed_count);
-    cache->freed[n] = (kiln_reuse_entry){ index, epoch };
-    kiln_store_relaxed(&cache->freed_last_epoch, epoch);
-    kiln_store_relaxed(&cache->freed_count, n + 1);
-    return true;
+    return kiln_handle_table_refuse_free(table, h, kiln_handle_word_gen(seen),
+                                         kiln_handle_shape_ok(table, h));
 }
 
 /* A bound cache's freed list is full: gives it to the table. The cache's thread; takes

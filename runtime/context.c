@@ -76,6 +76,7 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
     ctx->frame_head = ctx->debug_checks ? (kiln_arena_head *)&kiln_arena_closed_head
                                         : (kiln_arena_head *)(void *)ctx->frame_arena;
     ctx->pool_cache_head = (kiln_pool_cache_head *)(void *)ctx->pool_caches;
+    ctx->handle_cache_head = kiln_handle_cache_head_of(ctx->handle_caches);
     ctx->magic = KILN_CTX_MAGIC;
     pthread_mutex_lock(&rt->registry_lock);
     ctx->prev = NULL;

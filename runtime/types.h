@@ -106,6 +106,7 @@ struct kiln_ctx {
     kiln_arena_head      *frame_head;        /* &frame_arena's head; kiln_arena_closed_head
                                                 while detached or with KILN_DEBUG_CHECKS */
     kiln_pool_cache_head *pool_cache_head;   /* pool_caches, as the public head type */
+    kiln_handle_cache_head *handle_cache_head;   /* handle_caches, as the public head type */
     kiln_job_queue   queue;        /* cache-line aligned fields */
     kiln_runtime    *rt;
     kiln_arena      *frame_arena;  /* owned by this context's thread */
@@ -163,7 +164,8 @@ static inline kiln_pool_record *kiln_pool_record_of(const kiln_pool *pool) {
 _Static_assert(KILN_CTX_MAGIC == KILN_CTX_HEAD_MAGIC && KILN_CTX_DETACHED_MAGIC != KILN_CTX_HEAD_MAGIC,
                "the inline paths test the magic");
 _Static_assert(offsetof(struct kiln_ctx, frame_head) == offsetof(kiln_ctx_head, frame) &&
-               offsetof(struct kiln_ctx, pool_cache_head) == offsetof(kiln_ctx_head, pool_caches),
+               offsetof(struct kiln_ctx, pool_cache_head) == offsetof(kiln_ctx_head, pool_caches) &&
+               offsetof(struct kiln_ctx, handle_cache_head) == offsetof(kiln_ctx_head, handle_caches),
                "kiln_ctx_head (KILN_HEAD_LAYOUT) is the context's first words");
 _Static_assert(offsetof(struct kiln_ctx, magic) == 0,
                "a context's magic is its first word (kiln_ctx_word reads it so)");

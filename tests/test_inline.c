@@ -262,6 +262,90 @@ Test(inline_paths, handle_get_alike, .init = setup, .fini = teardown) {
     kiln_handles_destroy(t);
 }
 
+/* Handle alloc and free: several batches of the cache and frame ends (exchanges with the
+ * table on both sides), the same handles and items, the same counts, and every refusal
+ * with the library's item: a double free, another table's handle, forged ones, the zero
+ * handle, NULL arguments, a detached context, another runtime's, a destroyed table. */
+Test(inline_paths, handle_alloc_free_alike, .init = setup, .fini = teardown) {
+    kiln_handles *t = kiln_handles_create(rt, &(kiln_handles_desc){ .name = "t", .item_size = 24,
+                                                                     .capacity = 100 });
+    kiln_handles *u = kiln_handles_create(rt, &(kiln_handles_desc){ .name = "u", .item_size = 8 });
+    cr_assert(t && u);
+    kiln_frame_begin(ctx);
+    enum { N = 100 };
+    kiln_handle h[N];
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < N; i++) {
+            unsigned char *item = NULL;
+            h[i] = kiln_handle_alloc(ctx, t, (void **)&item);
+            cr_assert(!kiln_handle_is_null(h[i]), "round %d, alloc %d:%s", round, i, recorded_summary(rec));
+            cr_assert_eq(kiln_handle_get(t, h[i]), item);
+            for (int b = 0; b < 24; b++) cr_assert_eq(item[b], 0, "round %d: item %d is zero", round, i);
+            memset(item, 0xEE, 24);
+            cr_assert_eq(kiln_handle_generation(h[i]), (uint32_t)(2 * round + 1));
+        }
+        cr_assert(kiln_handle_is_null(kiln_handle_alloc(ctx, t, NULL)), "full");
+        for (int i = 0; i < N; i++) cr_assert(kiln_handle_free(ctx, t, h[i]), "round %d, free %d", round, i);
+        kiln_frame_end(ctx);
+        kiln_frame_begin(ctx);
+    }
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_FULL), 3, "%s", recorded_summary(rec));
+    recording_log_clear(rec);
+    uint64_t errors = api_errors();
+
+    kiln_handle live = kiln_handle_alloc(ctx, t, NULL);
+    kiln_handle other = kiln_handle_alloc(ctx, u, NULL);
+    cr_assert(!kiln_handle_free(ctx, t, h[0]), "freed in an earlier round");
+    cr_assert(!kiln_handle_free(ctx, t, other), "another table's");
+    cr_assert(!kiln_handle_free(ctx, t, (kiln_handle){ live.bits + ((uint64_t)1 << 32) }), "even");
+    cr_assert(!kiln_handle_free(ctx, t, (kiln_handle){ live.bits | 0xffffffu }), "index beyond");
+    cr_assert(!kiln_handle_free(ctx, t, (kiln_handle){ 0 }));
+    cr_assert(!kiln_handle_free(NULL, t, live));
+    cr_assert(!kiln_handle_free(ctx, NULL, live));
+    cr_assert(kiln_handle_is_null(kiln_handle_alloc(NULL, t, NULL)));
+    cr_assert(kiln_handle_is_null(kiln_handle_alloc(ctx, NULL, NULL)));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLE_DOUBLE_FREE), 1, "%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLE_FOREIGN), 3, "%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLE_NULL), 1, "%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_CONTEXT_NULL), 2, "%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_NULL), 2, "%s", recorded_summary(rec));
+    cr_assert_eq(api_errors() - errors, 9);
+
+    kiln_desc d2 = recording_desc(rec);
+    d2.worker_count = KILN_NO_WORKERS;
+    kiln_runtime *rt2 = kiln_create(&d2);
+    cr_assert_not_null(rt2);
+    kiln_ctx *ctx2 = kiln_attach(rt2);
+    cr_assert_not_null(ctx2);
+    cr_assert(!kiln_handle_free(ctx2, t, live), "a context of another runtime");
+    cr_assert(kiln_handle_is_null(kiln_handle_alloc(ctx2, t, NULL)));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_WRONG_RUNTIME), 2, "%s", recorded_summary(rec));
+    kiln_detach(ctx2);
+    kiln_destroy(rt2);
+    kiln_ctx *gone = kiln_attach(rt);
+    cr_assert_not_null(gone);
+    kiln_detach(gone);
+    cr_assert(!kiln_handle_free(gone, t, live), "a detached context");
+    cr_assert(kiln_handle_is_null(kiln_handle_alloc(gone, t, NULL)));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_CONTEXT_DETACHED), 2, "%s", recorded_summary(rec));
+
+    kiln_handles_stats s;
+    cr_assert(kiln_handles_stats_get(t, &s));
+    cr_assert_eq(s.allocs, 3 * N + 1);
+    cr_assert_eq(s.frees, 3 * N);
+    cr_assert_eq(s.live, 1);
+    cr_assert_eq(s.double_frees, 1);
+    cr_assert_eq(s.foreign_handles, 4, "three forged and the zero handle");
+    cr_assert(kiln_handle_free(ctx, t, live));
+    cr_assert(kiln_handle_free(ctx, u, other));
+    kiln_handles_destroy(u);
+    cr_assert(!kiln_handle_free(ctx, u, other), "a destroyed table");
+    cr_assert(kiln_handle_is_null(kiln_handle_alloc(ctx, u, NULL)));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_DESTROYED), 2, "%s", recorded_summary(rec));
+    kiln_frame_end(ctx);
+    kiln_handles_destroy(t);
+}
+
 /* A client compiled against headers of another inline layout: kiln_attach refuses it.
  * Without the inline paths nothing of the layout is compiled in, and attach succeeds. */
 #undef KILN_HEAD_LAYOUT

@@ -285,13 +285,15 @@ KILN_API void kiln_destroy(kiln_runtime *rt);
 KILN_API kiln_ctx *kiln_attach(kiln_runtime *rt);
 
 /* ---- Inline fast paths --------------------------------------------------------------
- * kiln_frame_alloc, kiln_pool_alloc, kiln_pool_free and kiln_handle_get are inline
- * functions (GCC and Clang) that read and write a few words of kiln's objects, their
- * "heads" (kiln_ctx_head here, kiln_arena_head in memory.h, kiln_pool_head and
- * kiln_pool_cache_head in pool.h, kiln_handles_head in handles.h); everything else stays
- * opaque, and every case the inline code does not handle (a NULL or detached context, a
- * full block, an empty magazine, a debug bit, a miss) calls the library's function,
- * which checks and logs exactly as before. The heads are kiln's: never write them.
+ * kiln_frame_alloc, kiln_pool_alloc, kiln_pool_free, kiln_handle_get, kiln_handle_alloc
+ * and kiln_handle_free are inline functions (GCC and Clang) that read and write a few
+ * words of kiln's objects, their "heads" (kiln_ctx_head here, kiln_arena_head in
+ * memory.h, kiln_pool_head and kiln_pool_cache_head in pool.h, kiln_handles_head and
+ * kiln_handle_cache_head in handles.h); everything else stays opaque, and every case
+ * the inline code does not handle (a NULL or detached context, a full block, an empty
+ * magazine or cache, a debug bit, a miss, a refused handle) calls the library's
+ * function, which checks and logs exactly as before. The heads are kiln's: never write
+ * them.
  * - Their layout has a number, KILN_HEAD_LAYOUT. With the inline paths on, kiln_attach
  *   passes the number of the headers the caller was compiled with
  *   (kiln_attach_layout), and a library with another layout refuses the attach: NULL,
@@ -301,7 +303,8 @@ KILN_API kiln_ctx *kiln_attach(kiln_runtime *rt);
  *   itself, (kiln_attach)(rt) or &kiln_attach, checks nothing.
  * - With the inline paths on, these names are function-like macros (kiln_attach,
  *   kiln_frame_alloc, kiln_frame_alloc_stamped, kiln_arena_alloc, kiln_pool_alloc,
- *   kiln_pool_free, kiln_handle_get): a struct member or a local of one of those names
+ *   kiln_pool_free, kiln_handle_get, kiln_handle_alloc, kiln_handle_free): a struct
+ *   member or a local of one of those names
  *   followed by "(" is expanded too. Define KILN_NO_INLINE before including kiln to
  *   call the library's functions instead; wrap a name in parentheses,
  *   (kiln_frame_alloc)(ctx, n, 16), to call the function once. Either way the behaviour
@@ -323,6 +326,7 @@ KILN_API kiln_ctx *kiln_attach_layout(kiln_runtime *rt, uint32_t layout);
 
 typedef struct kiln_arena_head kiln_arena_head;
 typedef struct kiln_pool_cache_head kiln_pool_cache_head;
+typedef struct kiln_handle_cache_head kiln_handle_cache_head;
 
 /* An attached context's first word: the inline paths test it before they read further,
  * so that a detached context or a pointer that is no context takes the checked path. */
@@ -335,6 +339,7 @@ typedef struct kiln_ctx_head {
                                            fits) while frame memory must take the checked
                                            path: detached, or KILN_DEBUG_CHECKS */
     kiln_pool_cache_head *pool_caches;  /* this context's pool caches, by pool index */
+    kiln_handle_cache_head *handle_caches;  /* its handle-table caches, by table index */
 } kiln_ctx_head;
 
 /* KILN_OWNER_COUNT(p): adds 1 to *p, a uint64_t that one thread writes and other threads
@@ -371,6 +376,9 @@ typedef struct kiln_ctx_head {
 #  define KILN_HEAD_LOAD(p)     __atomic_load_n((p), __ATOMIC_RELAXED)
 #  define KILN_HEAD_STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 #  define KILN_HEAD_LIKELY(x)   __builtin_expect(!!(x), 1)
+/* For the inline paths that GCC's size heuristics would leave out of line (a handle free
+ * with its compare-and-swap): the point of them is to be inline. */
+#  define KILN_HEAD_ALWAYS_INLINE __attribute__((__always_inline__)) inline
 
 /* ctx's head when ctx is an attached context, else NULL. The context's thread: the only
  * thread that writes its magic once it is attached (its detach), so a plain read, which

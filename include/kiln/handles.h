@@ -331,19 +331,50 @@ static inline bool kiln_handle_equal(kiln_handle a, kiln_handle b) { return a.bi
         kiln_handles_parallel_for(ctx, t.raw, grain, fn ? prefix##_visit_untyped : 0, &v); \
     }
 
-/* ---- Inline get (see "Inline fast paths" in core.h) ----
+/* ---- Inline get, alloc and free (see "Inline fast paths" in core.h) ----
  * kiln_handle_get finds a live handle's item inline; a miss (stale, freed, zero, forged,
- * foreign, a destroyed table) is the library's call, which counts it as documented. */
+ * foreign, a destroyed table) is the library's call, which counts it as documented.
+ * kiln_handle_alloc pops a slot from the calling context's cache of the table, and
+ * kiln_handle_free pushes one there, inline when the cache is bound to this life of the
+ * table and has a slot (alloc) or room (free); everything else (an empty or full cache,
+ * a NULL, detached or foreign context, a destroyed or foreign table, a refused handle, a
+ * slot whose generations run out) is the library's call. */
 #define KILN_HANDLES_HEAD_INDEX_MASK 0xffffffu   /* a handle's low 24 bits: the slot */
+#define KILN_HANDLES_HEAD_BATCH      32u         /* slots a context's cache holds per list */
 
-/* A table's first words; read-only while the table lives (capacity 0 once destroyed). */
+/* A table's first words; read-only while the table lives (capacity and serial 0 once
+ * destroyed). */
 typedef struct kiln_handles_head {
     char     *slots;      /* slot i at slots + i * stride: its 64-bit word first */
     size_t    stride;
     size_t    header;     /* the item's offset in its slot */
     uint32_t  capacity;
     uint32_t  tag_bits;   /* the table's tag, in the bits above the index */
+    uint64_t  serial;     /* this life of the table, unique in the process; 0: destroyed */
+    size_t    item_size;
+    const uint64_t *reclaim_epoch;   /* the runtime's; a free records it (seq_cst) */
+    uint32_t  index;      /* the table's cache in every context */
+    uint32_t  gen_max;    /* a slot retires before its generation passes this */
 } kiln_handles_head;
+
+/* A freed slot waiting in a cache, with the reclaim epoch of its free. */
+typedef struct kiln_handle_reuse_head {
+    uint32_t index;
+    uint32_t epoch;
+} kiln_handle_reuse_head;
+
+/* A context's cache of one table: written by the context's thread only; stats readers
+ * read the counts (relaxed atomics). */
+struct kiln_handle_cache_head {
+    uint64_t serial;            /* the table life it is bound to; 0: unbound (empty) */
+    uint32_t ready_count;
+    uint32_t freed_count;
+    uint32_t freed_last_epoch;  /* the epoch of freed[freed_count - 1] */
+    uint64_t allocs;
+    uint64_t frees;
+    uint32_t ready[KILN_HANDLES_HEAD_BATCH];               /* free slots, popped from the top */
+    kiln_handle_reuse_head freed[KILN_HANDLES_HEAD_BATCH]; /* in the order of the frees */
+};
 
 /* The word a slot holds while h is its live handle: h plus one. A free or never-used
  * slot's word has an even generation in its high half, which no key has (a live handle's
@@ -358,6 +389,60 @@ static inline uint64_t kiln_handle_key(kiln_handle h) {
  * kiln_handle_get: a live handle given here is counted as stale. Concurrency:
  * kiln_handle_get's. */
 KILN_API void *kiln_handle_get_missed(kiln_handles *table, kiln_handle h);
+
+#if defined(__GNUC__)
+/* The pop and the push of a cache, shared by the inline paths and the library. */
+
+/* Slot index's word: its generation, and while live its handle's key. */
+static inline uint64_t *kiln_handle_head_word(const kiln_handles_head *t, uint32_t index) {
+    return (uint64_t *)(void *)(t->slots + (size_t)index * t->stride);
+}
+
+/* Hands out the top of the n > 0 ready slots of a cache bound to t; its item is zero
+ * already (the exchange that filled the cache zeroed it). The cache's thread. */
+static inline kiln_handle kiln_handle_cache_head_pop(const kiln_handles_head *t,
+                                                     kiln_handle_cache_head *cache, uint32_t n,
+                                                     void **item) {
+    uint32_t index = cache->ready[--n];
+    __atomic_store_n(&cache->ready_count, n, __ATOMIC_RELAXED);
+    uint64_t *word = kiln_handle_head_word(t, index);
+    /* its word is free (an even generation), and only this cache holds the slot */
+    uint32_t gen = (uint32_t)(__atomic_load_n(word, __ATOMIC_RELAXED) >> 32) + 1u;
+    kiln_handle h = { (uint64_t)gen << 32 | t->tag_bits | index };
+    /* release: the zeroed item happens before any get that sees the new generation. */
+    __atomic_store_n(word, kiln_handle_key(h), __ATOMIC_RELEASE);
+    KILN_OWNER_COUNT(&cache->allocs);
+    if (item) *item = (char *)word + t->header;
+    return h;
+}
+
+/* Frees h into a cache bound to t with room, h's index below the capacity and its
+ * generation not the slot's last (gen + 2 <= gen_max): true when h was its slot's live
+ * handle; false, nothing changed, when it was not (only the live handle's key matches
+ * the slot's word: tag, index and an odd generation), with that word in *seen. The
+ * cache's thread; h's slot may be freed by any thread at once. */
+static inline bool kiln_handle_cache_head_push(const kiln_handles_head *t,
+                                               kiln_handle_cache_head *cache, kiln_handle h,
+                                               uint64_t *seen) {
+    uint32_t index = kiln_handle_index(h);
+    uint64_t free_word = (uint64_t)(uint32_t)(kiln_handle_generation(h) + 1u) << 32;
+    *seen = kiln_handle_key(h);
+    /* seq_cst: of two threads freeing one handle exactly one wins, and the stale
+     * generation comes before the epoch read below in the single total order, which the
+     * reuse rule needs (a slot is handed out again once the safe epoch passes it). */
+    if (!__atomic_compare_exchange_n(kiln_handle_head_word(t, index), seen, free_word, false,
+                                     __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+        return false;
+    KILN_OWNER_COUNT(&cache->frees);
+    uint32_t epoch = (uint32_t)__atomic_load_n(t->reclaim_epoch, __ATOMIC_SEQ_CST);
+    uint32_t n = __atomic_load_n(&cache->freed_count, __ATOMIC_RELAXED);
+    cache->freed[n].index = index;
+    cache->freed[n].epoch = epoch;
+    __atomic_store_n(&cache->freed_last_epoch, epoch, __ATOMIC_RELAXED);
+    __atomic_store_n(&cache->freed_count, n + 1u, __ATOMIC_RELAXED);
+    return true;
+}
+#endif
 
 #ifdef KILN_INLINE_PATHS
 static inline void *kiln_handle_get_inline(kiln_handles *table, kiln_handle h) {
@@ -374,6 +459,46 @@ static inline void *kiln_handle_get_inline(kiln_handles *table, kiln_handle h) {
     return kiln_handle_get_missed(table, h);
 }
 
+/* ctx's cache of the table when ctx is attached and the cache is bound to this life of
+ * the table (a destroyed table's serial, 0, matches only unbound caches, which are
+ * empty and full alike), else NULL. The context's thread. */
+static inline kiln_handle_cache_head *kiln_handle_cache_of(kiln_ctx *ctx, const kiln_handles_head *t) {
+    const kiln_ctx_head *head = kiln_ctx_head_of(ctx);
+    if (KILN_HEAD_LIKELY(head != NULL && t != NULL)) {
+        kiln_handle_cache_head *cache = &head->handle_caches[t->index];
+        if (KILN_HEAD_LIKELY(KILN_HEAD_LOAD(&cache->serial) == t->serial)) return cache;
+    }
+    return NULL;
+}
+
+static KILN_HEAD_ALWAYS_INLINE kiln_handle kiln_handle_alloc_inline(kiln_ctx *ctx, kiln_handles *table,
+                                                                     void **item) {
+    const kiln_handles_head *t = (const kiln_handles_head *)(const void *)table;
+    kiln_handle_cache_head *cache = kiln_handle_cache_of(ctx, t);
+    if (KILN_HEAD_LIKELY(cache != NULL)) {
+        uint32_t n = KILN_HEAD_LOAD(&cache->ready_count);
+        if (KILN_HEAD_LIKELY(n != 0)) return kiln_handle_cache_head_pop(t, cache, n, item);
+    }
+    return (kiln_handle_alloc)(ctx, table, item);
+}
+
+/* A handle the push refuses is refused again, and reported, by the library's call: its
+ * key never matches its slot's word again (generations only grow). */
+static KILN_HEAD_ALWAYS_INLINE bool kiln_handle_free_inline(kiln_ctx *ctx, kiln_handles *table,
+                                                             kiln_handle h) {
+    const kiln_handles_head *t = (const kiln_handles_head *)(const void *)table;
+    kiln_handle_cache_head *cache = kiln_handle_cache_of(ctx, t);
+    uint64_t seen;
+    if (KILN_HEAD_LIKELY(cache != NULL && kiln_handle_index(h) < t->capacity &&
+                         KILN_HEAD_LOAD(&cache->freed_count) != KILN_HANDLES_HEAD_BATCH &&
+                         (uint64_t)kiln_handle_generation(h) + 2u <= t->gen_max &&
+                         kiln_handle_cache_head_push(t, cache, h, &seen)))
+        return true;
+    return (kiln_handle_free)(ctx, table, h);
+}
+
+#  define kiln_handle_alloc(ctx, table, item) kiln_handle_alloc_inline((ctx), (table), (item))
+#  define kiln_handle_free(ctx, table, h)     kiln_handle_free_inline((ctx), (table), (h))
 #  define kiln_handle_get(table, h) kiln_handle_get_inline((table), (h))
 #endif
 
