@@ -154,7 +154,10 @@ KILN_API void kiln_handles_destroy(kiln_handles *table);
  *   afterwards reaches other threads the way the caller publishes the handle (a release
  *   store, kiln_run, a frame boundary), as with any memory.
  * - Table full: {0} and *item = NULL, counted (failures); one warning naming the table
- *   (HANDLES_FULL) until an alloc succeeds again.
+ *   (HANDLES_FULL) until the table hands out slots again: an alloc that takes a batch of
+ *   slots from the table (the one that ends the episode, or any context's next refill).
+ *   An alloc served from slots a context's cache already held does not end the episode:
+ *   it touches nothing the table shares.
  *   - A table can be full while live < capacity: slots freed in this frame are not
  *     reused yet, and each other context may hold up to 32 free slots in its cache
  *     (given back at its detach).
