@@ -50,9 +50,15 @@
  * read-modify-write (a plain mov on x86), so the owner's update costs nothing more
  * than a plain increment and readers see a torn-free value. */
 #define kiln_owner_add(p, v) kiln_store_relaxed((p), kiln_load_relaxed(p) + (v))
-/* kiln_owner_inc(p) of a 64-bit counter, in one instruction where the target allows
- * (KILN_OWNER_COUNT, kiln/core.h: the same single-writer rule). */
-#define kiln_owner_inc(p) KILN_OWNER_COUNT(p)
+/* kiln_owner_add(p, 1) of a 64-bit counter, in one instruction where the target allows
+ * (KILN_OWNER_COUNT, kiln/core.h: the same single-writer rule). Elsewhere the C11 form:
+ * clang's __atomic builtins, which KILN_OWNER_COUNT's fallback uses for the public heads'
+ * plain words, refuse an _Atomic operand. */
+#ifdef KILN_OWNER_COUNT_ASM
+#  define kiln_owner_inc(p) KILN_OWNER_COUNT(p)
+#else
+#  define kiln_owner_inc(p) kiln_owner_add((p), 1)
+#endif
 
 /* Raises *p to at least v (a relaxed high-water mark, any thread). */
 static inline void kiln_max_relaxed_u64(_Atomic uint64_t *p, uint64_t v) {
