@@ -435,6 +435,19 @@ Test(handles, items_are_zeroed_on_alloc) {
     assert_no_log();
 }
 
+/* Allocates n items (handles into h), frees them all, writes byte over every item through
+ * the pointers (still valid until the frame end: a late writer is allowed) and ends the
+ * frame, so the slots are reusable. */
+static void fill_free_and_scribble(kiln_handles *t, kiln_handle *h, size_t n, size_t size, int byte) {
+    void **items = calloc(n, sizeof *items);
+    cr_assert_not_null(items);
+    for (size_t i = 0; i < n; i++) h[i] = alloc_ok(ctx, t, &items[i]);
+    free_all(ctx, t, h, n);
+    for (size_t i = 0; i < n; i++) memset(items[i], byte, size);
+    free(items);
+    next_frame();
+}
+
 /* Items are zeroed when a context's cache takes their slots from the table (a batch of
  * 32), not when the slot is handed out: whatever was written into an item through a
  * pointer still valid until the frame end, after its free, must be gone at its reuse,
@@ -446,12 +459,7 @@ Test(handles, items_written_after_their_free_are_zero_when_reused) {
         size_t size = sizes[k];
         kiln_handles *t = create_table("rezero", size, 0, CAP);
         static kiln_handle h[CAP];
-        static void *items[CAP];
-        for (int i = 0; i < CAP; i++) h[i] = alloc_ok(ctx, t, &items[i]);
-        free_all(ctx, t, h, CAP);
-        /* The pointers stay valid until the frame end: a late writer is allowed. */
-        for (int i = 0; i < CAP; i++) memset(items[i], 0xA5, size);
-        next_frame();
+        fill_free_and_scribble(t, h, CAP, size, 0xA5);
         for (int i = 0; i < CAP; i++) {
             void *item;
             h[i] = alloc_ok(ctx, t, &item);
@@ -488,11 +496,7 @@ Test(handles, slots_a_detached_cache_held_are_zero_when_reused) {
     enum { CAP = 64, SIZE = 48 };
     kiln_handles *t = create_table("flushed", SIZE, 0, CAP);
     static kiln_handle h[CAP];
-    static void *items[CAP];
-    for (int i = 0; i < CAP; i++) h[i] = alloc_ok(ctx, t, &items[i]);
-    free_all(ctx, t, h, CAP);
-    for (int i = 0; i < CAP; i++) memset(items[i], 0xC3, SIZE);
-    next_frame();
+    fill_free_and_scribble(t, h, CAP, SIZE, 0xC3);
     pthread_t thread;
     cr_assert_eq(pthread_create(&thread, NULL, alloc_one_and_detach, t), 0);
     void *bits;

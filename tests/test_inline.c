@@ -49,6 +49,17 @@ static uint64_t api_errors(void) {
     return s.api_errors;
 }
 
+/* A second runtime, logging to the same recorder, and a context attached to it. */
+static kiln_ctx *other_runtime_ctx(kiln_runtime **out) {
+    kiln_desc d2 = recording_desc(rec);
+    d2.worker_count = KILN_NO_WORKERS;
+    *out = kiln_create(&d2);
+    cr_assert_not_null(*out);
+    kiln_ctx *ctx2 = kiln_attach(*out);
+    cr_assert_not_null(ctx2);
+    return ctx2;
+}
+
 Test(inline_paths, the_build_says_which, .init = setup, .fini = teardown) {
 #ifdef KILN_INLINE_PATHS
     cr_assert_eq(INLINE_PATHS_EXPECTED, 1, "KILN_INLINE_PATHS in a KILN_NO_INLINE build");
@@ -215,12 +226,8 @@ Test(inline_paths, pool_hooks_and_bad_contexts, .init = setup, .fini = teardown)
     for (int i = 0; i < 48; i++) cr_assert_eq(q[i], 0);
     kiln_pool_free(ctx, zeroed, q);
 
-    kiln_desc d2 = recording_desc(rec);
-    d2.worker_count = KILN_NO_WORKERS;
-    kiln_runtime *rt2 = kiln_create(&d2);
-    cr_assert_not_null(rt2);
-    kiln_ctx *ctx2 = kiln_attach(rt2);
-    cr_assert_not_null(ctx2);
+    kiln_runtime *rt2;
+    kiln_ctx *ctx2 = other_runtime_ctx(&rt2);
     cr_assert_null(kiln_pool_alloc(ctx2, zeroed));
     cr_assert_eq(count_items(rec, KILN_LOGITEM_POOL_WRONG_RUNTIME), 1, "%s", recorded_summary(rec));
     kiln_detach(ctx2);
@@ -311,12 +318,8 @@ Test(inline_paths, handle_alloc_free_alike, .init = setup, .fini = teardown) {
     cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_NULL), 2, "%s", recorded_summary(rec));
     cr_assert_eq(api_errors() - errors, 9);
 
-    kiln_desc d2 = recording_desc(rec);
-    d2.worker_count = KILN_NO_WORKERS;
-    kiln_runtime *rt2 = kiln_create(&d2);
-    cr_assert_not_null(rt2);
-    kiln_ctx *ctx2 = kiln_attach(rt2);
-    cr_assert_not_null(ctx2);
+    kiln_runtime *rt2;
+    kiln_ctx *ctx2 = other_runtime_ctx(&rt2);
     cr_assert(!kiln_handle_free(ctx2, t, live), "a context of another runtime");
     cr_assert(kiln_handle_is_null(kiln_handle_alloc(ctx2, t, NULL)));
     cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_WRONG_RUNTIME), 2, "%s", recorded_summary(rec));
