@@ -212,13 +212,9 @@ kiln_handle kiln_handle_table_alloc_slow(kiln_handle_table *table, kiln_handle_c
 }
 
 bool kiln_handle_cache_push_last(kiln_handle_table *table, kiln_handle_cache *cache, kiln_handle h) {
-    kiln_handle_slot *slot = kiln_handle_slot_at(table, kiln_handle_index(h));
-    uint64_t seen = kiln_handle_key(h);
-    /* seq_cst: as the push's (kiln/handles.h), though no epoch is read after it here */
-    if (!kiln_cas_strong_seq_cst(&slot->word, &seen,
-                                 kiln_handle_free_word(kiln_handle_generation(h) + 1)))
-        return kiln_handle_table_refuse_free(table, h, kiln_handle_word_gen(seen),
-                                             kiln_handle_shape_ok(table, h));
+    uint64_t seen;
+    if (!kiln_handle_head_release(kiln_handle_table_head(table), h, &seen))
+        return kiln_handle_refuse_seen(table, h, seen);
     kiln_owner_inc(&cache->frees);
     kiln_add_relaxed(&table->retired, 1);
     return true;

@@ -55,8 +55,6 @@ typedef struct kiln_handle_slot {
 
 static inline uint32_t kiln_handle_word_gen(uint64_t word) { return (uint32_t)(word >> 32); }
 static inline bool kiln_handle_word_live(uint64_t word) { return (kiln_handle_word_gen(word) & 1u) != 0; }
-/* A free slot's word. */
-static inline uint64_t kiln_handle_free_word(uint32_t gen) { return (uint64_t)gen << 32; }
 
 typedef struct kiln_handle_stripe {
     _Alignas(KILN_CACHE_LINE) _Atomic uint64_t count;
@@ -292,6 +290,13 @@ KILN_INTERNAL kiln_handle kiln_handle_table_alloc_slow(kiln_handle_table *table,
 KILN_INTERNAL KILN_COLD bool kiln_handle_table_refuse_free(kiln_handle_table *table, kiln_handle h,
                                                            uint32_t seen_gen, bool ours);
 
+/* The refusal of a free whose release found seen in the slot (kiln_handle_head_release):
+ * judged by h's shape and the slot's generation. Any thread. */
+static inline bool kiln_handle_refuse_seen(kiln_handle_table *table, kiln_handle h, uint64_t seen) {
+    return kiln_handle_table_refuse_free(table, h, kiln_handle_word_gen(seen),
+                                         kiln_handle_shape_ok(table, h));
+}
+
 /* Frees the last handle of a slot whose generations ran out (gen + 2 > gen_max): the
  * slot retires instead of waiting for reuse. false (refused) as the push. The cache's
  * thread. */
@@ -311,8 +316,7 @@ static inline bool kiln_handle_cache_push(kiln_handle_table *table, kiln_handle_
     if (kiln_likely(kiln_handle_cache_head_push(kiln_handle_table_head(table),
                                                 kiln_handle_cache_head_of(cache), h, &seen)))
         return true;
-    return kiln_handle_table_refuse_free(table, h, kiln_handle_word_gen(seen),
-                                         kiln_handle_shape_ok(table, h));
+    return kiln_handle_refuse_seen(table, h, seen);
 }
 
 /* A bound cache's freed list is full: gives it to the table. The cache's thread; takes

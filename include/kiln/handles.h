@@ -419,23 +419,28 @@ static inline kiln_handle kiln_handle_cache_head_pop(const kiln_handles_head *t,
     return h;
 }
 
+/* Makes h stale, its slot free at the next (even) generation, when h (index below the
+ * capacity) is its slot's live handle: true then; false, nothing changed, when it is not
+ * (only the live handle's key matches the slot's word: tag, index and an odd
+ * generation), with that word in *seen. Any thread: of two that free one handle exactly
+ * one wins (seq_cst, and the stale generation comes before any later seq_cst read in
+ * the single total order, which the reuse rule's epoch read needs). */
+static inline bool kiln_handle_head_release(const kiln_handles_head *t, kiln_handle h, uint64_t *seen) {
+    uint64_t free_word = (uint64_t)(uint32_t)(kiln_handle_generation(h) + 1u) << 32;
+    *seen = kiln_handle_key(h);
+    return __atomic_compare_exchange_n(kiln_handle_head_word(t, kiln_handle_index(h)), seen,
+                                       free_word, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED);
+}
+
 /* Frees h into a cache bound to t with room, h's index below the capacity and its
  * generation not the slot's last (gen + 2 <= gen_max): true when h was its slot's live
- * handle; false, nothing changed, when it was not (only the live handle's key matches
- * the slot's word: tag, index and an odd generation), with that word in *seen. The
- * cache's thread; h's slot may be freed by any thread at once. */
+ * handle, and its slot waits in the cache for reuse; false as kiln_handle_head_release.
+ * The cache's thread; h's slot may be freed by any thread at once. */
 static inline bool kiln_handle_cache_head_push(const kiln_handles_head *t,
                                                kiln_handle_cache_head *cache, kiln_handle h,
                                                uint64_t *seen) {
+    if (!kiln_handle_head_release(t, h, seen)) return false;
     uint32_t index = kiln_handle_index(h);
-    uint64_t free_word = (uint64_t)(uint32_t)(kiln_handle_generation(h) + 1u) << 32;
-    *seen = kiln_handle_key(h);
-    /* seq_cst: of two threads freeing one handle exactly one wins, and the stale
-     * generation comes before the epoch read below in the single total order, which the
-     * reuse rule needs (a slot is handed out again once the safe epoch passes it). */
-    if (!__atomic_compare_exchange_n(kiln_handle_head_word(t, index), seen, free_word, false,
-                                     __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
-        return false;
     KILN_OWNER_COUNT(&cache->frees);
     uint32_t epoch = (uint32_t)__atomic_load_n(t->reclaim_epoch, __ATOMIC_SEQ_CST);
     uint32_t n = __atomic_load_n(&cache->freed_count, __ATOMIC_RELAXED);
