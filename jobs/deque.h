@@ -89,17 +89,21 @@ static inline bool kiln_deque_take(kiln_deque *deque, kiln_task *task) {
     return true;
 }
 
-/* The steal, with or without a look at the oldest task's isolation first (tagged is a
- * constant at each call: the check folds away from kiln_deque_steal). */
-static inline kiln_steal_result kiln_deque_steal_if(kiln_deque *deque, kiln_task *task, bool tagged,
-                                                    uint64_t tag) {
+/* What a steal looks at in the oldest task before it claims it: nothing, its
+ * isolation, or its frame epoch tag (a constant at each call: the check folds away). */
+typedef enum { KILN_STEAL_ANY, KILN_STEAL_ISOLATION, KILN_STEAL_EPOCH } kiln_steal_match;
+
+static inline kiln_steal_result kiln_deque_steal_if(kiln_deque *deque, kiln_task *task,
+                                                    kiln_steal_match match, uint64_t tag) {
     int64_t t = kiln_load_acquire(&deque->top);
     kiln_fence_seq_cst();                         /* the top load before the bottom load */
     int64_t b = kiln_load_acquire(&deque->bottom);
     if (t >= b) return KILN_STEAL_EMPTY;
     kiln_deque_ring *ring = kiln_load_acquire(&deque->ring);
     kiln_slot_read(ring, t, task);
-    if (tagged && task->isolation != tag) return KILN_STEAL_EMPTY;   /* a torn read: harmless */
+    /* A torn read is harmless: a task that is not claimed is not used. */
+    if (match == KILN_STEAL_ISOLATION && task->isolation != tag) return KILN_STEAL_EMPTY;
+    if (match == KILN_STEAL_EPOCH && (task->flags >> 32) != tag) return KILN_STEAL_EMPTY;
     if (!kiln_cas_strong_seq_cst(&deque->top, &t, t + 1))
         return KILN_STEAL_ABORT;
     return KILN_STEAL_OK;
@@ -107,7 +111,7 @@ static inline kiln_steal_result kiln_deque_steal_if(kiln_deque *deque, kiln_task
 
 /* Any thread but the owner: the oldest task. */
 static inline kiln_steal_result kiln_deque_steal(kiln_deque *deque, kiln_task *task) {
-    return kiln_deque_steal_if(deque, task, false, 0);
+    return kiln_deque_steal_if(deque, task, KILN_STEAL_ANY, 0);
 }
 
 /* Any thread, the owner included (an isolated wait looks at the oldest task of its own
@@ -117,7 +121,14 @@ static inline kiln_steal_result kiln_deque_steal(kiln_deque *deque, kiln_task *t
  * reads it, and a task that is not taken is not claimed. */
 static inline kiln_steal_result kiln_deque_steal_tagged(kiln_deque *deque, kiln_task *task,
                                                         uint64_t tag) {
-    return kiln_deque_steal_if(deque, task, true, tag);
+    return kiln_deque_steal_if(deque, task, KILN_STEAL_ISOLATION, tag);
+}
+
+/* Any thread but the owner: the oldest task, only when it is a frame task of the epoch
+ * tag epoch (the high half of its flags); KILN_STEAL_EMPTY, leaving it, otherwise. */
+static inline kiln_steal_result kiln_deque_steal_epoch(kiln_deque *deque, kiln_task *task,
+                                                       uint32_t epoch) {
+    return kiln_deque_steal_if(deque, task, KILN_STEAL_EPOCH, epoch);
 }
 
 /* Whether the deque looked non-empty at some instant (a hint for idle workers). */

@@ -63,9 +63,11 @@ uint32_t kiln_jobs_submit_after(kiln_job_system *sys, kiln_job_queue *q, kiln_ba
                                 const kiln_counter_state *const *after, uint32_t count) {
     uint32_t foreign = 0;
     kiln_batch_list(sys, batch);   /* before any drain may queue (and free) it */
-    /* Counted before anyone can run them, as kiln_jobs_submit counts. */
-    if (!(batch->tasks[0].flags & KILN_TASK_BACKGROUND))
-        kiln_store_relaxed(&q->submitted, kiln_load_relaxed(&q->submitted) + batch->count);
+    /* Counted before anyone can run them, under their frame epoch, as kiln_jobs_submit
+     * counts: they belong to the frame of the call, however late they become runnable. */
+    if (!(batch->tasks[0].flags & KILN_TASK_BACKGROUND)) {
+        kiln_tasks_set_epoch(batch->tasks, batch->count, kiln_jobs_count_frame(sys, q, batch->count));
+    }
     /* No drain can reach zero before every registration: this thread holds 1. */
     kiln_store_relaxed(&batch->pending, (uint64_t)count + 1);   /* published by the pushes */
     uint64_t done = 1;   /* the hold, and the prerequisites already finished */

@@ -57,11 +57,13 @@ bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, u
     q->owner = owner;
     q->id = id;
     kiln_store_relaxed(&q->is_worker, is_worker);
-    q->job_depth = q->frame_depth = 0;
+    q->job_depth = q->frame_depth = q->background_depth = 0;
+    q->running_epoch = 0;
+    q->memory_epoch = KILN_FRAME_MEMORY_OWN;
+    q->fenced_epoch = 0;
+    q->drives_clock = false;
+    q->steals = true;
     q->isolated = 0;
-    kiln_store_relaxed(&q->work_state, KILN_WORK_IDLE);   /* published with the queue */
-    /* Its frame memory is empty: it serves the epoch of now (no reset before its first job). */
-    kiln_store_relaxed(&q->work_epoch, sys->frame_epoch ? kiln_load_acquire(sys->frame_epoch) : 0);
     q->rng = 0x9e3779b97f4a7c15ull * (id + 1);
     /* A reused queue starts a new context's figures (retire zeroed submitted and
      * completed); relaxed: stats read them only once the context is listed, later. */
@@ -128,10 +130,12 @@ void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q) {
     /* Its counts move to the system's totals in the same critical section as frame_quiet
      * reads them, so no sum ever counts them twice or misses them. */
     pthread_mutex_lock(&sys->table_lock);
-    sys->retired_completed += kiln_load_acquire(&q->completed);
-    sys->retired_submitted += kiln_load_relaxed(&q->submitted);
-    kiln_store_relaxed(&q->completed, 0);
-    kiln_store_relaxed(&q->submitted, 0);
+    for (int p = 0; p < 2; p++) {
+        sys->retired_completed[p] += kiln_load_acquire(&q->completed[p]);
+        sys->retired_submitted[p] += kiln_load_relaxed(&q->submitted[p]);
+        kiln_store_relaxed(&q->completed[p], 0);
+        kiln_store_relaxed(&q->submitted[p], 0);
+    }
     kiln_store_release(&sys->queues[q->slot], NULL);
     kiln_store_relaxed(&sys->registered, kiln_load_relaxed(&sys->registered) - 1);   /* a hint */
     pthread_mutex_unlock(&sys->table_lock);
@@ -233,16 +237,51 @@ static bool push_tasks(kiln_job_system *sys, kiln_job_queue *q, const kiln_task 
     return true;
 }
 
-bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks, size_t count,
+/* The epoch a frame job submitted now outside any frame job belongs to, counted, by a
+ * thread that does not drive the clock (model step "submit"): the seq_cst store of the
+ * count and the seq_cst load after it pair with the driver's close, an RMW, and the
+ * fence after it. Either the reload still reads epoch, and then the count comes before
+ * the close in their single order and the drain reads it; or it moved, and the count is
+ * taken back (a drain that saw it only waited longer) and made again. */
+static KILN_COLD uint32_t count_frame_outside(kiln_job_system *sys, kiln_job_queue *q, uint64_t count) {
+    for (;;) {
+        uint64_t epoch = kiln_load_seq_cst(sys->frame_epoch);
+        _Atomic uint64_t *submitted = &q->submitted[epoch & 1];
+        uint64_t before = kiln_load_relaxed(submitted);
+        kiln_store_seq_cst(submitted, before + count);
+        if (kiln_load_seq_cst(sys->frame_epoch) == epoch) return kiln_epoch_tag(epoch);
+        kiln_store_relaxed(submitted, before);
+    }
+}
+
+uint32_t kiln_jobs_count_frame(kiln_job_system *sys, kiln_job_queue *q, uint64_t count) {
+    uint32_t epoch;
+    if (q->frame_depth > 0) {
+        /* A child: counted before its parent completes, so no drain misses it. */
+        epoch = q->running_epoch;
+    } else if (q->drives_clock) {
+        /* The driver reads its own store: it is the epoch's only writer. */
+        epoch = kiln_epoch_tag(kiln_load_relaxed(sys->frame_epoch));
+    } else {
+        return count_frame_outside(sys, q, count);
+    }
+    _Atomic uint64_t *submitted = &q->submitted[epoch & 1];
+    kiln_store_relaxed(submitted, kiln_load_relaxed(submitted) + count);
+    return epoch;
+}
+
+bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, kiln_task *tasks, size_t count,
                       int priority, kiln_job_queue *pinned) {
     /* Counted before anyone can run them (frame_quiet reads completions first, so a
      * count that came late could make a running job look finished). */
-    uint64_t frame_jobs = (tasks[0].flags & KILN_TASK_BACKGROUND) ? 0 : count;
-    uint64_t submitted = kiln_load_relaxed(&q->submitted);
-    kiln_store_relaxed(&q->submitted, submitted + frame_jobs);
+    uint32_t epoch = 0;   /* no frame task's tag is 0 */
+    if (!(tasks[0].flags & KILN_TASK_BACKGROUND)) {
+        epoch = kiln_jobs_count_frame(sys, q, count);
+        kiln_tasks_set_epoch(tasks, count, epoch);
+    }
     if (push_tasks(sys, q, tasks, count, priority, pinned, KILN_PIN_LIFE_NOW)) return true;
     /* Never queued: taken back (a frame end that saw the count only waited longer). */
-    kiln_store_relaxed(&q->submitted, submitted);
+    if (epoch) kiln_jobs_uncount(q, epoch, count);
     return false;
 }
 
@@ -294,8 +333,10 @@ void kiln_jobs_queue_batch(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *
                  "%zu jobs of context %u pinned to context %u waited for their prerequisites, "
                  "and context %u detached meanwhile; they are not run (their counter finishes "
                  "on context %u)", count, batch->submitter, batch->pinned_id, batch->pinned_id, q->id);
-        if (!(tasks[0].flags & KILN_TASK_BACKGROUND))
-            kiln_store_release(&q->completed, kiln_load_relaxed(&q->completed) + count);
+        if (!(tasks[0].flags & KILN_TASK_BACKGROUND)) {
+            _Atomic uint64_t *completed = &q->completed[kiln_task_epoch(&tasks[0]) & 1];
+            kiln_store_release(completed, kiln_load_relaxed(completed) + count);
+        }
         if (tasks[0].counter) kiln_counter_finish(sys, q, tasks[0].counter, count);
     }
     kiln_batch_free(sys, batch);
@@ -440,79 +481,59 @@ static inline void call_fn(kiln_job_system *sys, kiln_job_queue *q, kiln_task *t
     else task->fn.job((kiln_ctx *)q->owner, task->arg);
 }
 
-/* The outermost background job of this thread, between the two on_background calls. */
+/* A background job: a worker is in background (handle reclaim) from the start of its
+ * outermost one to that one's return, whatever runs between (B1, a frame job in it, B2
+ * in that: B2's end leaves B1 protected; model step "background"). Only workers: an
+ * attached thread's reclaim point is its own kiln_handles_quiescent, and running a job
+ * is none. */
 static KILN_COLD void call_background(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
-    sys->on_background(q->owner, true);
+    bool outermost = q->background_depth++ == 0 && kiln_load_relaxed(&q->is_worker) &&
+                     sys->on_background;
+    if (outermost) sys->on_background(q->owner, true);
     call_fn(sys, q, task);
-    sys->on_background(q->owner, false);
+    if (outermost) sys->on_background(q->owner, false);
+    q->background_depth--;
 }
 
-/* ---- A worker's frame work (KILN_WORK_* in scheduler.h) ----
- * A worker is BUSY from its first frame job until it runs dry (or turns to a background
- * job), so a burst of frame jobs costs one CAS, and each job a load of the epoch. */
-
-/* IDLE -> BUSY; waits out a claim. acquire: the driver's reset under the claim happens
- * before this thread's next use of its frame memory. */
-static KILN_COLD void become_busy(kiln_job_queue *q) {
-    uint32_t idle = KILN_WORK_IDLE;
-    while (!kiln_cas_strong_acquire(&q->work_state, &idle, KILN_WORK_BUSY)) {
-        idle = KILN_WORK_IDLE;   /* CLAIMED: the driver is resetting our frame memory */
-        kiln_cpu_pause();
+/* ---- Frame memory by epoch (model step "enter") ----
+ * A frame job runs in the frame memory of its own epoch, whichever thread runs it: the
+ * owner's arena for that epoch's parity, which frame end gives back once every job of
+ * the epoch has finished. Switching is a call on the cold path: a burst of one epoch's
+ * jobs switches once. A switch to an epoch this thread has not fenced for fences
+ * (seq_cst): the close of the epoch before it happened before this job was submitted,
+ * so after the fence every handle free that read an older epoch is visible to this
+ * job's gets (runtime/handle_reclaim.h). */
+static KILN_COLD void enter_job_frame(kiln_job_system *sys, kiln_job_queue *q, uint32_t epoch) {
+    if (epoch != KILN_FRAME_MEMORY_OWN && epoch != q->fenced_epoch) {
+        kiln_fence_seq_cst();
+        q->fenced_epoch = epoch;
     }
+    q->memory_epoch = epoch;
+    sys->frame_memory(q->owner, epoch);
 }
 
-/* BUSY -> IDLE. release: every use of the frame memory so far happens before a claim. */
-static inline void become_idle(kiln_job_queue *q) {
-    kiln_store_release(&q->work_state, KILN_WORK_IDLE);
-}
-
-/* A frame ended since this worker's frame memory was last reset, and no frame job runs
- * on it: the memory belongs to ended frames. The seq_cst fence orders the epoch read
- * before every handle get of the jobs that follow (the rule in runtime/handle_reclaim.h:
- * a slot freed before the bump is stale to them). */
-static KILN_COLD void adopt_epoch(kiln_job_system *sys, kiln_job_queue *q, uint64_t epoch) {
-    sys->reset_frame(q->owner);
-    kiln_store_release(&q->work_epoch, epoch);   /* the driver's settle then sees the reset */
-    kiln_fence_seq_cst();
-}
-
-/* Before a frame job that no other frame job on this thread encloses. */
-static inline void enter_frame_work(kiln_job_system *sys, kiln_job_queue *q) {
-    /* Only this thread stores BUSY, so reading BUSY here is exact. */
-    if (kiln_load_relaxed(&q->work_state) != KILN_WORK_BUSY) become_busy(q);
-    uint64_t epoch = kiln_load_acquire(sys->frame_epoch);
-    if (kiln_unlikely(epoch != kiln_load_relaxed(&q->work_epoch))) adopt_epoch(sys, q, epoch);
-}
-
-/* Around every task: frame depth, and for a worker its frame work. A background job
- * never holds a frame end back, so a worker turning to one leaves its frame work
- * first; a frame job nested in a background job leaves it again when it returns. */
-static inline void work_begin(kiln_job_system *sys, kiln_job_queue *q, bool frame_job) {
-    if (frame_job) {
-        if (q->frame_depth++ == 0 && kiln_load_relaxed(&q->is_worker)) enter_frame_work(sys, q);
-    } else if (kiln_load_relaxed(&q->is_worker) && q->frame_depth == 0 &&
-               kiln_load_relaxed(&q->work_state) == KILN_WORK_BUSY) {
-        become_idle(q);
-    }
-}
-
-static inline void work_end(kiln_job_queue *q, bool frame_job) {
-    if (frame_job && --q->frame_depth == 0 && kiln_load_relaxed(&q->is_worker) && q->job_depth > 1)
-        become_idle(q);
-}
-
-/* The task itself, with its flags as the running ones meanwhile. */
+/* The task itself, with its flags as the running ones meanwhile, and a frame job's
+ * epoch as the running one (its children's) and its frame memory as the current. */
 static inline void call_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
     uint32_t outer = q->running_flags;
-    bool frame_job = !(task->flags & KILN_TASK_BACKGROUND);
     q->running_flags = (uint32_t)task->flags;
     q->job_depth++;
-    work_begin(sys, q, frame_job);
-    if (kiln_unlikely((task->flags & ~outer & KILN_TASK_BACKGROUND) && sys->on_background))
+    if (kiln_unlikely(task->flags & KILN_TASK_BACKGROUND)) {
         call_background(sys, q, task);
-    else
+    } else {
+        uint32_t outer_epoch = q->running_epoch, epoch = kiln_task_epoch(task);
+        q->running_epoch = epoch;
+        q->frame_depth++;
+        if (kiln_unlikely(q->memory_epoch != epoch)) enter_job_frame(sys, q, epoch);
         call_fn(sys, q, task);
-    work_end(q, frame_job);
+        q->frame_depth--;
+        q->running_epoch = outer_epoch;
+        /* Back to the enclosing frame job's memory; outside jobs, to the thread's own (a
+         * worker has none to go back to: it keeps the last, and saves the switch). */
+        uint32_t back = outer_epoch ? outer_epoch
+                        : kiln_load_relaxed(&q->is_worker) ? epoch : KILN_FRAME_MEMORY_OWN;
+        if (kiln_unlikely(back != q->memory_epoch)) enter_job_frame(sys, q, back);
+    }
     q->job_depth--;
     q->running_flags = outer;
 }
@@ -522,7 +543,20 @@ static inline void call_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task 
  * either; it was never submitted, so nothing counts it as run or completed, and the
  * hook does not record it. */
 void kiln_jobs_run_range(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
+    if ((task->flags & KILN_TASK_BACKGROUND) || q->frame_depth > 0) {
+        /* Inside a frame job the root is that job's: its epoch, counted with it. */
+        if (!(task->flags & KILN_TASK_BACKGROUND))
+            kiln_tasks_set_epoch(task, 1, q->running_epoch);
+        call_task(sys, q, task);
+        return;
+    }
+    /* Outside jobs the root is counted like a submitted job, so that no frame end
+     * resets the memory of its epoch under it. */
+    uint32_t epoch = kiln_jobs_count_frame(sys, q, 1);
+    kiln_tasks_set_epoch(task, 1, epoch);
     call_task(sys, q, task);
+    _Atomic uint64_t *completed = &q->completed[epoch & 1];
+    kiln_store_release(completed, kiln_load_relaxed(completed) + 1);
 }
 
 /* Out of line, so that run_task keeps neither the hook nor its token in a register
@@ -541,8 +575,10 @@ static void run_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
     if (kiln_unlikely(hook != NULL)) call_task_traced(sys, q, task, hook);
     else call_task(sys, q, task);
     kiln_owner_inc(&q->jobs_run);
-    if (!(task->flags & KILN_TASK_BACKGROUND))   /* release: frame end then sees its writes */
-        kiln_store_release(&q->completed, kiln_load_relaxed(&q->completed) + 1);
+    if (!(task->flags & KILN_TASK_BACKGROUND)) {   /* release: frame end then sees its writes */
+        _Atomic uint64_t *completed = &q->completed[kiln_task_epoch(task) & 1];
+        kiln_store_release(completed, kiln_load_relaxed(completed) + 1);
+    }
     /* No batch waits on the counter: one compare more, predicted (kiln_counter_finish). */
     if (task->counter) kiln_counter_finish(sys, q, task->counter, 1);
 }
@@ -583,16 +619,17 @@ static __attribute__((noinline)) bool take_own_tagged(kiln_deque *deque, kiln_ta
     return r == KILN_STEAL_OK;
 }
 
-/* One pass over the other queues' oldest tasks, as steal() makes, for tag only. */
-static bool steal_tagged(kiln_job_system *sys, kiln_job_queue *q, int priority, kiln_task *task,
-                         uint64_t tag) {
+/* One pass over the other queues' oldest tasks, as steal() makes, for those whose
+ * isolation (KILN_STEAL_ISOLATION) or frame epoch tag (KILN_STEAL_EPOCH) is tag. */
+static bool steal_matching(kiln_job_system *sys, kiln_job_queue *q, int priority, kiln_task *task,
+                           kiln_steal_match match, uint64_t tag) {
     if (!q->steals) return false;
     uint32_t limit = kiln_load_acquire(&sys->queue_limit);
     for (uint32_t i = 0; i < limit; i++) {
         kiln_job_queue *victim = kiln_load_acquire(&sys->queues[i]);
         if (!victim || victim == q || !kiln_deque_looks_busy(&victim->deques[priority])) continue;
         kiln_steal_result r;
-        while ((r = kiln_deque_steal_tagged(&victim->deques[priority], task, tag)) == KILN_STEAL_ABORT)
+        while ((r = kiln_deque_steal_if(&victim->deques[priority], task, match, tag)) == KILN_STEAL_ABORT)
             kiln_cpu_pause();
         if (r == KILN_STEAL_OK) {
             kiln_owner_inc(&q->jobs_stolen);
@@ -607,10 +644,10 @@ static bool find_task_isolated(kiln_job_system *sys, kiln_job_queue *q, kiln_tas
                                bool background, uint64_t tag) {
     if (take_pinned(q, task, background)) return true;
     for (int d = KILN_DEQUE_HIGH; d >= KILN_DEQUE_NORMAL; d--)
-        if (take_own_tagged(&q->deques[d], task, tag) || steal_tagged(sys, q, d, task, tag))
+        if (take_own_tagged(&q->deques[d], task, tag) || steal_matching(sys, q, d, task, KILN_STEAL_ISOLATION, tag))
             return true;
     if (background && (take_own_tagged(&q->deques[KILN_DEQUE_BACKGROUND], task, tag) ||
-                       steal_tagged(sys, q, KILN_DEQUE_BACKGROUND, task, tag)))
+                       steal_matching(sys, q, KILN_DEQUE_BACKGROUND, task, KILN_STEAL_ISOLATION, tag)))
         return true;
     kiln_owner_inc(&q->steal_misses);
     return false;
@@ -658,65 +695,62 @@ void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state 
     q->isolated = 0;
 }
 
-/* Every completed count first, then every submitted count (see the header). */
-static bool frame_quiet(kiln_job_system *sys) {
+/* Every completed count of the parity first, then every submitted count (the header
+ * says why; model step "drain"). The driver's fence after its close orders the
+ * submitters' seq_cst counts before these loads. */
+static bool frame_quiet(kiln_job_system *sys, unsigned parity) {
     pthread_mutex_lock(&sys->table_lock);
     uint32_t limit = kiln_load_acquire(&sys->queue_limit);
-    uint64_t completed = sys->retired_completed, submitted = sys->retired_submitted;
+    uint64_t completed = sys->retired_completed[parity], submitted = sys->retired_submitted[parity];
     for (uint32_t i = 0; i < limit; i++) {
         kiln_job_queue *q = kiln_load_acquire(&sys->queues[i]);
-        if (q) completed += kiln_load_acquire(&q->completed);
+        if (q) completed += kiln_load_acquire(&q->completed[parity]);
     }
     for (uint32_t i = 0; i < limit; i++) {
         kiln_job_queue *q = kiln_load_acquire(&sys->queues[i]);
-        if (q) submitted += kiln_load_acquire(&q->submitted);
+        if (q) submitted += kiln_load_acquire(&q->submitted[parity]);
     }
     pthread_mutex_unlock(&sys->table_lock);
     return completed == submitted;
 }
 
-/* Claims an idle worker and resets its frame memory, or waits while it finishes the
- * frame job it runs, which then resets its own (see the header). */
-static void settle_worker(kiln_job_system *sys, kiln_job_queue *q, kiln_job_queue *w, uint64_t epoch) {
+/* find_task for the drain of epoch tag: pinned frame tasks (any epoch: only q runs
+ * them), its own deques (what q submitted, or the children of what it runs), and of
+ * other queues only tasks of that epoch. */
+static bool find_frame_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task, uint32_t tag) {
+    if (take_pinned(q, task, false)) return true;
+    for (int d = KILN_DEQUE_HIGH; d >= KILN_DEQUE_NORMAL; d--)
+        if (take_own(&q->deques[d], task) || steal_matching(sys, q, d, task, KILN_STEAL_EPOCH, tag))
+            return true;
+    kiln_owner_inc(&q->steal_misses);
+    return false;
+}
+
+/* Jobs of the closed epoch until every one of them has finished. A job of the next
+ * epoch runs here only when it was pinned to q (then the drain looks at the counts
+ * again right after it, so it never runs more than one after the frame is done) or
+ * submitted by a job this drain runs. Without workers, any job once none of the epoch
+ * is runnable and it is not done: a frame job may wait for a background job or a job
+ * of the next epoch (kiln_run_desc.after), and nobody else would run those. */
+void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q, uint64_t epoch) {
+    uint32_t tag = kiln_epoch_tag(epoch);
+    unsigned parity = (unsigned)(epoch & 1);
+    bool alone = sys->threads == 1;
     unsigned idle = 0;
-    while (kiln_load_acquire(&w->work_epoch) != epoch) {
-        uint32_t state = KILN_WORK_IDLE;
-        /* acquire: the worker's last uses of its frame memory happen before the reset */
-        if (kiln_cas_strong_acquire(&w->work_state, &state, KILN_WORK_CLAIMED)) {
-            sys->reset_frame(w->owner);
-            kiln_store_relaxed(&w->work_epoch, epoch);
-            kiln_store_release(&w->work_state, KILN_WORK_IDLE);   /* the worker's next CAS sees both */
-            return;
-        }
-        kiln_task task;   /* busy: its job may be waiting for one pinned to us */
-        if (take_pinned(q, &task, false)) {
+    for (;;) {
+        kiln_task task;
+        if (find_frame_task(sys, q, &task, tag)) {
+            bool other = kiln_task_epoch(&task) != tag;
             run_task(sys, q, &task);
+            idle = 0;
+            if (other && frame_quiet(sys, parity)) return;
+        } else if (frame_quiet(sys, parity)) {
+            return;
+        } else if (alone && kiln_jobs_run_one(sys, q, true)) {
             idle = 0;
         } else {
             kiln_spin_round(++idle, 1);
         }
-    }
-}
-
-void kiln_jobs_settle_workers(kiln_job_system *sys, kiln_job_queue *q, uint64_t epoch) {
-    uint32_t limit = kiln_load_acquire(&sys->queue_limit);
-    for (uint32_t i = 0; i < limit; i++) {
-        kiln_job_queue *w = kiln_load_acquire(&sys->queues[i]);
-        if (w && kiln_load_relaxed(&w->is_worker)) settle_worker(sys, q, w, epoch);
-    }
-}
-
-/* Frame jobs until the frame is quiet. Without workers, background jobs too once no
- * frame job is left to run and the frame is not quiet: a frame job may wait for one
- * (kiln_run_desc.after), and nobody else would run it. */
-void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q) {
-    bool background = sys->threads == 1;
-    unsigned idle = 0;
-    for (;;) {
-        if (kiln_jobs_run_one(sys, q, false)) idle = 0;
-        else if (frame_quiet(sys)) return;
-        else if (background && kiln_jobs_run_one(sys, q, true)) idle = 0;
-        else kiln_spin_round(++idle, 1);
     }
 }
 
@@ -807,12 +841,9 @@ void kiln_jobs_worker_loop(kiln_job_system *sys, kiln_job_queue *q) {
             run_task(sys, q, &task);
             continue;
         }
-        /* Ran dry: no frame work held, so frame end may claim this worker. */
-        if (kiln_load_relaxed(&q->work_state) == KILN_WORK_BUSY) become_idle(q);
         if (resting || !worker_idle(sys, q, &spin)) resting = sleep_once(sys, q, resting);
     }
     if (spin.round) count_idle(q, &spin, kiln_now_ns());
-    become_idle(q);   /* shut down: kiln_destroy's retire runs what is left */
 }
 
 void kiln_jobs_set_hook(kiln_job_system *sys, kiln_job_hook hook) {

@@ -3,12 +3,23 @@
  * accounting and the statistics of each queue. Knows nothing of allocation policy or
  * of the runtime: a queue carries an opaque owner pointer (the kiln_ctx) that jobs get.
  *
- * Frame accounting without a shared counter: each queue counts the frame jobs its
- * owner submitted and the frame jobs its owner completed (owner-written atomics). The
- * frame is quiet when the sum of completed equals the sum of submitted, reading every
- * completed count before any submitted count: a completion is ordered after its
- * submission, so the sums can only be equal when no counted job is unfinished, and a
- * job can only submit children (counted) before it completes. */
+ * Every frame job belongs to one frame epoch, decided when it is submitted (the model
+ * of this protocol, checked exhaustively by SPIN: runtime/frame_clock.pml):
+ * - inside a frame job, at any nesting (background jobs inside it included), the epoch
+ *   of that job: a child is counted before its parent completes;
+ * - elsewhere, the frame epoch *sys->frame_epoch of now. The driver reads it exactly
+ *   (only it writes it); any other thread counts the job under the epoch it read, with
+ *   a seq_cst store, reads the epoch again, and starts over when it moved (model step
+ *   "submit"): a count that the driver's drain could miss is always taken back.
+ * Each queue counts the frame jobs its owner submitted and completed per epoch parity
+ * (owner-written atomics). Only two epochs are ever live, the one whose frame end is
+ * draining and the next, since frame end E + 1 begins after frame end E has returned.
+ * Frame end E first closes E (the epoch becomes E + 1, model step "close"), then waits
+ * until the completed counts of E's parity add up to its submitted counts, reading every
+ * completed count before any submitted count (a completion is ordered after its
+ * submission, so the sums meet only when no counted job of E is unfinished). Jobs of
+ * E + 1 neither hold it nor run in E's frame memory: a job runs in the frame memory of
+ * its own epoch's parity, whichever thread runs it (sys->frame_memory). */
 #ifndef KILN_JOBS_SCHEDULER_H
 #define KILN_JOBS_SCHEDULER_H
 
@@ -54,14 +65,20 @@ enum { KILN_DEQUE_NORMAL = 0, KILN_DEQUE_HIGH = 1, KILN_DEQUE_BACKGROUND = 2 };
 
 enum { KILN_INBOX_FRAME = 0, KILN_INBOX_BACKGROUND = 1 };
 
-/* A worker's frame work, the handshake that lets frame end reset a worker's frame
- * memory without ever doing it under a running frame job (see kiln_jobs_settle_workers):
- *   IDLE     no frame job runs on the worker; the driver may claim it
- *   BUSY     the worker runs frame jobs (or is between two of a burst); only it resets
- *            its frame memory, at its next frame job of a later epoch
- *   CLAIMED  the driver resets the worker's frame memory now; the worker waits for IDLE
- * IDLE -> BUSY (worker, CAS), BUSY -> IDLE (worker), IDLE -> CLAIMED -> IDLE (driver). */
-enum { KILN_WORK_IDLE = 0, KILN_WORK_BUSY = 1, KILN_WORK_CLAIMED = 2 };
+/* A frame epoch as a task carries it, in the high half of its flags: its low 31 bits
+ * (only the two newest epochs are ever live, so those tell them apart) and the top bit,
+ * so that no frame task's tag is 0 (background tasks, and "no epoch"). The tag's parity
+ * is the epoch's. */
+#define KILN_TASK_EPOCH_SHIFT 32
+static inline uint32_t kiln_epoch_tag(uint64_t epoch) {
+    return (uint32_t)(epoch & 0x7fffffffu) | 0x80000000u;
+}
+static inline uint32_t kiln_task_epoch(const kiln_task *task) {
+    return (uint32_t)(task->flags >> KILN_TASK_EPOCH_SHIFT);
+}
+
+/* The frame memory a thread uses now: its own (outside jobs), or that of a job epoch. */
+#define KILN_FRAME_MEMORY_OWN 0u
 
 struct kiln_job_queue {
     kiln_deque          deques[3];       /* [KILN_DEQUE_NORMAL], [KILN_DEQUE_HIGH], [KILN_DEQUE_BACKGROUND] */
@@ -78,33 +95,37 @@ struct kiln_job_queue {
     _Atomic size_t      inbox_hint[2];   /* [KILN_INBOX_FRAME]: inbox.count, [KILN_INBOX_BACKGROUND]:
                                             background.count; readable without the lock */
 
-    /* Owner-written counters, read by the frame clock and by stats. */
-    _Alignas(KILN_CACHE_LINE) _Atomic uint64_t submitted;  /* frame jobs pushed by the owner */
-    _Atomic uint64_t    completed;       /* frame jobs finished by the owner (release) */
+    /* Owner-written counters, read by the frame clock and by stats. submitted and
+     * completed are indexed by the parity of the jobs' frame epoch. */
+    _Alignas(KILN_CACHE_LINE) _Atomic uint64_t submitted[2];  /* frame jobs counted by the
+                                            owner (seq_cst outside jobs, model step "submit") */
+    _Atomic uint64_t    completed[2];    /* frame jobs finished by the owner (release) */
     _Atomic uint64_t    jobs_run, jobs_stolen, steal_misses, sleep_ns;
     _Atomic uint64_t    sleeps;          /* workers: futex waits begun */
     _Atomic uint64_t    idle_spin_ns;    /* workers: time spent looking for work in vain
                                             before finding some or sleeping */
-
-    /* Workers: the frame-work handshake (KILN_WORK_*), and the frame epoch the worker's
-     * frame memory serves, written by whoever holds the right to reset it (the worker
-     * while BUSY, the driver while CLAIMED; release, read with acquire by the driver). */
-    _Atomic uint32_t    work_state;
-    _Atomic uint64_t    work_epoch;
 
     /* Owner-only. */
     uint64_t            rng;             /* victim choice */
     uint32_t            running_flags;   /* KILN_TASK_* of the job running now */
     uint32_t            job_depth;       /* jobs running on this thread, nested ones included */
     uint32_t            frame_depth;     /* of them, frame (not background) jobs */
+    uint32_t            background_depth;  /* of them, background jobs: a worker is in
+                                            background (handle reclaim) from its outermost
+                                            one's start to its end, whatever runs between */
+    uint32_t            running_epoch;   /* the epoch of the innermost frame job running
+                                            (0: none): what a job's children belong to */
+    uint32_t            memory_epoch;    /* the epoch whose frame memory the owner uses now
+                                            (KILN_FRAME_MEMORY_OWN: its own, outside jobs) */
+    uint32_t            fenced_epoch;    /* the newest epoch this thread fenced for (a
+                                            handle get in a job of a newer one fences first) */
+    bool                drives_clock;    /* the owner drives the frame clock: it reads the
+                                            frame epoch exactly (only it writes it) */
     uint64_t            isolated;        /* the tag of the isolated wait this thread is in
                                             (0: none): its waits take only tasks of that
                                             tag, and what it submits carries it */
-    bool                steals;          /* takes other queues' jobs: workers and the frame
-                                            driver, whose frame arenas frame end resets. An
-                                            attached thread with a clock of its own must not:
-                                            a stolen job's frame memory would live in an
-                                            arena that thread resets on its own schedule. */
+    bool                steals;          /* takes other queues' jobs; false only while the
+                                            context retires (it runs its own jobs, no more) */
     _Atomic(kiln_job_hook) hook;         /* NULL: none (one relaxed load and a branch per
                                             task); stored by kiln_jobs_set_hook, any thread */
 
@@ -112,16 +133,17 @@ struct kiln_job_queue {
     void               *owner;           /* the kiln_ctx handed to jobs */
     uint32_t            id;              /* the context's id, for counters and logs */
     uint32_t            slot;            /* index in the system's table */
-    _Atomic bool        is_worker;       /* takes part in the frame-work handshake; atomic
-                                            (relaxed): a driver's settle may read a queue whose
-                                            memory a new attach is setting up */
+    _Atomic bool        is_worker;       /* a worker's queue (its background jobs stamp the
+                                            handle reclaim); atomic (relaxed): a queue's memory
+                                            is reused by a later attach */
 };
 
 typedef struct kiln_job_system {
     _Atomic(kiln_job_queue *) queues[KILN_MAX_QUEUES];  /* thieves scan [0, queue_limit) */
     _Atomic uint32_t    queue_limit;
     pthread_mutex_t     table_lock;      /* registration, retirement, frame_quiet */
-    uint64_t            retired_submitted, retired_completed;  /* of retired queues; table_lock */
+    uint64_t            retired_submitted[2], retired_completed[2];  /* of retired queues, by
+                                            epoch parity; table_lock */
     uint32_t            threads;         /* workers + 1: for the default grain */
     uint64_t            idle_spin_ns;    /* kiln_desc.idle_spin_us; read-only */
     uint32_t            cpus;            /* the CPUs this process may run on, at init; read-only */
@@ -135,12 +157,13 @@ typedef struct kiln_job_system {
                                             a counter's owner word; read-only */
     kiln_job_hook       hook;            /* what new queues start with; table_lock */
     kiln_background_fn  on_background;   /* NULL: none; read-only once jobs run */
-    /* The frame epoch (frame ends so far + 1; the runtime's, which handle reuse counts
-     * by too), bumped by the driver at frame end; and the reset of an owner's frame
-     * memory, called by the worker itself or by the driver under a claim. Both set
-     * before any worker starts. */
+    /* The frame epoch (frame ends begun + 1; the runtime's, which handle reuse counts
+     * by too), bumped by the driver when it closes a frame; and the switch of an owner's
+     * frame memory to that of a job epoch (KILN_FRAME_MEMORY_OWN: back to its own),
+     * called on the owner's thread when a job of another epoch starts or returns. Both
+     * set before any worker starts. */
     const _Atomic uint64_t *frame_epoch;
-    void              (*reset_frame)(void *owner);
+    void              (*frame_memory)(void *owner, uint32_t epoch);
 
     _Alignas(KILN_CACHE_LINE) _Atomic uint32_t sleepers;   /* workers asleep or about to be */
     _Atomic uint32_t    wake_epoch;      /* the futex word sleepers wait on */
@@ -164,10 +187,11 @@ KILN_INTERNAL void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q
 /* Frees the rings and the inbox (system shut down, no thread left). */
 KILN_INTERNAL void kiln_job_queue_fini(kiln_job_queue *q);
 
-/* Owner of q: submits count tasks (flags, counter already set in the template) by
- * value; to target's inbox when pinned. false, with nothing submitted and nothing
- * counted, when the pinned target's inbox is closed (its context is detaching). */
-KILN_INTERNAL bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks,
+/* Owner of q: submits count tasks (flags, counter already set) by value; to target's
+ * inbox when pinned. Frame tasks are counted under the epoch they belong to
+ * (kiln_jobs_count_frame), which goes into their flags. false, with nothing submitted
+ * and nothing counted, when the pinned target's inbox is closed (it is detaching). */
+KILN_INTERNAL bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, kiln_task *tasks,
                                     size_t count, int priority, kiln_job_queue *pinned);
 
 /* Any thread: the life of target that a pin taken now names (its queue's memory may
@@ -222,17 +246,31 @@ KILN_INTERNAL void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_
  * neither counted as run or completed nor traced. */
 KILN_INTERNAL void kiln_jobs_run_range(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task);
 
-/* Owner of q: runs tasks until every frame job submitted so far has finished. */
-KILN_INTERNAL void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q);
+/* The driver (owner of q): runs jobs until every frame job of the closed epoch has
+ * finished, on whatever thread; jobs of the next epoch only when they are pinned to q
+ * or were submitted by a job that this drain runs, or with KILN_NO_WORKERS, where
+ * nobody else runs them. Model step "drain". */
+KILN_INTERNAL void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q, uint64_t epoch);
 
-/* The driver (owner of q), at frame end, after the drain and after bumping the frame
- * epoch to epoch: returns when every worker's frame memory serves epoch. An idle
- * worker is claimed and its frame memory reset here; a busy one (a frame job it
- * started before the bump, from any submitter) is waited for, and resets its own
- * frame memory when it next starts a frame job, or is claimed once idle. Never resets
- * memory under a running frame job. Runs q's pinned frame jobs meanwhile (a worker's
- * job may be waiting for one). */
-KILN_INTERNAL void kiln_jobs_settle_workers(kiln_job_system *sys, kiln_job_queue *q, uint64_t epoch);
+/* The frame epoch tag (kiln_epoch_tag) a job submitted now by q's owner belongs to, with count frame jobs
+ * counted under it (model step "submit"). Owner of q; the caller then queues the jobs,
+ * or takes the count back with kiln_jobs_uncount. */
+KILN_INTERNAL uint32_t kiln_jobs_count_frame(kiln_job_system *sys, kiln_job_queue *q, uint64_t count);
+static inline void kiln_jobs_uncount(kiln_job_queue *q, uint32_t epoch, uint64_t count) {
+    _Atomic uint64_t *submitted = &q->submitted[epoch & 1];
+    kiln_store_relaxed(submitted, kiln_load_relaxed(submitted) - count);
+}
+
+/* Writes a frame epoch tag into the flags of count tasks. */
+static inline void kiln_tasks_set_epoch(kiln_task *tasks, size_t count, uint32_t epoch) {
+    for (size_t i = 0; i < count; i++)
+        tasks[i].flags = (tasks[i].flags & UINT32_MAX) | (uint64_t)epoch << KILN_TASK_EPOCH_SHIFT;
+}
+
+/* Frame jobs counted by q's owner, both parities (stats). Any thread. */
+static inline uint64_t kiln_jobs_submitted(kiln_job_queue *q) {
+    return kiln_load_relaxed(&q->submitted[0]) + kiln_load_relaxed(&q->submitted[1]);
+}
 
 /* A worker's life: find and run jobs; when there are none, keep looking for
  * sys->idle_spin_ns (pausing between looks, or giving the core away when the threads

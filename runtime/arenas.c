@@ -18,6 +18,8 @@
 
 #include "../base/heap.h"
 
+#include <stdio.h>
+
 static void records_free(kiln_arena_record *list) {
     for (kiln_arena_record *a = list, *next; a; a = next) {
         next = a->next;
@@ -65,7 +67,9 @@ static void record_keep(kiln_runtime *rt, kiln_arena_record *record, bool fresh)
     pthread_mutex_unlock(&rt->registry_lock);
 }
 
-kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *name, kiln_ctx *frame_owner) {
+/* A new arena (see kiln_runtime_arena_new), on the registry when listed; a job arena
+ * (unlisted) takes a record of its own, which stays with its context's memory. */
+static kiln_arena *arena_new(kiln_runtime *rt, const char *name, kiln_ctx *frame_owner, bool listed) {
     bool is_frame = frame_owner != NULL;
     kiln_arena_config config = {
         .pool = &rt->blocks,
@@ -80,9 +84,15 @@ kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *name, kiln_ctx 
         .debug = rt->desc.debug,
         .audit_sample = rt->desc.audit_sample,
     };
-    bool reused;
-    kiln_arena_record *record = record_take(rt, name, is_frame, &reused);
-    if (!record) return NULL;
+    bool reused = false;
+    kiln_arena_record *record = listed ? record_take(rt, name, is_frame, &reused)
+                                       : kiln_heap_aligned(KILN_CACHE_LINE, sizeof *record);
+    if (!record) {
+        if (!listed)
+            kiln_log(&rt->log, KILN_LOGITEM_ARENA_OUT_OF_MEMORY,
+                     "arena '%s': no heap memory for its record", name);
+        return NULL;
+    }
     if (!kiln_arena_init(&record->arena, &config)) {   /* the pool logged why */
         record->arena.is_frame = is_frame;
         record_keep(rt, record, !reused);
@@ -103,14 +113,37 @@ kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *name, kiln_ctx 
     }
     record->rt = rt;
     record->frame_owner = frame_owner;
+    record->prev = record->next = NULL;
+    if (!listed) return &record->arena;
     pthread_mutex_lock(&rt->registry_lock);
-    record->prev = NULL;
     record->next = rt->arenas;
     if (rt->arenas) rt->arenas->prev = record;
     rt->arenas = record;
     rt->arena_count++;
     pthread_mutex_unlock(&rt->registry_lock);
     return &record->arena;
+}
+
+kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *name, kiln_ctx *frame_owner) {
+    return arena_new(rt, name, frame_owner, true);
+}
+
+kiln_arena *kiln_job_arena_new(kiln_ctx *ctx, unsigned parity) {
+    char name[48];
+    snprintf(name, sizeof name, "frame%s ctx %u jobs %s", ctx->is_worker ? " worker" : "",
+             kiln_load_relaxed(&ctx->id), parity ? "odd" : "even");
+    kiln_arena *arena = arena_new(ctx->rt, name, ctx, false);   /* logged on refusal */
+    /* release: the driver's frame end reads the arena it resets through this pointer. */
+    if (arena) kiln_store_release(&ctx->job_arenas[parity], arena);
+    return arena;
+}
+
+void kiln_job_arena_free(kiln_ctx *ctx, unsigned parity) {
+    kiln_arena *arena = kiln_load_relaxed(&ctx->job_arenas[parity]);
+    if (!arena) return;
+    kiln_store_relaxed(&ctx->job_arenas[parity], NULL);
+    kiln_arena_fini(arena);
+    kiln_heap_free(kiln_arena_record_of(arena));
 }
 
 /* Under registry_lock: takes arena off the registry and marks it destroyed. */
@@ -238,10 +271,41 @@ void kiln_arena_reset(kiln_arena *arena) {
     kiln_arena_reset_all(arena);
 }
 
+/* The figures that add up across arenas, of more into out. */
+static void stats_add(kiln_arena_stats *out, const kiln_arena_stats *more) {
+    out->bytes_in_use += more->bytes_in_use;
+    out->peak_last_frame += more->peak_last_frame;
+    out->allocs += more->allocs;
+    out->failures += more->failures;
+    out->budget_warnings += more->budget_warnings;
+    out->large_allocs += more->large_allocs;
+    out->blocks_held += more->blocks_held;
+    out->blocks_taken += more->blocks_taken;
+    out->guard_errors += more->guard_errors;
+    out->wrong_thread += more->wrong_thread;
+    out->reserved_blocks += more->reserved_blocks;
+    out->budget_refusals += more->budget_refusals;
+    out->fallback_allocs += more->fallback_allocs;
+    out->fallback_bytes += more->fallback_bytes;
+}
+
+bool kiln_runtime_arena_stats(const kiln_arena *arena, kiln_arena_stats *out) {
+    if (!kiln_arena_stats_read(arena, out)) return false;
+    const kiln_ctx *owner = kiln_arena_record_of(arena)->frame_owner;
+    if (!owner || owner->frame_arena != arena) return true;
+    /* A context's frame arena stands for all its frame memory: its job arenas too. */
+    for (int p = 0; p < 2; p++) {
+        kiln_arena *job_arena = kiln_load_acquire(&((kiln_ctx *)owner)->job_arenas[p]);
+        kiln_arena_stats jobs;
+        if (job_arena && kiln_arena_stats_read(job_arena, &jobs)) stats_add(out, &jobs);
+    }
+    return true;
+}
+
 bool kiln_arena_stats_get(const kiln_arena *arena, kiln_arena_stats *out) {
     if (!kiln_stats_args_ok(arena ? &arena->log : NULL, arena, KILN_LOGITEM_ARENA_NULL, "the arena", out, sizeof *out, "kiln_arena_stats_get"))
         return false;
-    return kiln_arena_stats_read(arena, out);   /* false, logged, for a destroyed arena */
+    return kiln_runtime_arena_stats(arena, out);   /* false, logged, for a destroyed arena */
 }
 
 bool kiln_arena_reserve(kiln_arena *arena, size_t bytes) {
@@ -254,7 +318,7 @@ bool kiln_arena_reserve(kiln_arena *arena, size_t bytes) {
 
 kiln_arena *kiln_frame_arena(kiln_ctx *ctx) {
     if (!kiln_ctx_check(ctx, "kiln_frame_arena")) return NULL;
-    return ctx->frame_arena;
+    return ctx->frame_now;
 }
 
 /* Whether ctx may take frame memory now: an attached context, not running a background
@@ -264,6 +328,7 @@ static inline bool frame_alloc_ok(const kiln_ctx *ctx) {
      * read further (relaxed: the context is this thread's, or it is misuse anyway). An
      * attached context always has its frame arena. */
     if (kiln_unlikely(!ctx || kiln_ctx_word(ctx) != KILN_CTX_MAGIC)) return false;
+    if (kiln_unlikely(!ctx->frame_now)) return false;   /* a job arena could not be made */
     return !(kiln_unlikely(ctx->debug_checks) && (ctx->queue.running_flags & KILN_TASK_BACKGROUND));
 }
 
@@ -271,6 +336,12 @@ static inline bool frame_alloc_ok(const kiln_ctx *ctx) {
 static KILN_COLD void *refuse_frame_alloc(const kiln_ctx *ctx, const char *function) {
     /* NULL, detached, not a context: the context check says which, in its own words. */
     if (!kiln_ctx_check(ctx, function)) return NULL;
+    if (!ctx->frame_now) {
+        kiln_log(&ctx->rt->log, KILN_LOGITEM_JOB_FRAME_MEMORY_NONE,
+                 "%s: context %u runs a job of a frame whose frame memory could not be made "
+                 "(memory limit or heap; logged when it was refused); refused", function, ctx->id);
+        return NULL;
+    }
     kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_BACKGROUND_FRAME_ALLOC,
                     "%s: a background job on context %u asked for frame memory, which frame "
                     "end may reset under it; refused", function, ctx->id);
@@ -279,12 +350,12 @@ static KILN_COLD void *refuse_frame_alloc(const kiln_ctx *ctx, const char *funct
 
 void *kiln_frame_alloc(kiln_ctx *ctx, size_t size, size_t align) {
     if (kiln_unlikely(!frame_alloc_ok(ctx))) return refuse_frame_alloc(ctx, "kiln_frame_alloc");
-    return kiln_arena_bump(ctx->frame_arena, size, align);
+    return kiln_arena_bump(ctx->frame_now, size, align);
 }
 
 void *kiln_frame_alloc_at(kiln_ctx *ctx, size_t size, size_t align, const char *file, int line) {
     if (kiln_unlikely(!frame_alloc_ok(ctx))) return refuse_frame_alloc(ctx, "kiln_frame_alloc_at");
-    return kiln_arena_alloc_site(ctx->frame_arena, size, align, (kiln_debug_site){ file, line });
+    return kiln_arena_alloc_site(ctx->frame_now, size, align, (kiln_debug_site){ file, line });
 }
 
 /* A stamped allocation whose container was made before the frame arena's last reset. */
@@ -299,7 +370,7 @@ static KILN_COLD void *refuse_stale_frame_memory(const kiln_ctx *ctx, uint64_t s
 
 void *kiln_frame_alloc_stamped(kiln_ctx *ctx, size_t size, size_t align, uint64_t *stamp) {
     if (kiln_unlikely(!frame_alloc_ok(ctx))) return refuse_frame_alloc(ctx, "kiln_frame_alloc_stamped");
-    kiln_arena *arena = ctx->frame_arena;
+    kiln_arena *arena = ctx->frame_now;
     if (stamp) {
         /* relaxed: the reset count is this thread's own (the frame arena's owner). */
         uint64_t now = kiln_load_relaxed(&arena->resets) + 1;
@@ -312,5 +383,5 @@ void *kiln_frame_alloc_stamped(kiln_ctx *ctx, size_t size, size_t align, uint64_
 
 kiln_arena *kiln_frame_arena_for(kiln_ctx *ctx, const char *function) {
     if (kiln_unlikely(!frame_alloc_ok(ctx))) return refuse_frame_alloc(ctx, function);
-    return ctx->frame_arena;
+    return ctx->frame_now;
 }

@@ -11,6 +11,21 @@
 KILN_INTERNAL kiln_arena *kiln_runtime_arena_new(kiln_runtime *rt, const char *name,
                                                  kiln_ctx *frame_owner);
 
+/* Makes ctx's job arena of parity (kiln_ctx.job_arenas), off the registry, and
+ * publishes it. NULL when the heap or the block pool refuses (logged). ctx's thread. */
+KILN_INTERNAL kiln_arena *kiln_job_arena_new(kiln_ctx *ctx, unsigned parity);
+
+/* Gives back ctx's job arena of parity and its record, if it has one. No thread may use
+ * it: ctx is detached (under registry_lock) or never published, or rt is being
+ * destroyed. */
+KILN_INTERNAL void kiln_job_arena_free(kiln_ctx *ctx, unsigned parity);
+
+/* kiln_arena_stats_read, and for a context's own frame arena the figures that add up
+ * of its job arenas too: the frame arena in the stats stands for all of the context's
+ * frame memory. false (logged) for a destroyed arena. Any thread; a context's arenas
+ * under registry_lock, or on its own thread. */
+KILN_INTERNAL bool kiln_runtime_arena_stats(const kiln_arena *arena, kiln_arena_stats *out);
+
 /* Unregisters and frees an arena. Concurrency: any thread (takes registry_lock). */
 KILN_INTERNAL void kiln_runtime_arena_delete(kiln_runtime *rt, kiln_arena *arena);
 

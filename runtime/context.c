@@ -57,10 +57,10 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
     char name[48];
     snprintf(name, sizeof name, is_worker ? "frame worker ctx %u" : "frame ctx %u", id);
     ctx->frame_arena = kiln_runtime_arena_new(rt, name, ctx);   /* the pool logs a refusal */
-    ctx->queue.steals = true;
+    ctx->frame_now = ctx->frame_arena;
     if (!ctx->frame_arena || !kiln_job_queue_init(&rt->jobs, &ctx->queue, ctx, id, is_worker)) {
         if (ctx->frame_arena) kiln_runtime_arena_delete(rt, ctx->frame_arena);
-        ctx->frame_arena = NULL;
+        ctx->frame_arena = ctx->frame_now = NULL;
         if (reused) {   /* thieves may have seen it in an earlier life: keep it */
             pthread_mutex_lock(&rt->registry_lock);
             context_keep(rt, ctx);
@@ -70,6 +70,11 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
             kiln_heap_free(ctx);
         }
         return NULL;
+    }
+    /* A reused context's job arenas are this thread's from now on (KILN_DEBUG_OWNERSHIP). */
+    for (int p = 0; p < 2; p++) {
+        kiln_arena *job_arena = kiln_load_relaxed(&ctx->job_arenas[p]);
+        if (job_arena) kiln_arena_debug_claim(job_arena);
     }
     /* KILN_DEBUG_CHECKS judges every frame allocation (a background job's is refused):
      * the inline bump stays closed. */
@@ -108,6 +113,7 @@ kiln_ctx *kiln_attach_layout(kiln_runtime *rt, uint32_t layout) {
 void kiln_contexts_free(kiln_runtime *rt) {
     for (kiln_ctx *ctx = rt->detached, *next; ctx; ctx = next) {
         next = ctx->next;
+        for (unsigned p = 0; p < 2; p++) kiln_job_arena_free(ctx, p);
         kiln_job_queue_fini(&ctx->queue);
         kiln_heap_free(ctx);
     }
@@ -123,6 +129,7 @@ static void context_release(kiln_ctx *ctx) {
      * which therefore sees frame_open false. */
     if (kiln_load_relaxed(&rt->driver) == ctx) {
         rt->frame_open = false;
+        ctx->queue.drives_clock = false;   /* a later driver writes the epoch */
         kiln_store_release(&rt->driver, NULL);
     }
     kiln_job_queue_retire(&rt->jobs, &ctx->queue);   /* runs what it still holds */
@@ -138,7 +145,8 @@ static void context_release(kiln_ctx *ctx) {
     pthread_mutex_unlock(&rt->registry_lock);
     ctx->frame_head = (kiln_arena_head *)&kiln_arena_closed_head;   /* later calls: checked */
     kiln_runtime_arena_delete(rt, ctx->frame_arena);
-    ctx->frame_arena = NULL;
+    ctx->frame_arena = ctx->frame_now = NULL;   /* its job arenas stay: jobs of a frame not
+                                                   yet ended may have left memory there */
     ctx->magic = KILN_CTX_DETACHED_MAGIC;   /* a later use is told apart, through rt's log */
     pthread_mutex_lock(&rt->registry_lock);
     context_keep(rt, ctx);

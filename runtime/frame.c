@@ -2,6 +2,7 @@
  * and end, and the resets that frame end performs) and a thread's own boundary. */
 #include "frame.h"
 
+#include "arenas.h"
 #include "audit.h"
 #include "check.h"
 #include "handle_reclaim.h"
@@ -35,6 +36,25 @@ static bool clock_call_allowed(const kiln_ctx *ctx, const char *function) {
     return false;
 }
 
+/* Frame end of epoch, once every job of it has finished: the job arenas of its parity
+ * of every context (a thread that ran one of its jobs keeps nothing), and the driver's
+ * own frame arena. No thread uses a job arena of that parity now: every job of the
+ * epoch has finished (the drain acquired their completed counts), and the next epoch of
+ * the same parity begins only after this frame end. A detached context's goes back to
+ * the pool whole: its memory is the frame's, and its next attach makes a new one.
+ * acquire: pairs with the release that published a job arena made meanwhile. */
+static void reset_frame_memory(kiln_runtime *rt, kiln_ctx *driver, uint64_t epoch) {
+    unsigned parity = (unsigned)(epoch & 1);
+    pthread_mutex_lock(&rt->registry_lock);
+    for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {
+        kiln_arena *arena = kiln_load_acquire(&ctx->job_arenas[parity]);
+        if (arena) kiln_arena_reset_all(arena);
+    }
+    for (kiln_ctx *ctx = rt->detached; ctx; ctx = ctx->next) kiln_job_arena_free(ctx, parity);
+    pthread_mutex_unlock(&rt->registry_lock);
+    kiln_arena_reset_all(driver->frame_arena);
+}
+
 uint64_t kiln_frame_begin(kiln_ctx *ctx) {
     if (!kiln_ctx_check(ctx, "kiln_frame_begin")) return 0;
     kiln_runtime *rt = ctx->rt;
@@ -54,7 +74,7 @@ uint64_t kiln_frame_begin(kiln_ctx *ctx) {
         return frame;
     }
     rt->frame_open = true;
-    ctx->queue.steals = true;   /* frame end resets this arena after every frame job */
+    ctx->queue.drives_clock = true;   /* it now reads the frame epoch exactly */
     kiln_store_relaxed(&rt->frame, frame + 1);
     kiln_history_frame_begin(rt);
     if (kiln_unlikely(kiln_tracing(&rt->trace)))
@@ -80,20 +100,23 @@ void kiln_frame_end(kiln_ctx *ctx) {
                         "kiln_frame_end: context %u has no open frame; ignored", ctx->id);
         return;
     }
-    /* Every frame job, from any thread, with or without a counter, finishes first (the
-     * driver runs jobs meanwhile, its pinned frame ones included). */
-    kiln_jobs_drain_frame(&rt->jobs, &ctx->queue);
+    /* Close: what is submitted from now on outside the frame's own jobs belongs to the
+     * next frame (model step "close"). The epoch is the reclaim epoch too: a handle free
+     * that reads the old one is ordered before this RMW (seq_cst), so a job of the next
+     * frame, submitted after it, fences before its first get and finds it stale
+     * (jobs/scheduler.c, enter_job_frame). The fence orders the RMW before every count
+     * the drain reads: a submitter that counted under the old epoch and read it again
+     * afterwards is seen (model step "submit"). */
+    uint64_t epoch = kiln_load_relaxed(&rt->handle_epoch);   /* the driver's own store */
+    kiln_add_seq_cst(&rt->handle_epoch, 1);
+    kiln_fence_seq_cst();
+    /* Every job of the frame, from any thread, with or without a counter, finishes first
+     * (the driver runs them meanwhile, its pinned ones included); never a later frame's. */
+    kiln_jobs_drain_frame(&rt->jobs, &ctx->queue, epoch);
     if (kiln_unlikely(rt->desc.debug & KILN_DEBUG_GUARDS))
         kiln_runtime_audit(rt);   /* live pool objects and the arenas this thread owns */
-    /* The frame is over for every frame job that starts from now on: it reads the new
-     * epoch. seq_cst: every handle free that read the old epoch is ordered before it. */
-    uint64_t epoch = kiln_add_seq_cst(&rt->handle_epoch, 1) + 1;
-    /* Workers' frame memory is reset by the worker itself, or here under a claim while
-     * it runs no frame job: never under one, whoever submitted it, even a job that
-     * started after the drain (it is waited for, then resets its own). */
-    kiln_jobs_settle_workers(&rt->jobs, &ctx->queue, epoch);
-    kiln_arena_reset_all(ctx->frame_arena);
-    kiln_handles_frame_end(rt, ctx, epoch);   /* slots freed before the bump may be reused */
+    reset_frame_memory(rt, ctx, epoch);   /* model step "reset" */
+    kiln_handles_frame_end(rt, ctx, epoch + 1);   /* slots freed before the close may be reused */
     kiln_frame_record record;   /* the frame's figures: to the history, then the tracer */
     kiln_history_frame_end(rt, ctx, &record);
     if (kiln_unlikely(kiln_tracing(&rt->trace))) kiln_trace_frame_end(ctx, &record);
@@ -101,6 +124,5 @@ void kiln_frame_end(kiln_ctx *ctx) {
 }
 
 void kiln_ctx_frame_boundary(kiln_ctx *ctx) {
-    ctx->queue.steals = false;
     kiln_handles_quiescent(ctx);
 }

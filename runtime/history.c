@@ -14,9 +14,12 @@ void kiln_history_frame_begin(kiln_runtime *rt) {
     rt->history.begin_ns = kiln_now_ns();
 }
 
-/* The high-water mark of a frame arena this frame end has just reset. */
-static void add_context(kiln_frame_record *record, const kiln_ctx *ctx) {
-    uint64_t bytes = kiln_load_relaxed(&ctx->frame_arena->peak_last_frame);
+/* The high-water marks of ctx's frame memory this frame end has just reset: its own
+ * frame arena's and its job arena of the frame's parity (the epoch just closed). */
+static void add_context(kiln_frame_record *record, const kiln_ctx *ctx, unsigned parity) {
+    kiln_arena *jobs = kiln_load_acquire(&((kiln_ctx *)ctx)->job_arenas[parity]);
+    uint64_t bytes = kiln_load_relaxed(&ctx->frame_arena->peak_last_frame) +
+                     (jobs ? kiln_load_relaxed(&jobs->peak_last_frame) : 0);
     record->frame_bytes += bytes;
     if (record->contexts == KILN_HISTORY_MAX_CONTEXTS) {
         record->contexts_omitted++;
@@ -24,6 +27,16 @@ static void add_context(kiln_frame_record *record, const kiln_ctx *ctx) {
     }
     record->ctx_ids[record->contexts] = ctx->id;
     record->ctx_frame_bytes[record->contexts++] = bytes;
+}
+
+/* ctx's frame allocations so far: its own frame arena's and its job arenas'. */
+static uint64_t ctx_frame_allocs(kiln_ctx *ctx) {
+    uint64_t allocs = kiln_load_relaxed(&ctx->frame_arena->allocs);
+    for (int p = 0; p < 2; p++) {
+        kiln_arena *jobs = kiln_load_acquire(&ctx->job_arenas[p]);
+        if (jobs) allocs += kiln_load_relaxed(&jobs->allocs);
+    }
+    return allocs;
 }
 
 /* Every attached context's allocations so far, by job queue slot: its frame arena's
@@ -34,7 +47,7 @@ static void add_context(kiln_frame_record *record, const kiln_ctx *ctx) {
 static void count_allocations(kiln_runtime *rt, uint64_t allocs[KILN_MAX_QUEUES],
                               kiln_frame_record *record) {
     for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next)
-        allocs[ctx->queue.slot] = kiln_load_relaxed(&ctx->frame_arena->allocs);
+        allocs[ctx->queue.slot] = ctx_frame_allocs(ctx);
     for (int i = 0; i < KILN_MAX_POOLS; i++) {
         kiln_pool *pool = rt->pools[i];
         if (!pool) continue;
@@ -98,8 +111,10 @@ void kiln_history_frame_end(kiln_runtime *rt, kiln_ctx *driver, kiln_frame_recor
         .begin_ns = h->begin_ns,
         .duration_ns = end_ns - h->begin_ns,
     };
-    add_context(record, driver);
-    for (uint32_t i = 0; i < rt->workers_started; i++) add_context(record, rt->workers[i]);
+    /* The driver is the epoch's only writer: the frame just closed is the one before. */
+    unsigned parity = (unsigned)((kiln_load_relaxed(&rt->handle_epoch) - 1) & 1);
+    add_context(record, driver, parity);
+    for (uint32_t i = 0; i < rt->workers_started; i++) add_context(record, rt->workers[i], parity);
     /* Jobs run and stolen, and allocations made: the owners' own counters (relaxed
      * loads), less what the last frame end saw, so the job and allocation paths pay
      * nothing for them and every job lands in exactly one record. */

@@ -100,10 +100,23 @@ static bool desc_check(kiln_desc *d, const kiln_log_sink *early) {
     return true;
 }
 
-/* The scheduler's reset of a worker's frame memory (jobs/scheduler.h says who calls it
- * and when: never under one of the worker's frame jobs). */
-static void reset_worker_frame(void *owner) {
-    kiln_arena_reset_all(((kiln_ctx *)owner)->frame_arena);
+/* The scheduler's switch of a context's frame memory, on its own thread, when a frame
+ * job of another epoch starts or returns (jobs/scheduler.h): the job arena of the
+ * epoch's parity, made at its first use, or the thread's own. The inline bump follows,
+ * unless KILN_DEBUG_CHECKS keeps it closed. A job arena that cannot be made (memory
+ * limit, heap) leaves the job without frame memory: its frame allocations are refused
+ * (JOB_FRAME_MEMORY_NONE), never served from memory another frame end resets. */
+static void switch_frame_memory(void *owner, uint32_t epoch) {
+    kiln_ctx *ctx = owner;
+    kiln_arena *arena = ctx->frame_arena;
+    if (epoch != KILN_FRAME_MEMORY_OWN) {
+        arena = kiln_load_relaxed(&ctx->job_arenas[epoch & 1]);   /* this thread's store */
+        if (kiln_unlikely(!arena)) arena = kiln_job_arena_new(ctx, epoch & 1);
+    }
+    ctx->frame_now = arena;
+    if (!ctx->debug_checks && kiln_ctx_word(ctx) == KILN_CTX_MAGIC)
+        ctx->frame_head = arena ? (kiln_arena_head *)(void *)arena
+                                : (kiln_arena_head *)&kiln_arena_closed_head;
 }
 
 kiln_runtime *kiln_create(const kiln_desc *desc) {
@@ -159,7 +172,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     kiln_job_system_init(&rt->jobs, d.worker_count, d.idle_spin_us, rt->log);
     rt->jobs.on_background = background_changed;
     rt->jobs.frame_epoch = &rt->handle_epoch;
-    rt->jobs.reset_frame = reset_worker_frame;
+    rt->jobs.frame_memory = switch_frame_memory;
     kiln_trace_init(&rt->trace);
     rt->next_ctx_id = 1;
     kiln_store_relaxed(&rt->handle_epoch, 1);
@@ -197,6 +210,8 @@ void kiln_destroy(kiln_runtime *rt) {
         kiln_arena_report_leaks(arena);   /* KILN_DEBUG_SITES: what is in it, by site */
         kiln_runtime_arena_delete(rt, arena);
     }
+    for (kiln_ctx *ctx = rt->detached; ctx; ctx = ctx->next)
+        for (unsigned p = 0; p < 2; p++) kiln_job_arena_free(ctx, p);
     kiln_trace_fini(&rt->trace);   /* every context is detached: nobody records */
     kiln_block_pool_fini(&rt->blocks);   /* the last message it may log: blocks still out */
     /* No message from here on: a log callback may read the figures of any object until

@@ -1,5 +1,6 @@
 /* runtime/stats.c — the runtime-wide stats calls: the runtime's figures, the lists of
  * every arena and every context, and the allocation sites ranked (KILN_DEBUG_SITES). */
+#include "arenas.h"
 #include "check.h"
 
 #include <string.h>
@@ -31,7 +32,7 @@ size_t kiln_stats_arenas(kiln_runtime *rt, kiln_arena_stats *out, size_t cap) {
     pthread_mutex_lock(&rt->registry_lock);
     size_t count = 0;
     for (kiln_arena_record *a = rt->arenas; a; a = a->next, count++)
-        if (count < cap) kiln_arena_stats_read(&a->arena, &out[count]);
+        if (count < cap) kiln_runtime_arena_stats(&a->arena, &out[count]);
     pthread_mutex_unlock(&rt->registry_lock);
     return count;
 }
@@ -42,13 +43,13 @@ size_t kiln_stats_contexts(kiln_runtime *rt, kiln_ctx_stats *out, size_t cap) {
     size_t count = 0;
     for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next, count++) {
         if (count >= cap) continue;
-        kiln_arena_stats arena;
-        kiln_arena_stats_read(ctx->frame_arena, &arena);
+        kiln_arena_stats arena;   /* its own frame arena's and its job arenas' */
+        kiln_runtime_arena_stats(ctx->frame_arena, &arena);
         kiln_job_queue *q = &ctx->queue;
         out[count] = (kiln_ctx_stats){
             .id = ctx->id,
             .is_worker = ctx->is_worker,
-            .jobs_submitted = kiln_load_relaxed(&q->submitted),
+            .jobs_submitted = kiln_jobs_submitted(q),
             .jobs_run = kiln_load_relaxed(&q->jobs_run),
             .jobs_stolen = kiln_load_relaxed(&q->jobs_stolen),
             .steal_misses = kiln_load_relaxed(&q->steal_misses),

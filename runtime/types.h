@@ -109,7 +109,19 @@ struct kiln_ctx {
     kiln_handle_cache_head *handle_cache_head;   /* handle_caches, as the public head type */
     kiln_job_queue   queue;        /* cache-line aligned fields */
     kiln_runtime    *rt;
-    kiln_arena      *frame_arena;  /* owned by this context's thread */
+    kiln_arena      *frame_arena;  /* the thread's own frame memory, outside jobs; owned by
+                                      this context's thread, listed with the arenas */
+    kiln_arena      *frame_now;    /* the frame memory its allocations take now: frame_arena,
+                                      or inside a frame job the job arena of that job's epoch
+                                      (jobs/scheduler.h); this thread's */
+    _Atomic(kiln_arena *) job_arenas[2];  /* the frame memory of the jobs this context
+                                      runs, by epoch parity, made at the first such job (NULL
+                                      before; published with release for the driver): used
+                                      only by this thread inside jobs of that epoch, reset by
+                                      the driver at that epoch's frame end once every job of
+                                      it has finished. Unlisted; a detached context's are
+                                      reset, then freed, by the next frame end of their
+                                      parity (under registry_lock) */
     _Atomic uint32_t id;           /* 1, 2, ... in attach order (atomic: a pin reads another's) */
     bool             is_worker;
     bool             debug_checks; /* rt->desc.debug & KILN_DEBUG_CHECKS, at hand */
