@@ -113,6 +113,7 @@ static kiln_arena *arena_new(kiln_runtime *rt, const char *name, kiln_ctx *frame
     }
     record->rt = rt;
     record->frame_owner = frame_owner;
+    record->is_job = !listed;
     record->prev = record->next = NULL;
     if (!listed) return &record->arena;
     pthread_mutex_lock(&rt->registry_lock);
@@ -291,11 +292,12 @@ static void stats_add(kiln_arena_stats *out, const kiln_arena_stats *more) {
 
 bool kiln_runtime_arena_stats(const kiln_arena *arena, kiln_arena_stats *out) {
     if (!kiln_arena_stats_read(arena, out)) return false;
-    const kiln_ctx *owner = kiln_arena_record_of(arena)->frame_owner;
-    if (!owner || owner->frame_arena != arena) return true;
+    const kiln_arena_record *record = kiln_arena_record_of(arena);
+    kiln_ctx *owner = record->frame_owner;   /* both read-only while the record is listed */
+    if (!owner || record->is_job) return true;
     /* A context's frame arena stands for all its frame memory: its job arenas too. */
     for (int p = 0; p < 2; p++) {
-        kiln_arena *job_arena = kiln_load_acquire(&((kiln_ctx *)owner)->job_arenas[p]);
+        kiln_arena *job_arena = kiln_load_acquire(&owner->job_arenas[p]);
         kiln_arena_stats jobs;
         if (job_arena && kiln_arena_stats_read(job_arena, &jobs)) stats_add(out, &jobs);
     }

@@ -152,6 +152,7 @@ typedef struct kiln_arena_record {
                                               next links dead_arenas or spare_frame_arenas */
     kiln_runtime             *rt;          /* read-only while the arena lives */
     kiln_ctx                 *frame_owner; /* a frame arena's context; NULL for user arenas */
+    bool                      is_job;      /* one of frame_owner's job arenas (unlisted) */
 } kiln_arena_record;
 
 /* The record of an arena of a runtime (every kiln_arena a caller holds is one). */
