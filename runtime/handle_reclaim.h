@@ -2,15 +2,17 @@
  * runtime's two epochs that every handle table reads, the quiescent points of threads
  * outside the frame clock, and the frame end that raises the safe epoch. Never installed.
  *
- * The rule: rt->handle_epoch (the reclaim epoch) counts frame ends. A free records the
- * epoch it read (after its CAS made the handle stale) with the slot. A frame end, after
- * every frame job has finished, bumps the epoch, waits until every worker is idle or
- * runs frame jobs that read the new epoch (kiln_jobs_settle_workers: a frame job that
- * started before the bump, from whatever submitter, has returned), and computes safe =
- * the new epoch, lowered to the quiescent epoch of every attached thread outside the
- * frame clock and of every worker running a background job. A slot freed at epoch F is
- * reusable once safe > F: a frame end and each such thread's quiescent point came after
- * the free, so no pointer from get taken before the free is still in use. */
+ * The rule: rt->handle_epoch (the reclaim epoch) is the frame epoch of the job system
+ * (jobs/scheduler.h). A free records the epoch it read (seq_cst, after its CAS made the
+ * handle stale) with the slot. A frame end closes its epoch first (seq_cst RMW: every
+ * free that read the old epoch comes before it), waits until every job of that epoch
+ * has finished, and computes safe = the new epoch, lowered to the quiescent epoch of
+ * every attached thread outside the frame clock and of every worker in a background
+ * job (model step "reclaim", runtime/frame_clock.pml). A slot freed at epoch F is
+ * reusable once safe > F: every job that could have got it before the free belongs to
+ * an epoch <= F and has returned; a job of a later epoch was submitted after the close
+ * and fences before its first get (enter_job_frame), so it finds the handle stale; and
+ * each outside thread has passed a quiescent point since. */
 #ifndef KILN_RUNTIME_HANDLE_RECLAIM_H
 #define KILN_RUNTIME_HANDLE_RECLAIM_H
 

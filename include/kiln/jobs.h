@@ -5,10 +5,10 @@
  *   arena, pool caches, job deques).
  * - kiln_run pushes jobs onto the calling context's deque; idle workers steal them.
  * - A job runs as fn(ctx, arg), ctx the context of the thread running it:
- *   kiln_frame_alloc(ctx, ...) inside a job allocates from that worker's own frame arena.
+ *   kiln_frame_alloc(ctx, ...) inside a job allocates frame memory of the job's frame.
  * - kiln_wait runs jobs (its own and stolen ones) until the counter reaches zero.
- * - kiln_frame_end runs and waits for every job submitted during the frame, with or
- *   without a counter, before it resets any frame arena.
+ * - kiln_frame_end runs and waits for every job of its frame, with or without a
+ *   counter, before it resets that frame's memory.
  * - Idle workers look for work for kiln_desc.idle_spin_us (50 us by default), then
  *   sleep; kiln_run makes a system call only when some worker sleeps.
  *
@@ -32,27 +32,28 @@
  *   calls on kiln_frame_arena(ctx) (kiln_arena_alloc, _grow, _printf, ...) are not
  *   checked: they take the arena, not the context.
  *
- * The frame a job belongs to:
- * - A frame job (any job that is not background) belongs to the frame of the driver's
- *   clock during which it starts, whoever submitted it: the driver, a job, a background
- *   job, or an attached thread with a loop of its own (a render thread).
- * - kiln_frame_end waits for every frame job submitted before it has drained the frame,
- *   and for every frame job a worker started before it closed the frame (one that
- *   another thread submitted just after the drain), so it never resets frame memory
- *   under a running job. A frame job that starts after that belongs to the next frame.
- * - The frame memory a job takes (kiln_frame_alloc with the ctx it was given) comes from
- *   the frame arena of the thread running it:
- *   - on a worker or the driver, it lives until the job has returned and the frame it
- *     belongs to has ended; the driver can read it until its kiln_frame_end;
- *   - on an attached thread with a clock of its own (one that resets its own frame
- *     arena: its own jobs, and jobs pinned to it), it lives until that thread's next
- *     reset, whoever submitted the job.
- * - A thread that does not drive the clock cannot know when a frame ends, so its jobs
- *   hand results over in memory that thread owns (allocated before it submits them,
- *   from its own frame arena, a pool or an arena), and so do jobs pinned to a thread
- *   with a clock of its own.
- * - Likewise a pointer that a frame job gets from kiln_handle_get stays valid (the slot
- *   is not reused) until the job returns, and for the driver's jobs until frame end.
+ * The frame a job belongs to (the protocol's model: runtime/frame_clock.pml):
+ * - Every frame job (any job that is not background) belongs to exactly one frame of
+ *   the driver's clock, decided when it is submitted: a job submitted by a frame job
+ *   (at any nesting, background jobs inside it included) belongs to that job's frame;
+ *   any other (from the driver, an attached thread, a background job) to the frame
+ *   open at the call, or to the next one once kiln_frame_end has begun.
+ * - kiln_frame_end waits for the jobs of its own frame, wherever they run, and for no
+ *   others: what other threads submit meanwhile belongs to the next frame, so a frame
+ *   end lasts as long as its own frame's work. It runs its frame's jobs meanwhile, and
+ *   jobs pinned to the driver. At most two frames have jobs at once.
+ * - The frame memory a job takes (kiln_frame_alloc with the ctx it was given) lives
+ *   until the frame the job belongs to has ended, on whichever thread it ran: a worker,
+ *   the driver, an attached thread helping in kiln_wait or running its own jobs. Each
+ *   context keeps one job arena per frame parity, and frame end resets every context's
+ *   arena of the frame it ends; a helping thread keeps nothing, and a thread that
+ *   detaches leaves its jobs' memory to the frame. A thread's frame memory outside jobs
+ *   is its own (kiln/memory.h, kiln_frame_arena).
+ * - A pointer that a frame job gets from kiln_handle_get stays valid (the slot is not
+ *   reused) until its frame ends; for the driver's own code, until its frame end. A
+ *   background job's stay valid until it returns when it runs on a worker (frame and
+ *   background jobs nested in it included). Running a job is never a quiescent point
+ *   of an attached thread: its pointers stay valid until its next one (kiln/handles.h).
  *
  * Dependencies (kiln_run_desc.after): jobs that start once other jobs have finished.
  * - The jobs of a call with .after = (const kiln_counter *[]){ &physics, &animation },

@@ -148,13 +148,20 @@ KILN_API void kiln_arena_reset(kiln_arena *arena);
  * for a worker's); other threads may use the global pool meanwhile. */
 KILN_API bool kiln_arena_reserve(kiln_arena *arena, size_t bytes);
 
-/* This thread's frame arena: reset by kiln_frame_end for the driving context and
- * the workers (never by kiln_arena_reset, for a worker); reset by the owner itself
- * for other attached threads. */
+/* The frame memory ctx's allocations take now. Outside jobs, the thread's own frame
+ * arena: reset by kiln_frame_end for the driving context, by the owner itself for other
+ * attached threads. Inside a frame job, the context's job arena of the job's frame
+ * (kiln/jobs.h, "The frame a job belongs to"), reset by the frame end of that frame; no
+ * kiln_arena_reset of it is allowed. Its stats (kiln_arena_stats_get on the own arena,
+ * kiln_stats_arenas) count the job arenas' memory too. */
 KILN_API kiln_arena *kiln_frame_arena(kiln_ctx *ctx);
 
-/* Frame memory: lives until the next kiln_frame_end (or, for an attached thread
- * outside the frame clock, until it resets its frame arena).
+/* Frame memory: inside a frame job, lives until the frame the job belongs to has
+ * ended, on whichever thread the job ran; outside jobs, until the next kiln_frame_end
+ * on the driver, or for another attached thread until it resets its frame arena.
+ * - NULL inside a job whose frame memory could not be made (the first job of a frame
+ *   parity on a context makes its job arena: memory_limit or the heap may refuse;
+ *   JOB_FRAME_MEMORY_NONE, not counted as misuse).
  * - Past desc.frame_budget: with KILN_BUDGET_WARN (the default) it succeeds, with one
  *   FRAME_BUDGET_EXCEEDED per frame; with KILN_BUDGET_REFUSE it returns NULL, counted
  *   (kiln_arena_stats.budget_refusals and failures), with one FRAME_BUDGET_REFUSED per
