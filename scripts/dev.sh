@@ -16,9 +16,10 @@ cd "$root"
 
 # Debian packages kiln needs to build and test; peers are for the benchmarks only.
 # libclang-rt-14-dev holds clang's sanitizer runtimes and libFuzzer; valgrind brings
-# memcheck and <valgrind/memcheck.h> (the debug layer's memory-pool annotations).
+# memcheck and <valgrind/memcheck.h> (the debug layer's memory-pool annotations); spin
+# checks the frame clock's model (runtime/frame_clock.pml).
 build_packages=(gcc g++ pkg-config meson ninja-build libck-dev)
-test_packages=(libcriterion-dev clang libclang-rt-14-dev valgrind
+test_packages=(libcriterion-dev clang libclang-rt-14-dev valgrind spin
                libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev libtbb-dev)
 
 install_missing() {

@@ -19,6 +19,22 @@ failed=0
 skipped=0
 failures=()
 
+# stage TITLE: starts a stage; the time each stage took is printed when the next starts,
+# and all of them again at the end (where the test command's time goes).
+stage_name=""
+stage_start=$SECONDS
+stage_times=()
+stage() {
+    if [ -n "$stage_name" ]; then
+        local took=$((SECONDS - stage_start))
+        stage_times+=("$(printf '%5ds  %s' "$took" "$stage_name")")
+        echo "   ($took s)"
+    fi
+    stage_name=$1
+    stage_start=$SECONDS
+    [ -z "$1" ] || echo "== $1"
+}
+
 pass() { passed=$((passed + 1)); echo "  ok      $1"; }
 fail() { failed=$((failed + 1)); failures+=("$1"); echo "  FAILED  $1 (log: ${2:-none})"; }
 
@@ -104,7 +120,7 @@ expect_guards() {
         "^error ARENA_GUARD_DAMAGED: arena 'level': .*offset 40" -- "$2/tests/expect-guards"
 }
 
-echo "== default build (unit tests, example, benchmarks --quick, consumers, expected reports)"
+stage "default build (unit tests, example, benchmarks --quick, consumers, expected reports)"
 # The layering check (scripts/check-layers.py): its self-test on the fixture trees of
 # tests/layers/ (each bad one must fail, naming what is wrong; the clean one must pass),
 # then kiln's own includes here and, once built, its library's calls.
@@ -140,7 +156,7 @@ if build build-test; then
     expect_guards default build-test
 fi
 
-echo "== ASan+UBSan build (unit tests, expected reports)"
+stage "ASan+UBSan build (unit tests, expected reports)"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 if build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbench=false -Dstress=false; then
@@ -152,7 +168,7 @@ if build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbench=fals
     expect_guards asan build-asan
 fi
 
-echo "== ThreadSanitizer build (stress programs; Criterion cannot run under TSan)"
+stage "ThreadSanitizer build (stress programs; Criterion cannot run under TSan)"
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 if build build-tsan -Db_sanitize=thread -Db_lundef=false -Dtests=false -Dbench=false; then
     while read -r name args; do
@@ -162,7 +178,7 @@ if build build-tsan -Db_sanitize=thread -Db_lundef=false -Dtests=false -Dbench=f
     done < stress/tsan-runs.txt
 fi
 
-echo "== Valgrind memcheck build (alloc/'s unit tests, a stress run, an expected report)"
+stage "Valgrind memcheck build (alloc/'s unit tests, a stress run, an expected report)"
 # Criterion runs each test in a child process: memcheck follows the children, and a
 # child stops at its first error, so that test fails in the TAP. Errors memcheck finds
 # only at a process's exit (leaks) come after its test reported success, so every
@@ -203,7 +219,7 @@ if build build-vg -Dbench=false; then
         -- "${vg[@]}" build-vg/tests/expect-frame-poison
 fi
 
-echo "== libFuzzer build (fuzz targets against their models; clang)"
+stage "libFuzzer build (fuzz targets against their models; clang)"
 # Each target runs KILN_FUZZ_SECONDS (default 60; 0: only its corpus) from a copy of its
 # committed corpus, so the committed one never grows; every file in it, the regression
 # inputs included, is run first. A fixed seed; crash inputs land in build-logs/.
@@ -232,6 +248,14 @@ if CC=clang CXX=clang++ build build-fuzz -Dfuzz=true -Dtests=false -Dstress=fals
     for target in fuzz-arena fuzz-pool fuzz-handles; do fuzz "$target"; done
 fi
 
+stage "frame clock model (SPIN: runtime/frame_clock.pml, its properties and mutations)"
+check "model: frame clock properties hold and every mutation is caught" scripts/check-frame-model.sh
+
+stage ""
+echo
+echo "where the time went:"
+printf '%s\n' "${stage_times[@]}"
+echo "total: $SECONDS s"
 echo
 if [ "$failed" -gt 0 ]; then
     echo "failures:"
