@@ -113,6 +113,12 @@ void kiln_handle_table_set_generation_limit(kiln_handle_table *table, uint32_t m
     table->gen_max = max_generation | 1u;
 }
 
+void kiln_handle_table_set_epochs(kiln_handle_table *table, const _Atomic uint64_t *reclaim_epoch,
+                                  const _Atomic uint64_t *safe_epoch) {
+    table->reclaim_epoch = reclaim_epoch;
+    table->safe_epoch = safe_epoch;
+}
+
 /* ---------- get ---------- */
 
 void *kiln_handle_table_get_miss(kiln_handle_table *table, kiln_handle h) {
@@ -258,9 +264,10 @@ void kiln_handle_cache_flush(kiln_handle_table *table, kiln_handle_cache *cache)
     /* Ready slots are free and safe: stamped one epoch below the safe one, they are
      * promoted as soon as the entries before them are. */
     uint32_t ready = kiln_load_relaxed(&cache->ready_count);
-    uint32_t stamp = (uint32_t)safe_epoch(table) - 1;
+    uint64_t stamp = safe_epoch(table) - 1;   /* the safe epoch is at least 1 */
     for (uint32_t r = ready; r-- > 0;)
-        kiln_handle_ring_append(&table->ring, &(kiln_reuse_entry){ cache->ready[r], stamp }, 1);
+        kiln_handle_ring_append(&table->ring,
+                                &(kiln_reuse_entry){ .index = cache->ready[r], .epoch = stamp }, 1);
     kiln_handle_ring_promote(&table->ring, safe_epoch(table));
     kiln_handle_ring_publish(&table->ring);
     pthread_mutex_unlock(&table->lock);

@@ -66,7 +66,7 @@ typedef struct kiln_handle_cache {
     _Atomic uint64_t serial;       /* the table life this cache is bound to; 0: unbound */
     _Atomic uint32_t ready_count;
     _Atomic uint32_t freed_count;
-    _Atomic uint32_t freed_last_epoch;  /* epoch of the newest entry of freed[] */
+    _Atomic uint64_t freed_last_epoch;  /* epoch of the newest entry of freed[] */
     _Atomic uint64_t allocs;       /* owner-written counters, read by stats */
     _Atomic uint64_t frees;
     uint32_t         ready[KILN_HANDLES_BATCH];   /* popped from the top */
@@ -150,7 +150,11 @@ _Static_assert(offsetof(kiln_handle_table, serial) == offsetof(kiln_handles_head
                offsetof(kiln_handle_cache, ready) == offsetof(kiln_handle_cache_head, ready) &&
                offsetof(kiln_handle_cache, freed) == offsetof(kiln_handle_cache_head, freed) &&
                sizeof(kiln_reuse_entry) == sizeof(kiln_handle_reuse_head) &&
-               offsetof(kiln_reuse_entry, epoch) == offsetof(kiln_handle_reuse_head, epoch),
+               offsetof(kiln_reuse_entry, index) == offsetof(kiln_handle_reuse_head, index) &&
+               offsetof(kiln_reuse_entry, epoch) == offsetof(kiln_handle_reuse_head, epoch) &&
+               sizeof(((kiln_handle_cache *)0)->freed_last_epoch) ==
+                   sizeof(((kiln_handle_cache_head *)0)->freed_last_epoch) &&
+               sizeof(((kiln_reuse_entry *)0)->epoch) == sizeof(uint64_t),
                "kiln_handles_head and kiln_handle_cache_head (KILN_HEAD_LAYOUT) are the table's "
                "and the cache's layout");
 
@@ -202,6 +206,14 @@ KILN_INTERNAL bool kiln_handle_table_refuse_dead(const kiln_handle_table *table,
  * instead of 2^32 - 1, so retirement can be tested in a few reuses. Before any alloc. */
 KILN_INTERNAL void kiln_handle_table_set_generation_limit(kiln_handle_table *table,
                                                           uint32_t max_generation);
+
+/* Test hook: the table reads its reclaim and safe epochs from these counters of the
+ * caller instead of its owner's, so that reuse can be tested at any epoch (near 2^31 and
+ * 2^32 and past them) without that many frame ends. Before any alloc. The owner's frame
+ * ends still promote by the owner's safe epoch, which releases nothing freed later. */
+KILN_INTERNAL void kiln_handle_table_set_epochs(kiln_handle_table *table,
+                                                const _Atomic uint64_t *reclaim_epoch,
+                                                const _Atomic uint64_t *safe_epoch);
 
 /* ---------- the fast paths' pieces ---------- */
 
