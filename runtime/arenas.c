@@ -339,9 +339,13 @@ static KILN_COLD void *refuse_frame_alloc(const kiln_ctx *ctx, const char *funct
     /* NULL, detached, not a context: the context check says which, in its own words. */
     if (!kiln_ctx_check(ctx, function)) return NULL;
     if (!ctx->frame_now) {
+        /* Once until a job arena is made again: every allocation of such a job fails. */
+        if (((kiln_ctx *)ctx)->frame_none_logged) return NULL;
+        ((kiln_ctx *)ctx)->frame_none_logged = true;
         kiln_log(&ctx->rt->log, KILN_LOGITEM_JOB_FRAME_MEMORY_NONE,
                  "%s: context %u runs a job of a frame whose frame memory could not be made "
-                 "(memory limit or heap; logged when it was refused); refused", function, ctx->id);
+                 "(memory limit or heap; logged when it was refused); refused, and not logged again "
+                 "until one is made", function, ctx->id);
         return NULL;
     }
     kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_BACKGROUND_FRAME_ALLOC,

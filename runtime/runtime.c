@@ -111,7 +111,10 @@ static void switch_frame_memory(void *owner, uint32_t epoch) {
     kiln_arena *arena = ctx->frame_arena;
     if (epoch != KILN_FRAME_MEMORY_OWN) {
         arena = kiln_load_relaxed(&ctx->job_arenas[epoch & 1]);   /* this thread's store */
-        if (kiln_unlikely(!arena)) arena = kiln_job_arena_new(ctx, epoch & 1);
+        if (kiln_unlikely(!arena)) {
+            arena = kiln_job_arena_new(ctx, epoch & 1);
+            if (arena) ctx->frame_none_logged = false;
+        }
     }
     ctx->frame_now = arena;
     if (!ctx->debug_checks && kiln_ctx_word(ctx) == KILN_CTX_MAGIC)

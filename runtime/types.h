@@ -125,6 +125,8 @@ struct kiln_ctx {
     _Atomic uint32_t id;           /* 1, 2, ... in attach order (atomic: a pin reads another's) */
     bool             is_worker;
     bool             debug_checks; /* rt->desc.debug & KILN_DEBUG_CHECKS, at hand */
+    bool             frame_none_logged;  /* JOB_FRAME_MEMORY_NONE said, no job arena made
+                                            since; this thread's */
     struct kiln_ctx *prev, *next;  /* the runtime's context list (or the reuse list);
                                       under registry_lock */
     pthread_t        thread;       /* workers: the thread running it */

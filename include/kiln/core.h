@@ -409,18 +409,16 @@ KILN_API void kiln_detach(kiln_ctx *ctx);
 KILN_API uint64_t kiln_frame_begin(kiln_ctx *ctx);
 
 /* Closes the frame: runs and waits until every frame job (from any thread, with or
- * without a counter; not background jobs) is done, and every frame job a worker has
- * started meanwhile, whoever submitted it (see "The frame a job belongs to" in
- * kiln/jobs.h), then resets the frame arenas of the workers and of ctx and records
- * budgets and high-water marks. A worker's frame arena is reset by frame end while the
- * worker runs no frame job, or by the worker itself before its first frame job of the
- * next frame: never under a job. The same refusals as kiln_frame_begin, and
- * FRAME_END_WITHOUT_BEGIN for a frame that is not open. Other attached threads
- * reset their own frame arena at their own frame boundary:
+ * without a counter; not background jobs) of this frame is done, wherever it runs, and
+ * no job of a later frame (see "The frame a job belongs to" in kiln/jobs.h); then
+ * resets this frame's job memory on every context and ctx's own frame arena, and
+ * records budgets and high-water marks. Frame memory is never reset under a job of its
+ * frame. The same refusals as kiln_frame_begin, and FRAME_END_WITHOUT_BEGIN for a
+ * frame that is not open. Other attached threads reset their own frame arena (their
+ * memory outside jobs) at their own frame boundary:
  * kiln_arena_reset(kiln_frame_arena(their_ctx)); kiln never resets an arena under a
- * thread that may be using it. From its first such reset on, that thread's kiln_wait
- * runs only its own jobs, never another thread's frame job: that job's frame memory
- * would come from this thread's arena and vanish at this thread's boundary.
+ * thread that may be using it. Their kiln_wait may run other threads' frame jobs: those
+ * jobs' memory belongs to the jobs' frame, not to the helping thread.
  * Called only by the driving context. */
 KILN_API void kiln_frame_end(kiln_ctx *ctx);
 

@@ -42,6 +42,10 @@
  *   others: what other threads submit meanwhile belongs to the next frame, so a frame
  *   end lasts as long as its own frame's work. It runs its frame's jobs meanwhile, and
  *   jobs pinned to the driver. At most two frames have jobs at once.
+ * - A chain of jobs that each submit the next stays in the frame of its first job, and
+ *   holds that frame's end for as long as it goes on: a pipeline that must cross frame
+ *   ends submits each round from outside jobs (a render thread's loop), not from the
+ *   job before.
  * - The frame memory a job takes (kiln_frame_alloc with the ctx it was given) lives
  *   until the frame the job belongs to has ended, on whichever thread it ran: a worker,
  *   the driver, an attached thread helping in kiln_wait or running its own jobs. Each
