@@ -257,3 +257,39 @@ Test(frame_clock, nested_background_jobs_keep_the_outer_one_protected) {
     kiln_detach(main_ctx);
     kiln_destroy(rt);
 }
+
+/* ---- a job whose frame memory cannot be made gets NULL, said once, never a crash ---- */
+
+typedef struct starved { int got, refused; } starved;
+
+static void starved_job(kiln_ctx *ctx, void *arg) {
+    starved *s = arg;
+    for (int i = 0; i < 3; i++) {
+        if (kiln_frame_alloc(ctx, 64, 8)) s->got++;
+        else s->refused++;
+    }
+}
+
+Test(frame_clock, a_job_without_frame_memory_is_refused_once) {
+    kiln_desc desc = recording_desc(rec);
+    desc.worker_count = KILN_NO_WORKERS;
+    desc.memory_limit = 2 * ((size_t)64 << 10);   /* the own arena's block and one more */
+    kiln_runtime *rt = kiln_create(&desc);
+    cr_assert_not_null(rt, "log:%s", recorded_summary(rec));
+    kiln_ctx *main_ctx = kiln_attach(rt);
+    cr_assert_not_null(main_ctx);
+    starved s[2] = { { 0, 0 }, { 0, 0 } };
+    for (int f = 0; f < 2; f++) {   /* the job arena of odd frames takes the last block */
+        kiln_frame_begin(main_ctx);
+        kiln_counter c = { { 0 } };
+        kiln_run(main_ctx, &(kiln_job){ starved_job, &s[f] }, 1, &c);
+        kiln_wait(main_ctx, &c);
+        kiln_frame_end(main_ctx);
+    }
+    cr_assert_eq(s[0].got, 3, "log:%s", recorded_summary(rec));
+    cr_assert_eq(s[1].refused, 3, "the even frames' job arena could not be made");
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_JOB_FRAME_MEMORY_NONE), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_JOB_FRAME_MEMORY_NONE, "context"), 1);
+    kiln_detach(main_ctx);
+    kiln_destroy(rt);
+}
