@@ -39,7 +39,8 @@
  *   (i,j) runs after (i-1,j) and (i,j-1). kiln: one kiln_run_ex per block, its own
  *   counter, .after = its top and left blocks' counters (after_count 2, 1 on the edges,
  *   0 at the origin), all submitted by the main thread, which then waits for the last
- *   block; OpenMP: one task per block with depend(in: top, left) depend(out: self);
+ *   block (and a second row as a game runs it: one frame per grid, kiln_frame_end waiting
+ *   instead of kiln_wait); OpenMP: one task per block with depend(in: top, left) depend(out: self);
  *   oneTBB: a flow graph of one continue_node per block, make_edge from top and left,
  *   built and run per round, and a second row whose graph is built once (untimed) and
  *   run again each round. The table is checked against a sequential computation.
@@ -247,7 +248,7 @@ __attribute__((noinline)) void gb_wave_tile(const wave_grid *g, int bi, int bj) 
 
 /* ---- A phase: one thread count ------------------------------------------------------------------ */
 
-enum impl { IMPL_KILN, IMPL_OMP, IMPL_TBB, IMPL_TBB_PREBUILT, IMPL_SEQ };
+enum impl { IMPL_KILN, IMPL_KILN_FRAME, IMPL_OMP, IMPL_TBB, IMPL_TBB_PREBUILT, IMPL_SEQ };
 
 typedef struct wave_block {
     const wave_grid *grid;
@@ -276,14 +277,14 @@ typedef struct row {
 
 /* The rows of every workload: kiln, OpenMP, oneTBB (and the extra ones), skipped ones
  * with the reason; with_seq: a sequential reference last. */
-/* The rows' names; tbb_prebuilt NULL: no such row. */
+/* The rows' names; tbb_prebuilt, kiln_frame NULL: no such row. */
 typedef struct row_names {
-    const char *kiln, *omp, *tbb, *tbb_prebuilt;
+    const char *kiln, *omp, *tbb, *tbb_prebuilt, *kiln_frame;
 } row_names;
 
 /* J5-J7: a job per call on every side. */
 static const row_names task_rows = { "kiln kiln_run+kiln_wait", "OpenMP task+taskwait",
-                                     "oneTBB task_group run+wait", NULL };
+                                     "oneTBB task_group run+wait", NULL, NULL };
 
 static void add_rows(bench_workload *w, phase *ph, row *rows, bench_round_fn fn,
                      const row_names *names, bool with_seq) {
@@ -292,6 +293,10 @@ static void add_rows(bench_workload *w, phase *ph, row *rows, bench_round_fn fn,
     int n = 0;
     rows[n] = (row){ ph, IMPL_KILN };
     bench_add_entry(w, kiln_name, fn, &rows[n++]);
+    if (names->kiln_frame) {
+        rows[n] = (row){ ph, IMPL_KILN_FRAME };
+        bench_add_entry(w, names->kiln_frame, fn, &rows[n++]);
+    }
     if (!kiln_only) {
 #ifdef BENCH_HAVE_OPENMP
         rows[n] = (row){ ph, IMPL_OMP };
@@ -346,7 +351,7 @@ static void run_table(phase *ph, const char *title, const char *detail, const ch
                       bench_round_fn fn, const row_names *names, bool with_seq) {
     bench_workload w;
     workload_init(&w, title, detail, op, rounds);
-    row rows[5];
+    row rows[6];
     add_rows(&w, ph, rows, fn, names, with_seq);
     run_workload(&w, ph);
     bench_workload_free(&w);
@@ -685,7 +690,8 @@ static void wave_job(kiln_ctx *ctx, void *p) {
     gb_wave_tile(b->grid, b->bi, b->bj);
 }
 
-static void wave_kiln(phase *ph) {
+/* Every block of the grid, each after its top and left blocks' counters. */
+static void wave_kiln_submit(phase *ph) {
     const int nb = ph->grid.blocks;
     kiln_counter *c = ph->wave_counters;
     memset(c, 0, (size_t)nb * (size_t)nb * sizeof *c);
@@ -699,7 +705,20 @@ static void wave_kiln(phase *ph) {
             kiln_run_desc desc = { .after = after, .after_count = count };
             kiln_run_ex(ph->side.ctx, &job, 1, &c[i * nb + j], &desc);
         }
-    kiln_wait(ph->side.ctx, &c[nb * nb - 1]);   /* the last block comes after every other */
+}
+
+static void wave_kiln(phase *ph) {
+    wave_kiln_submit(ph);
+    const int nb = ph->grid.blocks;
+    kiln_wait(ph->side.ctx, &ph->wave_counters[nb * nb - 1]);   /* the last block comes after every other */
+}
+
+/* The grid as a game runs it: one frame per grid, and frame end (which runs and waits
+ * for the frame's jobs) instead of a wait on the last block. */
+static void wave_kiln_frame(phase *ph) {
+    kiln_frame_begin(ph->side.ctx);
+    wave_kiln_submit(ph);
+    kiln_frame_end(ph->side.ctx);
 }
 
 #ifdef BENCH_HAVE_OPENMP
@@ -749,6 +768,7 @@ static void j8_round(void *state, bench_series *s) {
     uint64_t t0 = bench_now_ns();
     switch (r->impl) {
     case IMPL_KILN: wave_kiln(ph); break;
+    case IMPL_KILN_FRAME: wave_kiln_frame(ph); break;
 #ifdef BENCH_HAVE_OPENMP
     case IMPL_OMP: wave_omp(g, ph->side.threads, deps); break;
 #endif
@@ -793,12 +813,13 @@ static void run_j8(phase *ph) {
              "block (i,j) of %d x %d table cells after (i-1,j) and (i,j-1); table checked against "
              "a sequential pass; sample = one grid\n"
              "kiln: a kiln_run_ex per block, .after its top and left counters, one kiln_wait on "
-             "the last; OpenMP: a task per block, depend(in: top, left) depend(out: self);\n"
+             "the last (a frame per grid: kiln_frame_begin, the runs, kiln_frame_end); OpenMP: a task per block, depend(in: top, left) depend(out: self);\n"
              "oneTBB: a continue_node per block, make_edge from top and left, the graph built "
              "in the round (prebuilt: built once, untimed, run again each round)",
              size->wave_tile, size->wave_tile);
     static const row_names wave_rows = { "kiln kiln_run_ex .after", "OpenMP task depend",
-                                         "oneTBB flow graph, built+run", "oneTBB flow graph, prebuilt" };
+                                         "oneTBB flow graph, built+run", "oneTBB flow graph, prebuilt",
+                                         "kiln .after, a frame per grid" };
     run_table(ph, title, detail, "block", size->rounds, j8_round, &wave_rows, true);
 
 #ifdef BENCH_HAVE_TBB
