@@ -1,10 +1,10 @@
 /* bench/jobs_bench.c — the job family of BENCH.md: J1 empty jobs, J2 fib, J3 parallel_for,
- * J4 a backlog of pinned jobs (kiln only),
+ * J4 a backlog of pinned jobs and F1 the frame end's own cost (kiln only),
  * kiln against OpenMP (gcc's libgomp) and oneTBB (bench/jobs_tbb.cpp, behind a C
  * interface; the set-up both job programs share: jobs_common.h), all in this process, rounds alternating kiln, OpenMP, oneTBB, ...
  *
  * Usage:
- *   jobs_bench [--quick] [--only j1|j2|j3] [--threads LIST] [--kiln-only]
+ *   jobs_bench [--quick] [--only j1|j2|j3|j4|f1] [--threads LIST] [--kiln-only]
  *       --quick: every workload and peer with tiny sizes, seconds in all
  *       --threads 1,2,4: the thread counts (default 1, 2 and twice the online CPUs)
  *       --kiln-only: no peer rows (for profiling kiln under callgrind or perf)
@@ -30,10 +30,15 @@
  * Sizes of the full run (about 60 s on 2 cores, half of it the peers' slowest rows):
  * J1 1 000 000 jobs per round; J2 fib(30) up to T = the core count, fib(25) above it
  * (oversubscribed: libgomp's rows alone would add some 9 s there); J3 10 000 000 floats,
- * grain 1024 four calls per round, grain 1 one call. 5 rounds after a warm-up round. */
+ * grain 1024 four calls per round, grain 1 one call. 5 rounds after a warm-up round.
+ * F1: 200 frames per round, each frame end one sample (its p99 and max are the frame
+ * end's worst cases): an empty frame and a frame of 1 000 empty jobs, each alone and
+ * while another attached thread submits and waits on jobs of its own without pause. */
 #define _GNU_SOURCE
 #include <kiln/kiln.h>
 
+#include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -415,6 +420,86 @@ static void run_workload(bench_workload *w, phase *ph) {
 
 static void run_workload(bench_workload *w, phase *ph);
 
+/* ---- F1 frame end ------------------------------------------------------------------------ */
+
+#define F1_FRAMES 200
+
+/* Another thread that submits and waits on jobs of its own without pause, as a render
+ * or streaming thread does, until told to stop: a frame end must not wait for them. */
+typedef struct f1_noise {
+    kiln_runtime *rt;
+    _Atomic int   stop, attached;
+    uint64_t      batches;
+} f1_noise;
+
+static void *f1_noise_main(void *arg) {
+    f1_noise *n = arg;
+    kiln_ctx *ctx = kiln_attach(n->rt);
+    if (!ctx) bench_die("F1: kiln_attach failed");
+    atomic_store(&n->attached, 1);
+    kiln_job jobs[8];
+    for (int i = 0; i < 8; i++) jobs[i] = (kiln_job){ kiln_empty_job, NULL };
+    while (!atomic_load(&n->stop)) {
+        kiln_counter counter = { { 0, 0 } };
+        kiln_run(ctx, jobs, 8, &counter);
+        kiln_wait(ctx, &counter);
+        n->batches++;
+    }
+    kiln_detach(ctx);
+    return NULL;
+}
+
+typedef struct f1_row {
+    phase *ph;
+    int    jobs;     /* the frame's own: 0 or 1000 */
+    bool   noise;    /* with the submitting thread */
+} f1_row;
+
+static void f1_round(void *state, bench_series *s) {
+    f1_row *r = state;
+    phase *ph = r->ph;
+    static kiln_job jobs[1000];
+    for (int i = 0; i < 1000; i++) jobs[i] = (kiln_job){ kiln_empty_job, NULL };
+    f1_noise noise = { .rt = ph->side.rt };
+    pthread_t thread;
+    if (r->noise) {
+        if (pthread_create(&thread, NULL, f1_noise_main, &noise) != 0) bench_die("F1: no thread");
+        while (!atomic_load(&noise.attached)) sched_yield();
+    }
+    for (int f = 0; f < F1_FRAMES; f++) {
+        kiln_frame_begin(ph->side.ctx);
+        if (r->jobs) kiln_run(ph->side.ctx, jobs, (size_t)r->jobs, NULL);
+        uint64_t t0 = bench_now_ns();
+        kiln_frame_end(ph->side.ctx);
+        bench_add_sample(s, (double)(bench_now_ns() - t0), 1);
+    }
+    if (r->noise) {
+        atomic_store(&noise.stop, 1);
+        pthread_join(thread, NULL);
+    }
+}
+
+static void run_f1(phase *ph) {
+    bench_workload w = { 0 };
+    char title[80];
+    snprintf(title, sizeof title, "F1 frame end (T=%d threads)", ph->side.threads);
+    w.title = title;
+    w.detail = "kiln_frame_end alone, sample = one frame end (p99, max: its worst cases); 1000 jobs: "
+               "submitted before it, no counter (frame end runs and waits for them);\n"
+               "+ a submitter: another attached thread runs and waits on 8 empty jobs of its own "
+               "without pause meanwhile (those belong to later frames as soon as the frame closes)";
+    w.op = "frame end";
+    w.sample = "frame end";
+    w.rounds = ph->size->rounds;
+    f1_row rows[4] = { { ph, 0, false }, { ph, 0, true }, { ph, 1000, false }, { ph, 1000, true } };
+    bench_add_entry(&w, "empty frame", f1_round, &rows[0]);
+    bench_add_entry(&w, "empty frame + a submitter", f1_round, &rows[1]);
+    bench_add_entry(&w, "1000 jobs", f1_round, &rows[2]);
+    bench_add_entry(&w, "1000 jobs + a submitter", f1_round, &rows[3]);
+    run_workload(&w, ph);
+    bench_workload_free(&w);
+}
+
 /* kiln only: no peer pins a job to a thread. Three backlogs, one row each. */
 static void run_j4(phase *ph) {
     static const size_t backlogs[3] = { 10000, 40000, 160000 };
@@ -554,7 +639,7 @@ static void phase_close(phase *ph) {
 /* ---- main ------------------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
-    static const char *const names[] = { "j1", "j2", "j3", "j4", NULL };
+    static const char *const names[] = { "j1", "j2", "j3", "j4", "f1", NULL };
     jobs_options opt;
     jobs_options_parse(&opt, argc, argv, "jobs_bench", names);
     const run_size *size = opt.quick ? &quick_run : &full_run;
@@ -585,6 +670,7 @@ int main(int argc, char **argv) {
             run_j3(&ph, size->j3_n_fine, 1, size->j3_passes_fine);
         }
         if ((!only && p == 0) || (only && strcmp(only, "j4") == 0)) run_j4(&ph);
+        if (!only || strcmp(only, "f1") == 0) run_f1(&ph);
         phase_close(&ph);
     }
     free(data);
