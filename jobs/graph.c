@@ -28,12 +28,15 @@
 
 #include "../base/heap.h"
 
-kiln_batch *kiln_batch_new(size_t count, uint32_t prerequisites) {
-    size_t tasks = count * sizeof(kiln_task);
-    size_t links = (size_t)prerequisites * sizeof(kiln_wait_link);
+kiln_batch *kiln_batch_new(kiln_job_system *sys, size_t count, uint32_t prerequisites) {
+    bool small = count <= KILN_BATCH_SMALL_TASKS && prerequisites <= KILN_BATCH_SMALL_LINKS;
+    size_t tasks = (small ? KILN_BATCH_SMALL_TASKS : count) * sizeof(kiln_task);
+    size_t links = (size_t)(small ? KILN_BATCH_SMALL_LINKS : prerequisites) * sizeof(kiln_wait_link);
     if (count > (SIZE_MAX - sizeof(kiln_batch) - links) / sizeof(kiln_task)) return NULL;
-    kiln_batch *batch = kiln_heap_alloc(sizeof(kiln_batch) + tasks + links);
+    kiln_batch *batch = small ? kiln_batch_spare(sys) : NULL;
+    if (!batch) batch = kiln_heap_alloc(sizeof(kiln_batch) + tasks + links);
     if (!batch) return NULL;
+    batch->small = small;
     batch->count = count;
     batch->links = (kiln_wait_link *)(void *)((char *)batch->tasks + tasks);
     return batch;

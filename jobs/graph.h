@@ -7,9 +7,10 @@
 
 #include "scheduler.h"
 
-/* A record for count tasks waiting on prerequisites counters; NULL when the heap
- * refuses (nothing logged: the caller logs). Any thread. */
-KILN_INTERNAL kiln_batch *kiln_batch_new(size_t count, uint32_t prerequisites);
+/* A record for count tasks waiting on prerequisites counters, a spare one of the small
+ * size when it fits (jobs/batch.h); NULL when the heap refuses (nothing logged: the
+ * caller logs). Any thread (takes sys's batch_lock for a small one). */
+KILN_INTERNAL kiln_batch *kiln_batch_new(kiln_job_system *sys, size_t count, uint32_t prerequisites);
 
 /* Owner of q: counts the batch's frame jobs as submitted by q (frame end waits for
  * them from now on), registers it on each counter of after that is not zero and, when

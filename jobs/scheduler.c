@@ -48,6 +48,11 @@ void kiln_job_system_init(kiln_job_system *sys, uint32_t workers, uint32_t idle_
 }
 
 void kiln_job_system_fini(kiln_job_system *sys) {
+    for (kiln_batch *batch = sys->spare_batches, *next; batch; batch = next) {
+        next = batch->next;
+        kiln_heap_free(batch);
+    }
+    sys->spare_batches = NULL;
     pthread_mutex_destroy(&sys->table_lock);
     pthread_mutex_destroy(&sys->batch_lock);
 }
@@ -299,8 +304,25 @@ void kiln_batch_free(kiln_job_system *sys, kiln_batch *batch) {
     if (batch->prev) batch->prev->next = batch->next;
     else sys->waiting = batch->next;
     if (batch->next) batch->next->prev = batch->prev;
+    bool keep = batch->small && sys->spare_count < KILN_BATCH_SPARES;
+    if (keep) {
+        batch->next = sys->spare_batches;
+        sys->spare_batches = batch;
+        sys->spare_count++;
+    }
     pthread_mutex_unlock(&sys->batch_lock);
-    kiln_heap_free(batch);
+    if (!keep) kiln_heap_free(batch);
+}
+
+kiln_batch *kiln_batch_spare(kiln_job_system *sys) {
+    pthread_mutex_lock(&sys->batch_lock);
+    kiln_batch *batch = sys->spare_batches;
+    if (batch) {
+        sys->spare_batches = batch->next;
+        sys->spare_count--;
+    }
+    pthread_mutex_unlock(&sys->batch_lock);
+    return batch;
 }
 
 void kiln_jobs_free_waiting(kiln_job_system *sys) {

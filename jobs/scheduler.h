@@ -153,6 +153,9 @@ typedef struct kiln_job_system {
     pthread_mutex_t     batch_lock;      /* waiting */
     kiln_batch         *waiting;         /* batches not yet queued (jobs/graph.c), so that
                                             kiln_jobs_free_waiting finds those never queued */
+    kiln_batch         *spare_batches;   /* freed small records for the next call, linked by
+                                            next; batch_lock */
+    uint32_t            spare_count;     /* of them, at most KILN_BATCH_SPARES; batch_lock */
     uint32_t            tag;             /* 1, 2, ... per system made: the runtime part of
                                             a counter's owner word; read-only */
     kiln_job_hook       hook;            /* what new queues start with; table_lock */
@@ -204,6 +207,10 @@ KILN_INTERNAL uint64_t kiln_jobs_pin_life(kiln_job_queue *target);
  * dropped). Any thread. */
 KILN_INTERNAL void kiln_batch_list(kiln_job_system *sys, kiln_batch *batch);
 KILN_INTERNAL void kiln_batch_free(kiln_job_system *sys, kiln_batch *batch);
+
+/* A spare record of the small size (jobs/batch.h), or NULL when none waits. Any thread
+ * (takes batch_lock). */
+KILN_INTERNAL kiln_batch *kiln_batch_spare(kiln_job_system *sys);
 
 /* Once no thread runs jobs (kiln_destroy): frees the batches that never became
  * runnable (a cycle, or a prerequisite that never finished), without running them or

@@ -142,7 +142,7 @@ static KILN_COLD void run_after(kiln_ctx *ctx, const kiln_job *jobs, size_t coun
                                 kiln_counter *counter, const kiln_run_desc *d, uint64_t flags,
                                 const char *function) {
     if (!after_allowed(ctx, d, counter, function)) return;
-    kiln_batch *batch = kiln_batch_new(count, d->after_count);
+    kiln_batch *batch = kiln_batch_new(&ctx->rt->jobs, count, d->after_count);
     if (!batch) {
         kiln_log(&ctx->rt->log, KILN_LOGITEM_JOB_OUT_OF_MEMORY,
                  "%s: context %u: no memory to hold %zu jobs until their %u prerequisites "
