@@ -204,12 +204,15 @@ static void run_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task);
 
 /* Tasks that could not be queued, run here: counted already, dropping them would hang
  * their waiters. */
+static inline void leave_jobs(kiln_job_system *sys, kiln_job_queue *q);
+
 static KILN_COLD void run_here(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks,
                                size_t count) {
     for (size_t i = 0; i < count; i++) {
         kiln_task copy = tasks[i];
         run_task(sys, q, &copy);
     }
+    leave_jobs(sys, q);
 }
 
 /* Tasks counted already: to pinned's inbox, or to q's deque. false, with nothing
@@ -534,6 +537,15 @@ static KILN_COLD void enter_job_frame(kiln_job_system *sys, kiln_job_queue *q, u
     sys->frame_memory(q->owner, epoch);
 }
 
+/* Before the scheduler returns to code of q's owner outside jobs (a kiln_wait, frame
+ * end, parallel_for's root or a submission that ran jobs in place, called from outside
+ * jobs): the owner's own frame memory is current again. Workers have no such code. */
+static inline void leave_jobs(kiln_job_system *sys, kiln_job_queue *q) {
+    if (kiln_unlikely(q->memory_epoch != KILN_FRAME_MEMORY_OWN) && q->job_depth == 0 &&
+        !kiln_load_relaxed(&q->is_worker))
+        enter_job_frame(sys, q, KILN_FRAME_MEMORY_OWN);
+}
+
 /* The task itself, with its flags as the running ones meanwhile, and a frame job's
  * epoch as the running one (its children's) and its frame memory as the current. */
 static inline void call_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
@@ -550,11 +562,12 @@ static inline void call_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task 
         call_fn(sys, q, task);
         q->frame_depth--;
         q->running_epoch = outer_epoch;
-        /* Back to the enclosing frame job's memory; outside jobs, to the thread's own (a
-         * worker has none to go back to: it keeps the last, and saves the switch). */
-        uint32_t back = outer_epoch ? outer_epoch
-                        : kiln_load_relaxed(&q->is_worker) ? epoch : KILN_FRAME_MEMORY_OWN;
-        if (kiln_unlikely(back != q->memory_epoch)) enter_job_frame(sys, q, back);
+        /* Back to the enclosing frame job's memory. After the outermost job the memory
+         * stays: the next job is likely of the same epoch, and a thread with code of its
+         * own outside jobs gets its own memory back when the scheduler returns to that
+         * code (leave_jobs), not after every job a wait runs. */
+        if (kiln_unlikely(outer_epoch && outer_epoch != q->memory_epoch))
+            enter_job_frame(sys, q, outer_epoch);
     }
     q->job_depth--;
     q->running_flags = outer;
@@ -579,6 +592,7 @@ void kiln_jobs_run_range(kiln_job_system *sys, kiln_job_queue *q, kiln_task *tas
     call_task(sys, q, task);
     _Atomic uint64_t *completed = &q->completed[epoch & 1];
     kiln_store_release(completed, kiln_load_relaxed(completed) + 1);
+    leave_jobs(sys, q);
 }
 
 /* Out of line, so that run_task keeps neither the hook nor its token in a register
@@ -708,13 +722,14 @@ void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state 
     bool background = sys->threads == 1;
     if (!isolate || q->isolated) {
         wait_counter(sys, q, counter, background);
-        return;
+    } else {
+        /* The counter's jobs carry its address (kiln_jobs_isolation), and so does what
+         * they submit while running here. */
+        q->isolated = (uint64_t)(uintptr_t)counter;
+        wait_counter(sys, q, counter, background);
+        q->isolated = 0;
     }
-    /* The counter's jobs carry its address (kiln_jobs_isolation), and so does what they
-     * submit while running here. */
-    q->isolated = (uint64_t)(uintptr_t)counter;
-    wait_counter(sys, q, counter, background);
-    q->isolated = 0;
+    leave_jobs(sys, q);
 }
 
 /* Every completed count of the parity first, then every submitted count (the header
@@ -765,15 +780,16 @@ void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q, uint64_t epo
             bool other = kiln_task_epoch(&task) != tag;
             run_task(sys, q, &task);
             idle = 0;
-            if (other && frame_quiet(sys, parity)) return;
+            if (other && frame_quiet(sys, parity)) break;
         } else if (frame_quiet(sys, parity)) {
-            return;
+            break;
         } else if (alone && kiln_jobs_run_one(sys, q, true)) {
             idle = 0;
         } else {
             kiln_spin_round(++idle, 1);
         }
     }
+    leave_jobs(sys, q);
 }
 
 /* Any queue with work this worker could take? (Checked after announcing sleep.) */

@@ -1536,6 +1536,7 @@ typedef struct own_clock_state {
     _Atomic int    waiting;             /* the render thread is inside kiln_wait */
     _Atomic int    release;             /* main lets the render thread return */
     kiln_arena_stats own_before, own_after;   /* the render thread's own frame arena */
+    bool           own_back;            /* after its wait, its allocations take its own */
 } own_clock_state;
 
 static own_clock_state own_clock;
@@ -1555,9 +1556,13 @@ static void *render_thread(void *arg) {
     /* Wait on a job pinned to main: the wait runs main's frame jobs meanwhile. */
     kiln_counter done = { { 0, 0 } };
     kiln_job job = { noop_job, NULL };
+    kiln_arena *own = kiln_frame_arena(render);
     kiln_run_ex(render, &job, 1, &done, &(kiln_run_desc){ .pinned_to = main_ctx });
     atomic_store(&own_clock.waiting, 1);
     kiln_wait(render, &done);
+    own_clock.own_back = kiln_frame_arena(render) == own;   /* its own memory again */
+    void *p = kiln_frame_alloc(render, 8, 8);
+    own_clock.own_back &= p != NULL;
     while (!atomic_load(&own_clock.release)) sched_yield();
     kiln_arena_stats_get(kiln_frame_arena(render), &own_clock.own_after);
     return NULL;
@@ -1592,6 +1597,7 @@ Test(jobs, helping_thread_keeps_no_frame_memory) {
                   "the IO thread kept %zu bytes of main's frame", now.bytes_in_use);
     atomic_store(&own_clock.release, 1);
     pthread_join(thread, NULL);
+    cr_assert(own_clock.own_back, "after kiln_wait the thread's frame memory is its own again");
     /* And its own frame memory, outside jobs, is its own: frame end did not touch it. */
     cr_assert_eq(own_clock.own_after.resets, own_clock.own_before.resets);
     cr_assert_geq(own_clock.own_after.bytes_in_use, 100);
