@@ -278,19 +278,9 @@ uint32_t kiln_jobs_count_frame(kiln_job_system *sys, kiln_job_queue *q, uint64_t
     return epoch;
 }
 
-bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, kiln_task *tasks, size_t count,
+bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks, size_t count,
                       int priority, kiln_job_queue *pinned) {
-    /* Counted before anyone can run them (frame_quiet reads completions first, so a
-     * count that came late could make a running job look finished). */
-    uint32_t epoch = 0;   /* no frame task's tag is 0 */
-    if (!(tasks[0].flags & KILN_TASK_BACKGROUND)) {
-        epoch = kiln_jobs_count_frame(sys, q, count);
-        kiln_tasks_set_epoch(tasks, count, epoch);
-    }
-    if (push_tasks(sys, q, tasks, count, priority, pinned, KILN_PIN_LIFE_NOW)) return true;
-    /* Never queued: taken back (a frame end that saw the count only waited longer). */
-    if (epoch) kiln_jobs_uncount(q, epoch, count);
-    return false;
+    return push_tasks(sys, q, tasks, count, priority, pinned, KILN_PIN_LIFE_NOW);
 }
 
 void kiln_batch_list(kiln_job_system *sys, kiln_batch *batch) {
@@ -477,7 +467,13 @@ static __attribute__((noinline)) void split_range(kiln_job_system *sys, kiln_job
         task->end = upper->begin;
     }
     kiln_store_relaxed(&pieces->pending, splits);   /* no other thread has seen it yet */
-    kiln_jobs_submit(sys, q, uppers, splits, (task->flags & KILN_TASK_HIGH) ? 1 : 0, NULL);
+    /* Children of the running range task: its epoch, already in their flags (copies of
+     * its own), counted before it completes (model step "submit", inside a job). */
+    if (!(task->flags & KILN_TASK_BACKGROUND)) {
+        _Atomic uint64_t *submitted = &q->submitted[kiln_task_epoch(task) & 1];
+        kiln_store_relaxed(submitted, kiln_load_relaxed(submitted) + splits);
+    }
+    push_tasks(sys, q, uppers, splits, (task->flags & KILN_TASK_HIGH) ? 1 : 0, NULL, KILN_PIN_LIFE_NOW);
 }
 
 /* Splits [begin, end) by halving down to the grain, pushing upper halves for thieves

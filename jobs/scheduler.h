@@ -190,11 +190,11 @@ KILN_INTERNAL void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q
 /* Frees the rings and the inbox (system shut down, no thread left). */
 KILN_INTERNAL void kiln_job_queue_fini(kiln_job_queue *q);
 
-/* Owner of q: submits count tasks (flags, counter already set) by value; to target's
- * inbox when pinned. Frame tasks are counted under the epoch they belong to
- * (kiln_jobs_count_frame), which goes into their flags. false, with nothing submitted
- * and nothing counted, when the pinned target's inbox is closed (it is detaching). */
-KILN_INTERNAL bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, kiln_task *tasks,
+/* Owner of q: queues count tasks by value, on q's deque or on pinned's inbox. Frame
+ * tasks were counted by the caller under their epoch (kiln_jobs_count_frame), which is
+ * in their flags. false, with nothing queued, when the pinned target's inbox is closed
+ * (it is detaching): the caller then takes the count back (kiln_jobs_uncount). */
+KILN_INTERNAL bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks,
                                     size_t count, int priority, kiln_job_queue *pinned);
 
 /* Any thread: the life of target that a pin taken now names (its queue's memory may

@@ -189,12 +189,16 @@ static void run_jobs(kiln_ctx *ctx, const kiln_job *jobs, size_t count, kiln_cou
     kiln_job_queue *pinned = d.pinned_to ? &d.pinned_to->queue : NULL;
     kiln_counter_state *state = counter_add(ctx, counter, count, function);
     uint64_t isolation = kiln_jobs_isolation(&ctx->queue, state);
+    /* Frame jobs are counted, all of the call at once, before any is queued. */
+    uint32_t epoch = d.background ? 0 : kiln_jobs_count_frame(&ctx->rt->jobs, &ctx->queue, count);
+    flags |= (uint64_t)epoch << KILN_TASK_EPOCH_SHIFT;
     kiln_task batch[KILN_SUBMIT_BATCH];
     for (size_t done = 0; done < count;) {
         size_t n = count - done < KILN_SUBMIT_BATCH ? count - done : KILN_SUBMIT_BATCH;
         fill_tasks(batch, jobs + done, n, state, flags, isolation);
         if (!kiln_jobs_submit(&ctx->rt->jobs, &ctx->queue, batch, n, d.priority == KILN_PRIORITY_HIGH,
                               pinned)) {
+            if (epoch) kiln_jobs_uncount(&ctx->queue, epoch, count - done);
             refuse_pin_detaching(ctx, d.pinned_to, state, done, count, function);
             return;
         }
