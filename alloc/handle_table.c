@@ -113,6 +113,12 @@ void kiln_handle_table_set_generation_limit(kiln_handle_table *table, uint32_t m
     table->gen_max = max_generation | 1u;
 }
 
+void kiln_handle_table_set_epochs(kiln_handle_table *table, const _Atomic uint64_t *reclaim_epoch,
+                                  const _Atomic uint64_t *safe_epoch) {
+    table->reclaim_epoch = reclaim_epoch;
+    table->safe_epoch = safe_epoch;
+}
+
 /* ---------- get ---------- */
 
 void *kiln_handle_table_get_miss(kiln_handle_table *table, kiln_handle h) {

@@ -203,6 +203,15 @@ KILN_INTERNAL bool kiln_handle_table_refuse_dead(const kiln_handle_table *table,
 KILN_INTERNAL void kiln_handle_table_set_generation_limit(kiln_handle_table *table,
                                                           uint32_t max_generation);
 
+/* Test hook: the table reads its reclaim and safe epochs from these counters of the
+ * caller (which outlive it) instead of its owner's, so that reuse can be tested at any
+ * epoch (near 2^31 and 2^32 and past them) without that many frame ends. Before any
+ * alloc. The owner's frame ends still promote by the owner's own, smaller, safe epoch,
+ * which releases no slot freed at the caller's epochs. */
+KILN_INTERNAL void kiln_handle_table_set_epochs(kiln_handle_table *table,
+                                                const _Atomic uint64_t *reclaim_epoch,
+                                                const _Atomic uint64_t *safe_epoch);
+
 /* ---------- the fast paths' pieces ---------- */
 
 static inline kiln_handle_slot *kiln_handle_slot_at(const kiln_handle_table *table,
