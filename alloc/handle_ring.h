@@ -16,10 +16,14 @@
 
 #include "../base/atomics.h"
 
-/* A freed slot and the reclaim epoch of its free (truncated: differences count). */
+/* A freed slot and the reclaim epoch of its free: the whole 64-bit epoch, so that an
+ * entry judged any number of frame ends after its free reads as in the past (a 32-bit
+ * epoch read as in the future 2^31 frame ends later, under an hour of an empty frame
+ * loop, and blocked the promotion of every entry behind it). */
 typedef struct kiln_reuse_entry {
     uint32_t index;
-    uint32_t epoch;
+    uint32_t unused;    /* padding, named: the public head spells the same layout */
+    uint64_t epoch;
 } kiln_reuse_entry;
 
 typedef struct kiln_handle_ring {
@@ -30,9 +34,11 @@ typedef struct kiln_handle_ring {
     _Atomic uint32_t  limbo_count;    /* tail - promoted, for stats readers */
 } kiln_handle_ring;
 
-/* Whether a slot freed at epoch freed_epoch may be handed out, given the safe epoch. */
-static inline bool kiln_epoch_reusable(uint32_t freed_epoch, uint64_t safe) {
-    return (int32_t)(freed_epoch - (uint32_t)safe) < 0;
+/* Whether a slot freed at epoch freed_epoch may be handed out, given the safe epoch.
+ * Epochs count frame ends from 1 and never wrap (2^64 frame ends at a million a second
+ * take half a million years), so a plain compare. */
+static inline bool kiln_epoch_reusable(uint64_t freed_epoch, uint64_t safe) {
+    return freed_epoch < safe;
 }
 
 /* An empty ring over size entries. */

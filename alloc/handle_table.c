@@ -264,9 +264,10 @@ void kiln_handle_cache_flush(kiln_handle_table *table, kiln_handle_cache *cache)
     /* Ready slots are free and safe: stamped one epoch below the safe one, they are
      * promoted as soon as the entries before them are. */
     uint32_t ready = kiln_load_relaxed(&cache->ready_count);
-    uint32_t stamp = (uint32_t)safe_epoch(table) - 1;
+    uint64_t stamp = safe_epoch(table) - 1;   /* the safe epoch is at least 1 */
     for (uint32_t r = ready; r-- > 0;)
-        kiln_handle_ring_append(&table->ring, &(kiln_reuse_entry){ cache->ready[r], stamp }, 1);
+        kiln_handle_ring_append(&table->ring,
+                                &(kiln_reuse_entry){ .index = cache->ready[r], .epoch = stamp }, 1);
     kiln_handle_ring_promote(&table->ring, safe_epoch(table));
     kiln_handle_ring_publish(&table->ring);
     pthread_mutex_unlock(&table->lock);

@@ -66,7 +66,7 @@ typedef struct kiln_handle_cache {
     _Atomic uint64_t serial;       /* the table life this cache is bound to; 0: unbound */
     _Atomic uint32_t ready_count;
     _Atomic uint32_t freed_count;
-    _Atomic uint32_t freed_last_epoch;  /* epoch of the newest entry of freed[] */
+    _Atomic uint64_t freed_last_epoch;  /* epoch of the newest entry of freed[] */
     _Atomic uint64_t allocs;       /* owner-written counters, read by stats */
     _Atomic uint64_t frees;
     uint32_t         ready[KILN_HANDLES_BATCH];   /* popped from the top */
@@ -150,7 +150,11 @@ _Static_assert(offsetof(kiln_handle_table, serial) == offsetof(kiln_handles_head
                offsetof(kiln_handle_cache, ready) == offsetof(kiln_handle_cache_head, ready) &&
                offsetof(kiln_handle_cache, freed) == offsetof(kiln_handle_cache_head, freed) &&
                sizeof(kiln_reuse_entry) == sizeof(kiln_handle_reuse_head) &&
-               offsetof(kiln_reuse_entry, epoch) == offsetof(kiln_handle_reuse_head, epoch),
+               offsetof(kiln_reuse_entry, index) == offsetof(kiln_handle_reuse_head, index) &&
+               offsetof(kiln_reuse_entry, epoch) == offsetof(kiln_handle_reuse_head, epoch) &&
+               sizeof(((kiln_handle_cache *)0)->freed_last_epoch) ==
+                   sizeof(((kiln_handle_cache_head *)0)->freed_last_epoch) &&
+               sizeof(((kiln_reuse_entry *)0)->epoch) == sizeof(uint64_t),
                "kiln_handles_head and kiln_handle_cache_head (KILN_HEAD_LAYOUT) are the table's "
                "and the cache's layout");
 

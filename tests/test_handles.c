@@ -1322,6 +1322,107 @@ Test(handles, slot_out_of_generations_is_retired) {
     cr_assert_eq(recorded_count(rec), 4, "log:%s", recorded_summary(rec));
 }
 
+/* ---- reuse epochs near and past 2^31 and 2^32 ----
+ * Epochs count frame ends (about 700 000 a second in an empty frame loop): 2^31 of them
+ * pass in under an hour. A freed slot is judged against the safe epoch however long after
+ * its free: never reusable before, always after, and never blocking the entries behind
+ * it in the ring. */
+
+#define EPOCH_2_31 ((uint64_t)1 << 31)
+#define EPOCH_2_32 ((uint64_t)1 << 32)
+
+/* Freed at epochs across 2^31 and 2^32 and judged up to 2^40 frame ends later, and
+ * before: reusable exactly when the safe epoch is past the free's. */
+Test(handle_ring, entries_are_judged_by_the_whole_epoch) {
+    const uint64_t frees[] = { 1, EPOCH_2_31 - 2, EPOCH_2_31, EPOCH_2_32 - 1, EPOCH_2_32,
+                               EPOCH_2_32 + 5, ((uint64_t)1 << 48) + 3 };
+    const uint64_t later[] = { 1, 2, EPOCH_2_31 - 1, EPOCH_2_31, EPOCH_2_31 + 1, EPOCH_2_31 + 7,
+                               EPOCH_2_32, EPOCH_2_32 + 1, (uint64_t)1 << 40 };
+    for (size_t f = 0; f < sizeof frees / sizeof frees[0]; f++) {
+        uint64_t freed = frees[f];
+        cr_assert(!kiln_epoch_reusable(freed, freed), "freed at %llu, judged at the same epoch",
+                  (unsigned long long)freed);
+        for (size_t d = 0; d < sizeof later / sizeof later[0]; d++) {
+            cr_assert(kiln_epoch_reusable(freed, freed + later[d]), "freed at %llu, safe %llu later",
+                      (unsigned long long)freed, (unsigned long long)later[d]);
+            if (later[d] < freed)
+                cr_assert(!kiln_epoch_reusable(freed, freed - later[d]),
+                          "freed at %llu, safe %llu earlier", (unsigned long long)freed,
+                          (unsigned long long)later[d]);
+        }
+    }
+}
+
+/* A ring whose oldest entry was freed 2^31 + 7 frame ends before the safe epoch: it and
+ * every entry behind it are promoted, up to the first that the safe epoch does not
+ * cover. */
+Test(handle_ring, an_old_entry_does_not_block_promotion) {
+    const uint64_t frees[] = { EPOCH_2_31 - 2, EPOCH_2_31 - 1, EPOCH_2_31, EPOCH_2_32 - 1,
+                               EPOCH_2_32, EPOCH_2_32 + 4, EPOCH_2_32 + 5 };
+    enum { N = sizeof frees / sizeof frees[0] };
+    kiln_reuse_entry entries[N];
+    kiln_handle_ring ring = { 0 };
+    kiln_handle_ring_init(&ring, entries, N);
+    for (uint32_t i = 0; i < N; i++)
+        kiln_handle_ring_append(&ring, &(kiln_reuse_entry){ .index = i, .epoch = frees[i] }, 1);
+    kiln_handle_ring_promote(&ring, EPOCH_2_31 - 2);
+    cr_assert_eq(kiln_handle_ring_reusable(&ring), 0, "nothing freed before the safe epoch");
+    kiln_handle_ring_promote(&ring, EPOCH_2_31);
+    cr_assert_eq(kiln_handle_ring_reusable(&ring), 2, "the two freed before 2^31");
+    kiln_handle_ring_promote(&ring, EPOCH_2_32 + 5);
+    cr_assert_eq(kiln_handle_ring_reusable(&ring), N - 1,
+                 "all but the one freed at the safe epoch: %u", kiln_handle_ring_reusable(&ring));
+    uint32_t out[N];
+    kiln_handle_ring_take(&ring, out, N - 1);
+    for (uint32_t k = 0; k < N - 1; k++)
+        cr_assert_eq(out[N - 2 - k], k, "taken oldest first");
+    kiln_handle_ring_promote(&ring, EPOCH_2_32 + 6);
+    cr_assert_eq(kiln_handle_ring_reusable(&ring), 1, "and the last once the safe epoch passes it");
+}
+
+/* A table whose epochs start near 2^31, then 2^32, 2^33 and 2^63: half its slots freed
+ * at epoch B, half 2^31 + 7 frame ends later. With the safe epoch there, exactly the
+ * first half comes back, oldest first; one epoch later the second half. */
+Test(handles, reuse_is_never_blocked_across_epochs_2_31_and_2_32) {
+    enum { CAP = 2 * KILN_HANDLES_BATCH, HALF = CAP / 2 };
+    const uint64_t apart = EPOCH_2_31 + 7;
+    const uint64_t bases[] = { EPOCH_2_31 - 2, EPOCH_2_32 + 16, ((uint64_t)1 << 33) + 7,
+                               ((uint64_t)1 << 63) - 5 };
+    enum { ROUNDS = sizeof bases / sizeof bases[0] };
+    static _Atomic uint64_t reclaim, safe;
+    kiln_handles *t = create_table("epochs", 16, 0, CAP);
+    kiln_handle_table_set_epochs(&t->core, &reclaim, &safe);
+    kiln_handle h[CAP];
+    for (int round = 0; round < ROUNDS; round++) {
+        uint64_t base = bases[round];
+        atomic_store(&reclaim, base);
+        atomic_store(&safe, base);   /* past every free of the round before */
+        cr_assert_eq(alloc_until_full(ctx, t, h, CAP), CAP, "round %d: every slot", round);
+        free_all(ctx, t, h, HALF);
+        atomic_store(&reclaim, base + apart);
+        free_all(ctx, t, h + HALF, HALF);
+        alloc_refused(ctx, t);
+        atomic_store(&safe, base + apart);
+        for (int i = 0; i < HALF; i++) {
+            kiln_handle again = alloc_ok(ctx, t, NULL);
+            cr_assert_eq(kiln_handle_index(again), kiln_handle_index(h[i]),
+                         "round %d, reuse %d: slot %u, expected the %d-th freed, slot %u", round, i,
+                         kiln_handle_index(again), i, kiln_handle_index(h[i]));
+            h[i] = again;
+        }
+        alloc_refused(ctx, t);   /* the second half was freed at the safe epoch */
+        assert_pending(t, HALF, "the second half waits");
+        atomic_store(&safe, base + apart + 1);
+        for (int i = HALF; i < CAP; i++) h[i] = alloc_ok(ctx, t, NULL);
+        cr_assert(distinct_indices(h, CAP));
+        assert_pending(t, 0, "all reused");
+        free_all(ctx, t, h, CAP);
+    }
+    kiln_handles_destroy(t);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HANDLES_FULL), 2 * ROUNDS, "log:%s",
+                 recorded_summary(rec));
+}
+
 /* ---- typed handles ---- */
 
 struct enemy { float pos[3]; int health; };

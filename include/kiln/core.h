@@ -313,7 +313,8 @@ KILN_API kiln_ctx *kiln_attach(kiln_runtime *rt);
  *   inline paths off too (it needs the _at calls).
  * - A pointer that is no context is told apart by its first word, as the library's
  *   checks do: memory that starts with KILN_CTX_HEAD_MAGIC is taken for a context. */
-#define KILN_HEAD_LAYOUT 2u
+/* 2: the handle caches joined the heads; 3: their reuse epochs grew to 64 bits. */
+#define KILN_HEAD_LAYOUT 3u
 
 #if !defined(KILN_NO_INLINE) && !defined(KILN_TRACK_SITES) && defined(__GNUC__)
 #  define KILN_INLINE_PATHS 1

@@ -360,10 +360,12 @@ typedef struct kiln_handles_head {
     uint32_t  gen_max;    /* a slot retires before its generation passes this */
 } kiln_handles_head;
 
-/* A freed slot waiting in a cache, with the reclaim epoch of its free. */
+/* A freed slot waiting in a cache, with the reclaim epoch of its free (64 bits: epochs
+ * count frame ends and never wrap). */
 typedef struct kiln_handle_reuse_head {
     uint32_t index;
-    uint32_t epoch;
+    uint32_t unused;
+    uint64_t epoch;
 } kiln_handle_reuse_head;
 
 /* A context's cache of one table: written by the context's thread only; stats readers
@@ -372,7 +374,7 @@ struct kiln_handle_cache_head {
     uint64_t serial;            /* the table life it is bound to; 0: unbound (empty) */
     uint32_t ready_count;
     uint32_t freed_count;
-    uint32_t freed_last_epoch;  /* the epoch of freed[freed_count - 1] */
+    uint64_t freed_last_epoch;  /* the epoch of freed[freed_count - 1] */
     uint64_t allocs;
     uint64_t frees;
     uint32_t ready[KILN_HANDLES_HEAD_BATCH];               /* free slots, popped from the top */
@@ -442,7 +444,7 @@ static inline bool kiln_handle_cache_head_push(const kiln_handles_head *t,
     if (!kiln_handle_head_release(t, h, seen)) return false;
     uint32_t index = kiln_handle_index(h);
     KILN_OWNER_COUNT(&cache->frees);
-    uint32_t epoch = (uint32_t)__atomic_load_n(t->reclaim_epoch, __ATOMIC_SEQ_CST);
+    uint64_t epoch = __atomic_load_n(t->reclaim_epoch, __ATOMIC_SEQ_CST);
     uint32_t n = __atomic_load_n(&cache->freed_count, __ATOMIC_RELAXED);
     cache->freed[n].index = index;
     cache->freed[n].epoch = epoch;
