@@ -208,9 +208,10 @@ KILN_INTERNAL void kiln_handle_table_set_generation_limit(kiln_handle_table *tab
                                                           uint32_t max_generation);
 
 /* Test hook: the table reads its reclaim and safe epochs from these counters of the
- * caller instead of its owner's, so that reuse can be tested at any epoch (near 2^31 and
- * 2^32 and past them) without that many frame ends. Before any alloc. The owner's frame
- * ends still promote by the owner's safe epoch, which releases nothing freed later. */
+ * caller (which outlive it) instead of its owner's, so that reuse can be tested at any
+ * epoch (near 2^31 and 2^32 and past them) without that many frame ends. Before any
+ * alloc. The owner's frame ends still promote by the owner's own, smaller, safe epoch,
+ * which releases no slot freed at the caller's epochs. */
 KILN_INTERNAL void kiln_handle_table_set_epochs(kiln_handle_table *table,
                                                 const _Atomic uint64_t *reclaim_epoch,
                                                 const _Atomic uint64_t *safe_epoch);

@@ -27,6 +27,7 @@
 #include "graph.h"
 
 #include "../base/heap.h"
+#include "counter.h"
 
 kiln_batch *kiln_batch_new(kiln_job_system *sys, size_t count, uint32_t prerequisites) {
     bool small = count <= KILN_BATCH_SMALL_TASKS && prerequisites <= KILN_BATCH_SMALL_LINKS;
@@ -47,19 +48,23 @@ typedef enum { HOLD_TAKEN, HOLD_DONE, HOLD_FOREIGN } hold_result;
 /* A hold on a non-zero counter of this system's runs, with the flag set (see the file
  * comment); HOLD_DONE when the count is zero: the jobs it counted are done; HOLD_FOREIGN
  * when the run that made it non-zero is another system's (its drain would queue this
- * batch there). The owner word is stored before the count that makes the counter
- * non-zero (runtime/jobs.c, a release RMW), so the acquire load of a non-zero count
- * shows whose run it is; the CAS then takes the hold only from that same word. (A
- * counter that two systems make non-zero in turn between those two reads can still
- * fool it: jobs.h names that misuse.) seq_cst CAS (acq_rel would do). */
+ * batch there). The CAS runs under a pin of the owner word (jobs/counter.h): no run of
+ * another system can make the count non-zero again between the read of its owner and
+ * the CAS, so a hold taken is on this system's jobs. seq_cst CAS (acq_rel would do). */
 static hold_result counter_hold(kiln_counter_state *counter, uint32_t tag) {
-    for (;;) {
-        uint64_t word = kiln_load_acquire(&counter->pending);
-        if (KILN_COUNTER_COUNT(word) == 0) return HOLD_DONE;
-        if ((uint32_t)(kiln_load_relaxed(&counter->owner) >> 32) != tag) return HOLD_FOREIGN;
-        if (kiln_cas_strong_seq_cst(&counter->pending, &word, (word + 1) | KILN_COUNTER_WAITERS))
-            return HOLD_TAKEN;
+    uint64_t word, owner;
+    kiln_counter_use use = kiln_counter_pin(counter, tag, &word, &owner);
+    if (use == KILN_COUNTER_THEIRS && KILN_COUNTER_COUNT(word) != 0) return HOLD_FOREIGN;
+    if (use != KILN_COUNTER_OURS) return HOLD_DONE;
+    hold_result result = HOLD_DONE;
+    while (KILN_COUNTER_COUNT(word) != 0) {
+        if (kiln_cas_strong_seq_cst(&counter->pending, &word, (word + 1) | KILN_COUNTER_WAITERS)) {
+            result = HOLD_TAKEN;
+            break;
+        }
     }
+    kiln_counter_unpin(counter);
+    return result;
 }
 
 uint32_t kiln_jobs_submit_after(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *batch,

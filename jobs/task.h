@@ -20,9 +20,10 @@ struct kiln_wait_link;
 typedef struct kiln_counter_state {
     _Atomic uint64_t pending;   /* acq_rel: a waiter that reads 0 sees everything the jobs
                                    wrote */
-    _Atomic uint64_t owner;     /* the runtime and context whose run made it non-zero
-                                   (kiln_jobs_counter_owner): diagnostics, and the
-                                   runtime an after list may name */
+    _Atomic uint64_t owner;     /* the runtime and context whose run made it non-zero:
+                                   the one runtime whose jobs it counts while in use,
+                                   and the one an after list may name; with the state
+                                   of a claim or pins in progress (jobs/counter.h) */
     _Atomic(struct kiln_wait_link *) waiters;  /* batches waiting for it (jobs/graph.c) */
 } kiln_counter_state;
 

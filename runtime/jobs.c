@@ -2,6 +2,8 @@
  * arrays into tasks on the caller's queue, parallel_for. */
 #include "check.h"
 
+#include "../base/heap.h"
+#include "../jobs/counter.h"
 #include "../jobs/graph.h"
 
 /* Jobs are copied into tasks in batches of this many, on the stack. */
@@ -26,34 +28,37 @@ static bool check_jobs(kiln_ctx *ctx, const kiln_job *jobs, size_t count, const 
     return true;
 }
 
-/* Adds count to the counter; warns when another context's run still holds it. */
-static kiln_counter_state *counter_add(kiln_ctx *ctx, kiln_counter *counter, size_t count,
-                                       const char *function) {
-    if (!counter) return NULL;
-    kiln_counter_state *state = kiln_counter_of(counter);
-    uint64_t self = kiln_jobs_counter_owner(&ctx->rt->jobs, ctx->id);
-    /* An idle counter gets its owner before its count: a registration that reads the
-     * count non-zero (acquire, pairing with this release add) then sees whose run it is
-     * (jobs/graph.c, counter_hold). */
-    if (kiln_load_relaxed(&state->pending) == 0 && kiln_load_relaxed(&state->owner) != self)
-        kiln_store_relaxed(&state->owner, self);
-    uint64_t before = kiln_add_acq_rel(&state->pending, count);
-    uint64_t owner = kiln_load_relaxed(&state->owner);
-    if (before == 0) {
-        if (owner != self) kiln_store_relaxed(&state->owner, self);
-        return state;
+/* Adds count to the counter (NULL: none) for a run of ctx, the counter's state in
+ * *state: true. false, nothing added, logged as misuse (COUNTER_FOREIGN), when the
+ * counter is in use by a run of another runtime: a counter counts the jobs of one
+ * runtime at a time (jobs/counter.h). Warns when another context's run of this runtime
+ * still holds it. */
+static bool counter_add(kiln_ctx *ctx, kiln_counter *counter, size_t count, const char *function,
+                        kiln_counter_state **state) {
+    *state = NULL;
+    if (!counter) return true;
+    uint32_t id = ctx->id;
+    uint64_t self = kiln_counter_owner_of(ctx->rt->jobs.tag, id);
+    kiln_counter_seen seen = kiln_counter_add(kiln_counter_of(counter), self, count);
+    if (kiln_unlikely(!seen.added)) {
+        kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_COUNTER_FOREIGN,
+                        "%s: context %u: the counter holds jobs of another runtime (a run of "
+                        "its context %u); nothing submitted: a counter counts the jobs of one "
+                        "runtime at a time", function, id, kiln_counter_owner_id(seen.owner));
+        return false;
     }
-    if (kiln_unlikely(before & KILN_COUNTER_WAITERS) && ctx->debug_checks) {
+    *state = kiln_counter_of(counter);
+    if (kiln_unlikely(seen.before & KILN_COUNTER_WAITERS) && ctx->debug_checks) {
         kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_COUNTER_REUSED_WAITING,
                         "%s: context %u adds %zu jobs to a counter that jobs of a run with "
-                        "after wait on; those wait for these too", function, ctx->id, count);
-    } else if (KILN_COUNTER_COUNT(before) != 0 && owner != self) {
+                        "after wait on; those wait for these too", function, id, count);
+    } else if (KILN_COUNTER_COUNT(seen.before) != 0 && seen.owner != self) {
         kiln_log(&ctx->rt->log, KILN_LOGITEM_COUNTER_SHARED,
                  "%s: context %u adds to a counter still non-zero from a run of context "
-                 "%u%s; both runs now finish together", function, ctx->id, (uint32_t)owner,
-                 owner >> 32 == self >> 32 ? "" : " of another runtime");
+                 "%u; both runs now finish together", function, id,
+                 kiln_counter_owner_id(seen.owner));
     }
-    return state;
+    return true;
 }
 
 /* Whether desc's pin can be honoured: a context of this runtime, attached, and for a
@@ -92,9 +97,7 @@ static KILN_COLD void refuse_pin_detaching(kiln_ctx *ctx, const kiln_ctx *target
  * owner word is the one the run that made it non-zero stored, which happened before
  * the caller got the counter to name here. */
 static bool after_foreign(const kiln_counter *counter, uint32_t tag) {
-    const kiln_counter_state *state = (const kiln_counter_state *)(const void *)counter;
-    if (KILN_COUNTER_COUNT(kiln_load_acquire(&state->pending)) == 0) return false;
-    return kiln_load_relaxed(&state->owner) >> 32 != tag;
+    return kiln_counter_foreign((const kiln_counter_state *)(const void *)counter, tag);
 }
 
 /* Whether desc's after list is usable: logs and refuses a NULL array, a NULL entry,
@@ -149,7 +152,11 @@ static KILN_COLD void run_after(kiln_ctx *ctx, const kiln_job *jobs, size_t coun
                  "finish; nothing submitted", function, ctx->id, count, d->after_count);
         return;
     }
-    kiln_counter_state *state = counter_add(ctx, counter, count, function);
+    kiln_counter_state *state;
+    if (!counter_add(ctx, counter, count, function, &state)) {
+        kiln_heap_free(batch);   /* not listed yet: nobody else has seen it */
+        return;
+    }
     fill_tasks(batch->tasks, jobs, count, state, flags, kiln_jobs_isolation(&ctx->queue, state));
     batch->pinned = d->pinned_to ? &d->pinned_to->queue : NULL;
     /* The context it names: its memory may serve another after it detaches. */
@@ -187,7 +194,8 @@ static void run_jobs(kiln_ctx *ctx, const kiln_job *jobs, size_t count, kiln_cou
         return;
     }
     kiln_job_queue *pinned = d.pinned_to ? &d.pinned_to->queue : NULL;
-    kiln_counter_state *state = counter_add(ctx, counter, count, function);
+    kiln_counter_state *state;
+    if (!counter_add(ctx, counter, count, function, &state)) return;
     uint64_t isolation = kiln_jobs_isolation(&ctx->queue, state);
     /* Frame jobs are counted, all of the call at once, before any is queued. */
     uint32_t epoch = d.background ? 0 : kiln_jobs_count_frame(&ctx->rt->jobs, &ctx->queue, count);

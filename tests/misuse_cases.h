@@ -1564,6 +1564,12 @@ ROW(run_null_fn, "kiln_run", "a job with a NULL fn (the 2nd of 3): none runs, co
     WANT_EQ(runs, 0);
 })
 
+ROW(run_counter_other_runtime, "kiln_run", "another runtime: a counter runtime B's run holds: nothing runs, it counts B's job only", KILN_LOGITEM_COUNTER_FOREIGN, SINK_A, COUNTED, 0, DOC, {
+    WANT_EQ(run_on_a_counter_of_b(f, NULL, false), 0);
+})
+ROW(run_counter_other_runtime_done, "kiln_run", "a counter runtime B's run left at zero (legal: it counts A's jobs now)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(run_on_a_counter_of_b(f, NULL, true), 1);
+})
 /* kiln_run_ex */
 ROW(run_ex_null_ctx, "kiln_run_ex", "NULL ctx: nothing runs", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     kiln_job job = { job_nop, NULL };
@@ -1671,6 +1677,14 @@ ROW(run_ex_after_other_runtime, "kiln_run_ex", "after a counter of another runti
     kiln_wait(f->ctx_a, &c);
     WANT_EQ(runs, 0);
     WANT_EQ(other_runs, 1);
+})
+ROW(run_ex_counter_other_runtime, "kiln_run_ex", "another runtime: a counter runtime B's run holds: nothing runs", KILN_LOGITEM_COUNTER_FOREIGN, SINK_A, COUNTED, 0, DOC, {
+    WANT_EQ(run_on_a_counter_of_b(f, &(kiln_run_desc){ .priority = KILN_PRIORITY_HIGH }, false), 0);
+})
+ROW(run_ex_after_into_counter_other_runtime, "kiln_run_ex", "another runtime: after a done counter, counted on a counter runtime B's run holds: nothing runs or waits", KILN_LOGITEM_COUNTER_FOREIGN, SINK_A, COUNTED, 0, DOC, {
+    kiln_counter done = { { 0 } };
+    const kiln_counter *after[] = { &done };
+    WANT_EQ(run_on_a_counter_of_b(f, &(kiln_run_desc){ .after = after, .after_count = 1 }, false), 0);
 })
 ROW(run_ex_after_unused_counter, "kiln_run_ex", "after a zeroed counter no run used (legal: already done)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     int runs = 0;

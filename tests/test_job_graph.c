@@ -541,7 +541,19 @@ static void *foreign_runner(void *arg) {
 }
 
 /* More messages than a recording log keeps: counted by item instead. */
-static atomic_int foreign_items, other_items;
+static atomic_int item_counts[KILN_LOGITEM_COUNT];
+
+static void item_counts_reset(void) {
+    for (int i = 0; i < KILN_LOGITEM_COUNT; i++) atomic_store(&item_counts[i], 0);
+}
+
+/* Messages of every item but a and b. */
+static int items_but(kiln_log_item a, kiln_log_item b) {
+    int n = 0;
+    for (int i = 0; i < KILN_LOGITEM_COUNT; i++)
+        if (i != (int)a && i != (int)b) n += atomic_load(&item_counts[i]);
+    return n;
+}
 
 static void quiet_log(void *user, kiln_log_level level, const char *message) {
     (void)user;
@@ -553,16 +565,18 @@ static void count_item(void *user, kiln_log_level level, kiln_log_item item, con
     (void)user;
     (void)level;
     (void)message;
-    atomic_fetch_add(item == KILN_LOGITEM_JOB_AFTER_FOREIGN ? &foreign_items : &other_items, 1);
+    if ((int)item >= 0 && item < KILN_LOGITEM_COUNT) atomic_fetch_add(&item_counts[item], 1);
 }
 
+static const kiln_desc counting_desc = { .worker_count = 2, .log = quiet_log, .log_item = count_item };
+
 Test(job_graph, after_a_counter_another_runtime_keeps_using) {
-    kiln_desc d = { .worker_count = 2, .log = quiet_log, .log_item = count_item };
-    rt = kiln_create(&d);
+    item_counts_reset();
+    rt = kiln_create(&counting_desc);
     cr_assert_not_null(rt);
     main_ctx = kiln_attach(rt);
     cr_assert_not_null(main_ctx);
-    kiln_runtime *other = kiln_create(&d);
+    kiln_runtime *other = kiln_create(&counting_desc);
     cr_assert_not_null(other);
     atomic_store(&foreign_stop, false);
     pthread_t thread;
@@ -579,7 +593,151 @@ Test(job_graph, after_a_counter_another_runtime_keeps_using) {
     atomic_store(&foreign_stop, true);
     pthread_join(thread, NULL);
     kiln_destroy(other);
-    cr_assert_eq(atomic_load(&other_items), 0, "only JOB_AFTER_FOREIGN is logged");
-    cr_assert_eq(atomic_load(&ran) + atomic_load(&foreign_items) >= 50000, true,
+    cr_assert_eq(items_but(KILN_LOGITEM_JOB_AFTER_FOREIGN, KILN_LOGITEM_NONE), 0,
+                 "only JOB_AFTER_FOREIGN is logged");
+    cr_assert_eq(atomic_load(&ran) + atomic_load(&item_counts[KILN_LOGITEM_JOB_AFTER_FOREIGN]) >= 50000, true,
                  "every call ran its job or was refused (a raced one may do both)");
+}
+
+/* ---------- a counter and two runtimes ---------- */
+
+/* A job that holds its counter until the test releases it. */
+typedef struct gate { atomic_int started, release, done; } gate;
+
+static void gate_init(gate *g) {
+    atomic_store(&g->started, 0);
+    atomic_store(&g->release, 0);
+    atomic_store(&g->done, 0);
+}
+
+static void gated_job(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    gate *g = arg;
+    atomic_store(&g->started, 1);
+    while (!atomic_load(&g->release)) sched_yield();
+    atomic_store(&g->done, 1);
+}
+
+static kiln_runtime *_Atomic after_ran_on;
+
+static void note_runtime(kiln_ctx *ctx, void *arg) {
+    (void)arg;
+    atomic_store(&after_ran_on, kiln_ctx_runtime(ctx));
+}
+
+/* The counter's unfinished jobs (its flag aside), read while other threads change it. */
+static uint64_t counter_jobs(kiln_counter *c) {
+    return __atomic_load_n(&c->opaque[0], __ATOMIC_ACQUIRE) & ~(UINT64_C(1) << 63);
+}
+
+/* Runtime A's run holds a counter, and a run of runtime B names it too: B's is refused
+ * (COUNTER_FOREIGN, B's misuse), so the jobs after the counter that A then submits run on
+ * A, with A's context, once A's job is done, and both runtimes' frame ends return.
+ * Before, B's run shared the counter (COUNTER_SHARED), B's job finished it last, the jobs
+ * after it were queued and run on B, and both frame ends waited for ever. */
+Test(job_graph, counter_held_by_another_runtime_is_refused) {
+    start(1);
+    recording_log *rec_b = recording_log_new();
+    kiln_desc desc_b = recording_desc(rec_b);
+    desc_b.worker_count = 1;
+    kiln_runtime *rt_b = kiln_create(&desc_b);
+    cr_assert_not_null(rt_b, "kiln_create failed:%s", recorded_summary(rec_b));
+    kiln_ctx *ctx_b = kiln_attach(rt_b);
+    cr_assert_not_null(ctx_b);
+    kiln_frame_begin(main_ctx);
+    kiln_frame_begin(ctx_b);
+    static gate on_a, on_b;
+    gate_init(&on_a);
+    gate_init(&on_b);
+    atomic_store(&after_ran_on, NULL);
+
+    kiln_counter c = { 0 };
+    kiln_run(main_ctx, &(kiln_job){ gated_job, &on_a }, 1, &c);
+    while (!atomic_load(&on_a.started)) sched_yield();   /* on A's worker */
+    kiln_run(ctx_b, &(kiln_job){ gated_job, &on_b }, 1, &c);
+    cr_assert_eq(count_items(rec_b, KILN_LOGITEM_COUNTER_FOREIGN), 1, "log:%s",
+                 recorded_summary(rec_b));
+    kiln_counter after_done = { 0 };
+    const kiln_counter *after[] = { &c };
+    kiln_run_ex(main_ctx, &(kiln_job){ note_runtime, NULL }, 1, &after_done,
+                &(kiln_run_desc){ .after = after, .after_count = 1 });
+    /* A's job ends first: B's, had it been counted, would end the counter. */
+    atomic_store(&on_a.release, 1);
+    while (!atomic_load(&on_a.done) || counter_jobs(&c) > 1) sched_yield();
+    atomic_store(&on_b.release, 1);
+    kiln_wait(main_ctx, &after_done);
+    kiln_runtime *ran_on = atomic_load(&after_ran_on);
+    cr_assert_eq(ran_on, rt, "the job after the counter ran on %s",
+                 ran_on == rt_b ? "runtime B, with B's context" : "no runtime");
+    kiln_frame_end(main_ctx);
+    kiln_frame_end(ctx_b);
+
+    cr_assert_eq(atomic_load(&on_b.started), 0, "B's refused job never ran");
+    cr_assert_eq(count_items_with(rec_b, KILN_LOGITEM_COUNTER_FOREIGN, "holds jobs of another runtime"),
+                 1, "log:%s", recorded_summary(rec_b));
+    cr_assert_eq(recorded_count(rec_b), 1, "log:%s", recorded_summary(rec_b));
+    kiln_stats stats_b;
+    cr_assert(kiln_stats_get(rt_b, &stats_b));
+    cr_assert_eq(stats_b.api_errors, 1, "counted as B's misuse");
+    assert_no_log();
+    kiln_detach(ctx_b);
+    kiln_destroy(rt_b);
+    recording_log_free(rec_b);
+}
+
+/* Two runtimes' threads make one counter non-zero from zero at the same instant, over
+ * and over, and each names it in after at once. A claim from zero is decided by one CAS
+ * on the owner word, so the counter never counts both runtimes' jobs: a run is refused
+ * while the other runtime's jobs hold it (COUNTER_FOREIGN), an after is refused while
+ * they do (JOB_AFTER_FOREIGN), the jobs after it run on the runtime that submitted
+ * them, and every frame end of both runtimes returns. */
+enum { RACE_ROUNDS = 16384, RACE_FRAME = 64 };
+static kiln_counter raced_counter;
+static atomic_int race_ready, wrong_runtime;
+
+static void check_runtime(kiln_ctx *ctx, void *arg) {
+    if (kiln_ctx_runtime(ctx) != arg) atomic_fetch_add(&wrong_runtime, 1);
+}
+
+static void *race_for_the_counter(void *arg) {
+    kiln_runtime *own = arg;
+    kiln_ctx *ctx = kiln_attach(own);   /* drives its runtime's frame clock */
+    const kiln_counter *after[] = { &raced_counter };
+    atomic_fetch_add(&race_ready, 1);
+    while (atomic_load(&race_ready) < 2) sched_yield();
+    for (int i = 0; i < RACE_ROUNDS; i++) {
+        if (i % RACE_FRAME == 0) kiln_frame_begin(ctx);
+        kiln_counter done = { 0 };
+        kiln_run(ctx, &(kiln_job){ nop_job, NULL }, 1, &raced_counter);
+        kiln_run_ex(ctx, &(kiln_job){ check_runtime, own }, 1, &done,
+                    &(kiln_run_desc){ .after = after, .after_count = 1 });
+        kiln_wait(ctx, &done);
+        if (i % RACE_FRAME == RACE_FRAME - 1) kiln_frame_end(ctx);
+    }
+    kiln_detach(ctx);
+    return NULL;
+}
+
+Test(job_graph, two_runtimes_racing_for_an_idle_counter) {
+    _Static_assert(RACE_ROUNDS % RACE_FRAME == 0, "every frame ends");
+    item_counts_reset();
+    atomic_store(&race_ready, 0);
+    atomic_store(&wrong_runtime, 0);
+    memset(&raced_counter, 0, sizeof raced_counter);
+    kiln_runtime *rts[2];
+    pthread_t threads[2];
+    for (int i = 0; i < 2; i++) {
+        rts[i] = kiln_create(&counting_desc);
+        cr_assert_not_null(rts[i]);
+    }
+    for (int i = 0; i < 2; i++)
+        cr_assert_eq(pthread_create(&threads[i], NULL, race_for_the_counter, rts[i]), 0);
+    for (int i = 0; i < 2; i++) pthread_join(threads[i], NULL);
+    for (int i = 0; i < 2; i++) kiln_destroy(rts[i]);
+    cr_assert_eq(atomic_load(&wrong_runtime), 0, "jobs after the counter ran on the other runtime");
+    cr_assert_eq(items_but(KILN_LOGITEM_COUNTER_FOREIGN, KILN_LOGITEM_JOB_AFTER_FOREIGN), 0,
+                 "only the two refusals are logged");
+    cr_log_info("COUNTER_FOREIGN %d, JOB_AFTER_FOREIGN %d",
+                atomic_load(&item_counts[KILN_LOGITEM_COUNTER_FOREIGN]),
+                atomic_load(&item_counts[KILN_LOGITEM_JOB_AFTER_FOREIGN]));
 }

@@ -291,6 +291,26 @@ static void job_nop(kiln_ctx *ctx, void *arg) {
     if (arg) (*(int *)arg)++;
 }
 
+/* A run of ctx_a (kiln_run_ex with desc; kiln_run for a NULL desc) on a counter that a
+ * run of runtime B holds (its job waits in ctx_b's deque: B has no workers), or, with
+ * b_done, that B's run left at zero. B's job runs once and the counter ends at zero
+ * either way; returns how many of A's jobs ran. */
+static int run_on_a_counter_of_b(fx *f, const kiln_run_desc *desc, bool b_done) {
+    int runs = 0, b_runs = 0;
+    kiln_counter c = { { 0 } };
+    kiln_run(f->ctx_b, &(kiln_job){ job_nop, &b_runs }, 1, &c);
+    if (b_done) kiln_wait(f->ctx_b, &c);
+    kiln_job job = { job_nop, &runs };
+    if (desc) kiln_run_ex(f->ctx_a, &job, 1, &c, desc);
+    else kiln_run(f->ctx_a, &job, 1, &c);
+    if (!b_done) cr_expect_eq(c.opaque[0], 1, "the counter counts B's job only");
+    /* Whoever's jobs it counts waits: B's job runs only in ctx_b's wait. */
+    kiln_wait(b_done ? f->ctx_a : f->ctx_b, &c);
+    cr_expect_eq(b_runs, 1);
+    cr_expect_eq(c.opaque[0], 0, "the counter ends at zero");
+    return runs;
+}
+
 /* A run on a counter that a batch with after waits on, pinned to ctx_a like the
  * prerequisite's first run; the jobs that ran (all three once the waits return). */
 static int run_on_a_waited_counter(fx *f) {

@@ -40,6 +40,7 @@
  *   reuse of every freed slot: logged once, HANDLES_RECLAIM_STALLED (by kiln_frame_end,
  *   after 120 frame ends without progress). Call kiln_handles_quiescent before blocking.
  * - Until reuse, the freed item's memory keeps its last contents.
+ * - A thread that is not attached takes no part in this rule: see kiln_handle_get.
  *
  * What a handle is:
  * - 24 bits of slot index, 8 bits of table tag, 32 bits of generation (odd while the
@@ -60,7 +61,8 @@
  *   threads freeing the same handle exactly one succeeds.
  *
  * Concurrency (each function says its own):
- * - any thread: kiln_handle_get, kiln_handle_free (with its own context), the stats calls;
+ * - any thread: kiln_handle_get (on a thread that is not attached, what its pointer is
+ *   good for: see there), kiln_handle_free (with its own context), the stats calls;
  * - the context's thread only: kiln_handle_alloc, kiln_handle_alloc_at,
  *   kiln_handles_quiescent;
  * - create and destroy: any thread, concurrently with other creates and destroys; no
@@ -184,7 +186,18 @@ KILN_API kiln_handle kiln_handle_alloc_at(kiln_ctx *ctx, kiln_handles *table, vo
 
 /* The item, or NULL for a stale, freed, zero, forged or foreign handle (stale and
  * foreign lookups are counted; not logged: looking up a stale handle is normal use).
- * Concurrency: any thread, wait-free. The pointer is valid under the reuse rule above. */
+ * Concurrency: any thread, wait-free. On an attached thread (a job's included) the
+ * pointer is valid under the reuse rule above.
+ * - On a thread that is not attached the answer is right at the instant of the call
+ *   (NULL: h was stale then; else its live item), but no part of the reuse rule covers
+ *   the pointer: only attached contexts take part in reclaim. It stays valid only while
+ *   the caller knows by its own synchronization that h is not freed, or that no
+ *   kiln_frame_end completes between h's free and the pointer's last use (say the
+ *   driver waits for this thread before it ends the frame).
+ * - Being handed h by a job, or using the pointer while that job runs, does not cover
+ *   it: the job's lifetime protects the job's own pointers, not this thread's.
+ * - Attach such a thread (kiln_attach) and it keeps its pointers until its own
+ *   quiescent points. */
 KILN_API void *kiln_handle_get(kiln_handles *table, kiln_handle h);
 
 /* Frees the item: h is stale at once for every thread.

@@ -67,7 +67,11 @@
  *   cannot tell it from one whose jobs just finished, and refusing it would make the
  *   call's outcome depend on how fast those jobs ran.
  * - No thread blocks or polls for them: the thread whose job (or kiln_run) finishes the
- *   last prerequisite queues them on its own queue (or on their pin's inbox). Chains,
+ *   last prerequisite queues them on its own queue (or on their pin's inbox). That
+ *   thread is always one of the runtime that made the call: a counter counts the jobs of
+ *   one runtime at a time (a run of another runtime on a counter in use is refused,
+ *   COUNTER_FOREIGN, see kiln_run), and an after naming a counter in use by another
+ *   runtime's jobs is refused (JOB_AFTER_FOREIGN). Chains,
  *   fan-out (several calls after one counter), fan-in (one call after several counters,
  *   or after one counter that several runs count on) and grids all work.
  * - The call's own counter counts them from the call on (kiln_wait on it waits for them
@@ -150,9 +154,8 @@ typedef struct kiln_run_desc {
      * that counts jobs of another runtime (JOB_AFTER_FOREIGN: the jobs would be queued
      * on that runtime's threads, and this one's frame end would wait for ever). A
      * counter that becomes another runtime's while the call registers (its run raced
-     * this call) is not waited for, and logged with the same item. A counter that two
-     * runtimes take turns using while a call names it is misuse that this check may
-     * miss. */
+     * this call) is not waited for, and logged with the same item: the jobs are never
+     * queued on another runtime, however two runtimes race for one counter. */
     const kiln_counter *const *after;
     uint32_t      after_count;
 } kiln_run_desc;
@@ -167,7 +170,8 @@ typedef struct kiln_run_desc {
  *   - a bad pin: JOB_BAD_PIN;
  *   - a priority that is no kiln_priority: JOB_BAD_PRIORITY;
  *   - after: JOB_AFTER_NULL, JOB_AFTER_NULL_ENTRY, JOB_AFTER_CYCLE, JOB_AFTER_FOREIGN
- *     (see the desc).
+ *     (see the desc);
+ *   - a counter in use by a run of another runtime: COUNTER_FOREIGN (below).
  *   Each is misuse, counted in api_errors, but for a NULL or invalid ctx (no runtime
  *   to count it in).
  * - With after, no heap memory for the call's record is refused the same way (no job
@@ -176,10 +180,18 @@ typedef struct kiln_run_desc {
  * - A pin to a context that starts to detach during the call refuses the jobs not yet
  *   queued (JOB_PIN_DETACHING, which says how many); the counter then counts only those
  *   that were.
- * - A counter still non-zero from another context's run is shared, not refused: the
- *   jobs count on it together, and a warning says so once per such call
- *   (COUNTER_SHARED), since waiting on a counter that others keep adding to may wait
- *   longer than meant.
+ * - A counter counts the jobs of one runtime at a time. While it is in use by a run of
+ *   another runtime (non-zero with that runtime's jobs, or still making runnable the
+ *   jobs that waited on it), the call is refused as above: COUNTER_FOREIGN, naming the
+ *   context. Otherwise the jobs that finished it could be another runtime's, and jobs
+ *   after it (kiln_run_desc.after) would run there, with that runtime's context. Once
+ *   it reads zero (kiln_wait on it has returned) any runtime may use it again. When two
+ *   runtimes' runs find it at zero at the same instant, one of them counts on it and
+ *   the other is refused.
+ * - A counter still non-zero from a run of another context of the same runtime is
+ *   shared, not refused: the jobs count on it together, and a warning says so once per
+ *   such call (COUNTER_SHARED), since waiting on a counter that others keep adding to
+ *   may wait longer than meant.
  * Concurrency: the context's own thread; any number of contexts at once. */
 KILN_API void kiln_run(kiln_ctx *ctx, const kiln_job *jobs, size_t count, kiln_counter *counter);
 KILN_API void kiln_run_ex(kiln_ctx *ctx, const kiln_job *jobs, size_t count,

@@ -147,7 +147,8 @@
     X(JOB_BACKGROUND_FRAME_ALLOC, ERROR, "a background job asked for frame memory") \
     X(JOB_FRAME_MEMORY_NONE, ERROR, "a job asked for frame memory of a frame whose job arena could not be made (memory limit, heap)") \
     X(JOB_OUT_OF_MEMORY, ERROR, "no heap memory for job deques or a queue of pinned jobs (the caller runs those jobs), or for the record of a kiln_run_ex with after (the call is refused; not misuse)") \
-    X(COUNTER_SHARED, WARN, "a run adds to a counter another context's run still holds; both finish together") \
+    X(COUNTER_SHARED, WARN, "a run adds to a counter that another context's run of the same runtime still holds; both finish together") \
+    X(COUNTER_FOREIGN, ERROR, "a run adds to a counter that holds jobs of another runtime; refused") \
     X(COUNTER_REUSED_WAITING, ERROR, "a run adds to a counter that jobs wait on (KILN_DEBUG_CHECKS); they wait for these too") \
     /* ---- log callbacks ---- */ \
     X(LOG_CALLBACK_CALL, ERROR, "a call that creates, destroys, attaches, detaches or drives the frame clock, from inside a log callback") \
