@@ -45,7 +45,9 @@
  * - A chain of jobs that each submit the next stays in the frame of its first job, and
  *   holds that frame's end for as long as it goes on: a pipeline that must cross frame
  *   ends submits each round from outside jobs (a render thread's loop), not from the
- *   job before.
+ *   job before. A thread preempted in the middle of a submission (between counting
+ *   its jobs and queueing them) holds the frame end until it runs again: the jobs it
+ *   counted may be the frame's.
  * - The frame memory a job takes (kiln_frame_alloc with the ctx it was given) lives
  *   until the frame the job belongs to has ended, on whichever thread it ran: a worker,
  *   the driver, an attached thread helping in kiln_wait or running its own jobs. Each
