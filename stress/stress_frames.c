@@ -13,6 +13,33 @@
  * (run in the render thread's waits, from its own frame arena), and the render thread
  * detaches and attaches again now and then, so some pins meet a context that is
  * detaching (refused, JOB_PIN_DETACHING) or gone (JOB_BAD_PIN): nothing may be stranded.
+ *
+ * Beside them, the patterns of the frame clock (kiln/jobs.h, "The frame a job belongs
+ * to"), all running at once:
+ * 1. A pipelined render thread (attached, not the driver) keeps one frame job in
+ *    flight: job n + 1 is submitted before job n may finish (job n spins until it is),
+ *    so its frames overlap the driver's. Its jobs are pinned to the worker of the first
+ *    background loop, so it never runs one itself, and each takes frame memory and
+ *    checks its pattern.
+ * 2. IO threads (attached, no frame loop, never resetting their frame arena) wait on
+ *    small jobs of their own, pinned to a background loop's worker, and so run the
+ *    other threads' frame jobs meanwhile. Each keeps a handle pointer across its wait
+ *    (its job frees that handle: running jobs is no quiescent point), and its frame
+ *    memory, which the jobs it helped with take, must go back at frame ends: its
+ *    bytes_in_use stays under a bound of two frames' worth of jobs, however many jobs
+ *    it helped with, and is zero after the last two frame ends.
+ * 3. Nests (with three workers or more: two run the background loops): an IO thread's
+ *    background job B1 gets a handle pointer, runs frame job F pinned to its own worker
+ *    and waits; F runs background job B2, pinned likewise, which frees B1's handle.
+ *    After B2 and F returned, B1 waits for two frame ends (a slot freed before one may be
+ *    reused after it) and its item must still name its handle: the outermost background
+ *    job protects it until it returns.
+ * 4. Holders: frame jobs of the driver keep a handle pointer across kiln_wait on
+ *    children that free and replace handles, that one among them.
+ * 5. Handoffs: frame memory handed along a chain of jobs of one frame, on whatever
+ *    threads run them: the driver fills some of its frame memory and submits job A; A
+ *    checks it, fills memory of its own and submits B (a child, with a counter that it
+ *    waits on, or with none and returns), which checks A's later, and so on.
  * At the end kiln_destroy must find every block back (a block freed twice or leaked is
  * logged, and any other log message fails the run).
  *
@@ -32,6 +59,16 @@
 #define HANDLES      256     /* live handles the jobs share */
 #define SPIN         2000    /* iterations a job holds its memory and pointer */
 #define PIECES       4
+#define IO_THREADS   2       /* at most; one with a single worker */
+#define CHILDREN     3       /* at most, per holder */
+#define HOPS         2       /* at most, jobs after the first of a handoff chain */
+#define NEST_FRAMES  3       /* frame numbers B1 waits for after B2 returned: 2 frame ends */
+/* An IO thread's frame memory is that of the jobs it helped with, of two frames at most
+ * (frame end resets its frame's job memory on every context). Per frame fewer than 64
+ * jobs that take frame memory may run there: the driver's 8 frame jobs, a holder and 2
+ * handoffs; two batches per frame number of the render thread (7 jobs) and of each
+ * background loop (5), and a frame spans two frame numbers. Each takes under 48 KiB. */
+#define IO_MEMORY_BOUND ((size_t)2 * 64 * (48u << 10))
 
 typedef struct item { uint64_t name; uint64_t serial; } item;
 
@@ -40,9 +77,18 @@ static kiln_handles    *table;
 static _Atomic uint64_t live[HANDLES];      /* handle bits; 0: empty */
 static _Atomic uint64_t job_serial;
 static _Atomic uint64_t jobs_done, render_batches, background_rounds;
+static _Atomic uint64_t pipeline_jobs, io_rounds, nests_done, holders_done, handoffs_done;
 static _Atomic int      stop;
 static _Atomic(kiln_ctx *) render_ctx;      /* the render thread's context, for pins */
 static _Atomic int      pins_in_flight;     /* the driver is between reading render_ctx and pinning */
+static _Atomic(kiln_ctx *) loop_worker[2];  /* the workers running the background loops */
+static _Atomic uint64_t pipeline_submitted; /* the pipeline's jobs submitted so far */
+static _Atomic(kiln_ctx *) io_ctx[IO_THREADS];
+static uint64_t         io_helped[IO_THREADS], io_helped_bytes[IO_THREADS];   /* each IO thread's own */
+static size_t           io_peak[IO_THREADS];
+static _Atomic unsigned io_parked;          /* IO threads done with their rounds */
+static _Atomic int      io_release;         /* the last two frames have ended */
+static bool             nesting;            /* three workers or more: nests run (pattern 3) */
 static uint64_t         seed;
 
 /* Sizes: two small pieces, one of a few KiB, one larger than the 16 KiB block. */
@@ -66,6 +112,49 @@ static bool intact(const unsigned char *p, size_t n, uint64_t key) {
     return true;
 }
 
+/* A job's frame memory: count pieces (the first ones of piece_size), each filled with
+ * a pattern of its own. */
+typedef struct pieces { unsigned char *p[PIECES]; size_t n[PIECES]; int count; uint64_t key; } pieces;
+
+static bool pieces_take(kiln_ctx *ctx, pieces *ps, int count, uint64_t key) {
+    ps->count = count;
+    ps->key = key;
+    for (int i = 0; i < count; i++) {
+        ps->n[i] = piece_size(key, i);
+        ps->p[i] = kiln_frame_alloc(ctx, ps->n[i], 16);
+        STRESS_CHECK(ps->p[i] != NULL, "frame alloc of %zu bytes", ps->n[i]);
+        if (!ps->p[i]) return false;
+        fill(ps->p[i], ps->n[i], key + (uint64_t)i);
+    }
+    for (int i = 0; i < count; i++)
+        for (int j = i + 1; j < count; j++)
+            STRESS_CHECK(ps->p[i] + ps->n[i] <= ps->p[j] || ps->p[j] + ps->n[j] <= ps->p[i],
+                         "pieces %d and %d overlap", i, j);
+    return true;
+}
+
+static void pieces_check(const pieces *ps, const char *who, uint64_t serial) {
+    for (int i = 0; i < ps->count; i++)
+        STRESS_CHECK(intact(ps->p[i], ps->n[i], ps->key + (uint64_t)i), "piece %d of %s %" PRIu64 " overwritten",
+                     i, who, serial);
+}
+
+/* A handle pointer kept for a while: the item must go on naming its handle. */
+typedef struct held { uint64_t bits; item *it; item seen; } held;
+
+static held hold(uint64_t slot) {
+    held h = { atomic_load(&live[slot % HANDLES]), NULL, { 0, 0 } };
+    h.it = h.bits ? kiln_handle_get(table, (kiln_handle){ h.bits }) : NULL;
+    if (h.it) h.seen = *h.it;
+    STRESS_CHECK(!h.it || h.seen.name == h.bits, "a resolved item names another handle");
+    return h;
+}
+
+static void still_held(const held *h, const char *who) {
+    if (h->it)
+        STRESS_CHECK(h->it->name == h->seen.name && h->it->serial == h->seen.serial, "slot reused under %s", who);
+}
+
 /* Frees a handle this job took out of live[] (it owns it now: exactly one taker). */
 static void release(kiln_ctx *ctx, uint64_t bits) {
     if (bits) STRESS_CHECK(kiln_handle_free(ctx, table, (kiln_handle){ bits }), "free of an owned handle");
@@ -81,31 +170,29 @@ static void replace(kiln_ctx *ctx, uint64_t slot, uint64_t serial) {
     release(ctx, atomic_exchange(&live[slot], h.bits));
 }
 
+/* Counts a job with frame memory that an IO thread helped with (its own counters: only
+ * that thread runs jobs with its context). */
+static void note_helped(kiln_ctx *ctx, size_t bytes) {
+    for (int i = 0; i < IO_THREADS; i++) {
+        if (atomic_load_explicit(&io_ctx[i], memory_order_relaxed) == ctx) {
+            io_helped[i]++;
+            io_helped_bytes[i] += bytes;
+        }
+    }
+}
+
 static void frame_job(kiln_ctx *ctx, void *arg) {
     (void)arg;
     uint64_t serial = atomic_fetch_add_explicit(&job_serial, 1, memory_order_relaxed);
     uint64_t r = stress_mix(seed ^ serial);
-    unsigned char *p[PIECES];
-    size_t n[PIECES];
-    for (int i = 0; i < PIECES; i++) {
-        n[i] = piece_size(r, i);
-        p[i] = kiln_frame_alloc(ctx, n[i], 16);
-        STRESS_CHECK(p[i] != NULL, "frame alloc of %zu bytes", n[i]);
-        if (!p[i]) return;
-        fill(p[i], n[i], r + (uint64_t)i);
-    }
-    for (int i = 0; i < PIECES; i++)
-        for (int j = i + 1; j < PIECES; j++)
-            STRESS_CHECK(p[i] + n[i] <= p[j] || p[j] + n[j] <= p[i], "pieces %d and %d overlap", i, j);
-    uint64_t bits = atomic_load(&live[r % HANDLES]);
-    item *it = bits ? kiln_handle_get(table, (kiln_handle){ bits }) : NULL;
-    item seen = it ? *it : (item){ 0, 0 };
-    STRESS_CHECK(!it || seen.name == bits, "a resolved item names another handle");
+    pieces ps;
+    if (!pieces_take(ctx, &ps, PIECES, r)) return;
+    note_helped(ctx, ps.n[0] + ps.n[1] + ps.n[2] + ps.n[3]);
+    held h = hold(r);
     for (volatile unsigned spin = 0; spin < SPIN; spin++) {
     }
-    for (int i = 0; i < PIECES; i++)
-        STRESS_CHECK(intact(p[i], n[i], r + (uint64_t)i), "piece %d of job %" PRIu64 " overwritten", i, serial);
-    if (it) STRESS_CHECK(it->name == seen.name && it->serial == seen.serial, "slot reused under a job");
+    pieces_check(&ps, "job", serial);
+    still_held(&h, "a job");
     if (r % 3 == 0) replace(ctx, (r >> 16) % HANDLES, serial);
     atomic_fetch_add_explicit(&jobs_done, 1, memory_order_relaxed);
 }
@@ -168,9 +255,11 @@ static void *render_main(void *arg) {
     return NULL;
 }
 
-/* A background job: frame jobs of its own, waited for, until the run stops. */
+/* A background job: frame jobs of its own, waited for, until the run stops. The loops
+ * never return before then, so the jobs pinned to their workers run only in their
+ * waits, and those workers never take a background job. */
 static void background_main(kiln_ctx *ctx, void *arg) {
-    (void)arg;
+    atomic_store(&loop_worker[(uintptr_t)arg], ctx);
     uint64_t last_frame = 0;
     for (uint64_t b = 0; !atomic_load(&stop); b++) {
         if (b % 2 == 0) pace(ctx, &last_frame);
@@ -187,6 +276,217 @@ static void pin_to_render(kiln_ctx *ctx) {
     kiln_ctx *r = atomic_load(&render_ctx);
     if (r) kiln_run_ex(ctx, &(kiln_job){ frame_job, NULL }, 1, NULL, &(kiln_run_desc){ .pinned_to = r });
     atomic_store(&pins_in_flight, 0);
+}
+
+/* ---- 1. the pipelined render thread ---------------------------------------------- */
+
+/* Job n: its frame memory, then a spin until job n + 1 is queued, so that the pipeline
+ * is never empty; the frame end of job n's frame waits for it meanwhile. */
+static void pipeline_job(kiln_ctx *ctx, void *arg) {
+    uint64_t n = (uint64_t)(uintptr_t)arg;
+    STRESS_CHECK(ctx == atomic_load(&loop_worker[0]), "pipeline job %" PRIu64 " ran off its pin", n);
+    pieces ps;
+    if (!pieces_take(ctx, &ps, 3, stress_mix(seed ^ ~n))) return;
+    while (atomic_load(&pipeline_submitted) < n + 2 && !atomic_load(&stop)) sched_yield();
+    pieces_check(&ps, "pipeline job", n);
+    atomic_fetch_add_explicit(&pipeline_jobs, 1, memory_order_relaxed);
+}
+
+/* Its wait is isolated: it runs no other thread's job. Job n, spinning on the worker,
+ * waits for this thread; a job that this thread took meanwhile could wait for a job that
+ * the worker set aside to run job n, and neither would go on. */
+static void *pipeline_main(void *arg) {
+    (void)arg;
+    kiln_ctx *ctx = kiln_attach(rt);
+    STRESS_CHECK(ctx != NULL, "pipeline thread attach");
+    if (!ctx) return NULL;
+    kiln_run_desc pin = { .pinned_to = atomic_load(&loop_worker[0]) };
+    kiln_counter counters[2] = { { { 0, 0 } }, { { 0, 0 } } };
+    kiln_run_ex(ctx, &(kiln_job){ pipeline_job, (void *)(uintptr_t)0 }, 1, &counters[0], &pin);
+    atomic_store(&pipeline_submitted, 1);
+    for (uint64_t n = 0; !atomic_load(&stop); n++) {   /* job n is in flight */
+        kiln_run_ex(ctx, &(kiln_job){ pipeline_job, (void *)(uintptr_t)(n + 1) }, 1, &counters[(n + 1) & 1], &pin);
+        atomic_store(&pipeline_submitted, n + 2);
+        kiln_wait_ex(ctx, &counters[n & 1], &(kiln_wait_desc){ .isolate = true });
+        kiln_handles_quiescent(ctx);
+    }
+    kiln_wait(ctx, &counters[0]);
+    kiln_wait(ctx, &counters[1]);
+    kiln_detach(ctx);
+    return NULL;
+}
+
+/* ---- 2 and 3. IO threads, and their background nests ------------------------------- */
+
+typedef struct nest {
+    uint64_t  slot;     /* live[] entry whose handle B1 holds and B2 frees */
+    uint64_t  serial;
+    kiln_ctx *b1;       /* B1's worker: F and B2 are pinned to it */
+} nest;
+
+static nest nests[IO_THREADS];   /* one per IO thread, one round at a time */
+
+static void nest_inner(kiln_ctx *ctx, void *arg) {   /* B2 */
+    nest *n = arg;
+    STRESS_CHECK(ctx == n->b1, "B2 ran off its pin");
+    replace(ctx, n->slot, n->serial);   /* frees the handle B1 holds */
+}
+
+static void nest_frame(kiln_ctx *ctx, void *arg) {   /* F */
+    nest *n = arg;
+    STRESS_CHECK(ctx == n->b1, "F ran off its pin");
+    pieces ps;
+    if (!pieces_take(ctx, &ps, 3, stress_mix(n->serial))) return;
+    held h = hold(n->slot + 1);
+    kiln_counter c = { { 0, 0 } };
+    kiln_run_ex(ctx, &(kiln_job){ nest_inner, n }, 1, &c, &(kiln_run_desc){ .background = true, .pinned_to = ctx });
+    kiln_wait(ctx, &c);
+    pieces_check(&ps, "nested frame job", n->serial);
+    still_held(&h, "a frame job across its background job");
+}
+
+static void nest_outer(kiln_ctx *ctx, void *arg) {   /* B1 */
+    nest *n = arg;
+    n->b1 = ctx;
+    held h = hold(n->slot);
+    kiln_counter c = { { 0, 0 } };
+    kiln_run_ex(ctx, &(kiln_job){ nest_frame, n }, 1, &c, &(kiln_run_desc){ .pinned_to = ctx });
+    kiln_wait(ctx, &c);
+    uint64_t last_frame = kiln_frame_number(rt);   /* B2 freed the handle: frames end, B1 holds on */
+    for (int i = 0; i < NEST_FRAMES; i++) pace(ctx, &last_frame);
+    still_held(&h, "a background job across its nested frame and background jobs");
+    atomic_fetch_add_explicit(&nests_done, 1, memory_order_relaxed);
+}
+
+/* An IO thread's own small job: frees and replaces the handle the thread holds. */
+static void io_job(kiln_ctx *ctx, void *arg) {
+    pieces ps;
+    uint64_t serial = atomic_fetch_add_explicit(&job_serial, 1, memory_order_relaxed);
+    if (!pieces_take(ctx, &ps, 1, stress_mix(seed ^ serial))) return;
+    replace(ctx, (uint64_t)(uintptr_t)arg, serial);
+    pieces_check(&ps, "IO job", serial);
+}
+
+static void io_memory_check(unsigned i, kiln_arena *frame, bool at_end) {
+    kiln_arena_stats stats;
+    STRESS_CHECK(kiln_arena_stats_get(frame, &stats), "stats of IO thread %u's frame arena", i);
+    if (stats.bytes_in_use > io_peak[i]) io_peak[i] = stats.bytes_in_use;
+    STRESS_CHECK(stats.bytes_in_use <= IO_MEMORY_BOUND,
+                 "IO thread %u holds %zu bytes of frame memory (bound %zu) after helping with %" PRIu64
+                 " jobs", i, stats.bytes_in_use, IO_MEMORY_BOUND, io_helped[i]);
+    if (at_end)
+        STRESS_CHECK(stats.bytes_in_use == 0, "IO thread %u holds %zu bytes of frame memory after the last frame ends",
+                     i, stats.bytes_in_use);
+}
+
+static void *io_main(void *arg) {
+    unsigned i = (unsigned)(uintptr_t)arg;
+    kiln_ctx *ctx = kiln_attach(rt);
+    STRESS_CHECK(ctx != NULL, "IO thread attach");
+    if (!ctx) return NULL;
+    atomic_store(&io_ctx[i], ctx);
+    kiln_arena *frame = kiln_frame_arena(ctx);   /* its own; its stats count its job memory */
+    /* Its jobs go to the second loop's worker (the first's with a single worker), the
+     * nests wherever a worker is free: the loops take two. */
+    kiln_run_desc pin = { .pinned_to = atomic_load(&loop_worker[1]) ? atomic_load(&loop_worker[1])
+                                                                     : atomic_load(&loop_worker[0]) };
+    stress_rng rng = stress_rng_make(seed, 100 + i);
+    for (uint64_t round = 0; !atomic_load(&stop); round++) {
+        uint64_t r = stress_next(&rng);
+        held h = hold(r);
+        kiln_counter c = { { 0, 0 } };
+        kiln_run_ex(ctx, &(kiln_job){ io_job, (void *)(uintptr_t)(r % HANDLES) }, 1, &c, &pin);
+        if (nesting && round % 4 == 0) {   /* B1: a background job, on a free worker */
+            nests[i] = (nest){ .slot = stress_mix(r) % HANDLES, .serial = r };
+            kiln_run_ex(ctx, &(kiln_job){ nest_outer, &nests[i] }, 1, &c, &(kiln_run_desc){ .background = true });
+        }
+        kiln_wait(ctx, &c);   /* runs other threads' frame jobs meanwhile */
+        still_held(&h, "an IO thread's wait");
+        kiln_handles_quiescent(ctx);
+        io_memory_check(i, frame, false);
+        atomic_fetch_add_explicit(&io_rounds, 1, memory_order_relaxed);
+    }
+    atomic_fetch_add(&io_parked, 1);
+    while (!atomic_load(&io_release)) sched_yield();
+    io_memory_check(i, frame, true);
+    atomic_store(&io_ctx[i], NULL);
+    kiln_detach(ctx);
+    return NULL;
+}
+
+/* ---- 4. holders ----------------------------------------------------------------- */
+
+static void replace_job(kiln_ctx *ctx, void *arg) {
+    uint64_t serial = atomic_fetch_add_explicit(&job_serial, 1, memory_order_relaxed);
+    replace(ctx, (uint64_t)(uintptr_t)arg, serial);
+}
+
+/* Keeps a handle pointer across its wait on children that replace handles, its own
+ * among them: its frame cannot end before it returns, so the slot stays its item's. */
+static void holder_job(kiln_ctx *ctx, void *arg) {
+    (void)arg;
+    uint64_t serial = atomic_fetch_add_explicit(&job_serial, 1, memory_order_relaxed);
+    uint64_t r = stress_mix(seed ^ serial);
+    pieces ps;
+    if (!pieces_take(ctx, &ps, 2, r)) return;
+    note_helped(ctx, ps.n[0] + ps.n[1]);
+    held h = hold(r);
+    kiln_job children[CHILDREN];
+    size_t count = 1 + (r >> 8) % CHILDREN;
+    for (size_t k = 0; k < count; k++)   /* the first one frees the held handle */
+        children[k] = (kiln_job){ replace_job, (void *)(uintptr_t)((r + k * 17) % HANDLES) };
+    kiln_counter c = { { 0, 0 } };
+    kiln_run(ctx, children, count, &c);
+    kiln_wait(ctx, &c);
+    still_held(&h, "a frame job's wait on its children");
+    pieces_check(&ps, "holder", serial);
+    atomic_fetch_add_explicit(&holders_done, 1, memory_order_relaxed);
+}
+
+/* ---- 5. handoffs ---------------------------------------------------------------- */
+
+/* Frame memory handed to the next job of a chain, itself in frame memory. */
+typedef struct handoff {
+    const unsigned char *bytes;
+    size_t               size;
+    uint64_t             key;
+    unsigned             hops;   /* jobs of the chain after the one it is handed to */
+} handoff;
+
+/* Some frame memory after the record, filled; NULL when the frame allocation fails. */
+static handoff *handoff_make(kiln_ctx *ctx, uint64_t key, unsigned hops) {
+    size_t size = 64 + (size_t)(key % 4096);
+    handoff *h = kiln_frame_alloc(ctx, sizeof *h + size, 16);
+    STRESS_CHECK(h != NULL, "frame alloc of %zu bytes", sizeof *h + size);
+    if (!h) return NULL;
+    unsigned char *bytes = (unsigned char *)(h + 1);
+    fill(bytes, size, key);
+    *h = (handoff){ bytes, size, key, hops };
+    return h;
+}
+
+/* Checks what the job before handed over (it may have returned long ago, on another
+ * thread), then hands memory of its own to the next. */
+static void handoff_job(kiln_ctx *ctx, void *arg) {
+    const handoff *from = arg;
+    STRESS_CHECK(intact(from->bytes, from->size, from->key), "frame memory handed over (%u hops left) overwritten",
+                 from->hops);
+    if (from->hops > 0) {
+        handoff *next = handoff_make(ctx, stress_mix(from->key), from->hops - 1);
+        if (next) {
+            note_helped(ctx, sizeof *next + next->size);
+            if (next->key & 1) {   /* no counter: this job returns, the next runs later */
+                kiln_run(ctx, &(kiln_job){ handoff_job, next }, 1, NULL);
+            } else {
+                kiln_counter c = { { 0, 0 } };
+                kiln_run(ctx, &(kiln_job){ handoff_job, next }, 1, &c);
+                kiln_wait(ctx, &c);
+                STRESS_CHECK(intact(next->bytes, next->size, next->key), "frame memory handed back overwritten");
+            }
+        }
+    }
+    STRESS_CHECK(intact(from->bytes, from->size, from->key), "frame memory handed over overwritten during the job");
+    atomic_fetch_add_explicit(&handoffs_done, 1, memory_order_relaxed);
 }
 
 int main(int argc, char **argv) {
@@ -209,19 +509,33 @@ int main(int argc, char **argv) {
     for (uint64_t i = 0; i < HANDLES; i++) replace(ctx, i, 0);
 
     double start = stress_seconds();
-    pthread_t render;
+    pthread_t render, pipeline, io[IO_THREADS];
+    unsigned io_count = opt.threads >= 2 ? 2 : 1;
+    nesting = opt.threads >= 3;
     if (pthread_create(&render, NULL, render_main, NULL) != 0) return 1;
     kiln_counter background = { { 0, 0 } };
-    kiln_job bg[2] = { { background_main, NULL }, { background_main, NULL } };
+    kiln_job bg[2] = { { background_main, (void *)(uintptr_t)0 }, { background_main, (void *)(uintptr_t)1 } };
     kiln_run_ex(ctx, bg, 2, &background, &(kiln_run_desc){ .background = true });
+    /* The pipeline and the IO threads pin to the loops' workers (a single worker runs
+     * only the first loop until the end). */
+    while (!atomic_load(&loop_worker[0]) || (opt.threads >= 2 && !atomic_load(&loop_worker[1]))) sched_yield();
+    if (pthread_create(&pipeline, NULL, pipeline_main, NULL) != 0) return 1;
+    for (unsigned i = 0; i < io_count; i++)
+        if (pthread_create(&io[i], NULL, io_main, (void *)(uintptr_t)i) != 0) return 1;
     stress_rng rng = stress_rng_make(opt.seed, 0);
     for (uint64_t frame = 0; frame < opt.iterations; frame++) {
         kiln_frame_begin(ctx);
         uint64_t r = stress_next(&rng);
         if (r % 4 != 0) {   /* some frames empty: frame ends then come fast */
-            kiln_job jobs[8];
+            kiln_job jobs[10];
             size_t count = 1 + r % 8;
             for (size_t i = 0; i < count; i++) jobs[i] = (kiln_job){ frame_job, NULL };
+            jobs[count++] = (kiln_job){ holder_job, NULL };
+            /* The chain starts from the driver's own frame memory, which lives until
+             * this frame's end. */
+            uint64_t key = stress_mix(r);
+            handoff *start_of_chain = handoff_make(ctx, key, (unsigned)(key >> 32) % (HOPS + 1));
+            if (start_of_chain) jobs[count++] = (kiln_job){ handoff_job, start_of_chain };
             kiln_run(ctx, jobs, count, NULL);   /* no counter: frame end waits */
         }
         pin_to_render(ctx);
@@ -229,19 +543,36 @@ int main(int argc, char **argv) {
     }
     atomic_store(&stop, 1);
     pthread_join(render, NULL);
+    pthread_join(pipeline, NULL);
     kiln_wait(ctx, &background);
-    kiln_frame_begin(ctx);
-    kiln_frame_end(ctx);
+    while (atomic_load(&io_parked) < io_count) sched_yield();
+    for (int f = 0; f < 2; f++) {   /* both frame parities: every job's memory goes back */
+        kiln_frame_begin(ctx);
+        kiln_frame_end(ctx);
+    }
+    atomic_store(&io_release, 1);
+    for (unsigned i = 0; i < io_count; i++) pthread_join(io[i], NULL);
     double seconds = stress_seconds() - start;
 
     for (uint64_t i = 0; i < HANDLES; i++) release(ctx, atomic_exchange(&live[i], 0));
     kiln_handles_destroy(table);
     kiln_detach(ctx);
     kiln_destroy(rt);   /* every block back, none twice: anything else is logged */
+    uint64_t helped = 0, helped_bytes = 0;
+    size_t peak = 0;
+    for (unsigned i = 0; i < io_count; i++) {
+        helped += io_helped[i];
+        helped_bytes += io_helped_bytes[i];
+        if (io_peak[i] > peak) peak = io_peak[i];
+    }
     printf("stress-frames: %" PRIu64 " frames, %" PRIu64 " frame jobs (%" PRIu64
-           " render batches, %" PRIu64 " background rounds, %" PRIu64 " refused pins and expected warnings) in %.1f s, %"
-           PRIu64 " failures\n", opt.iterations, atomic_load(&jobs_done),
-           atomic_load(&render_batches), atomic_load(&background_rounds),
-           atomic_load(&log.expected_seen), seconds, stress_failure_count());
+           " render batches, %" PRIu64 " background rounds, %" PRIu64 " refused pins and expected warnings); %"
+           PRIu64 " pipelined jobs, %" PRIu64 " IO rounds (%" PRIu64 " jobs helped with, %" PRIu64
+           " KiB of their frame memory, at most %zu KiB held at once), %" PRIu64 " nests, %" PRIu64
+           " holders, %" PRIu64 " handoffs in %.1f s, %" PRIu64 " failures\n",
+           opt.iterations, atomic_load(&jobs_done), atomic_load(&render_batches),
+           atomic_load(&background_rounds), atomic_load(&log.expected_seen), atomic_load(&pipeline_jobs),
+           atomic_load(&io_rounds), helped, helped_bytes >> 10, peak >> 10, atomic_load(&nests_done),
+           atomic_load(&holders_done), atomic_load(&handoffs_done), seconds, stress_failure_count());
     return stress_failure_count() == 0 ? 0 : 1;
 }
