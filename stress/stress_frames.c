@@ -21,19 +21,24 @@
  *    so its frames overlap the driver's. Its jobs are pinned to the worker of the first
  *    background loop, so it never runs one itself, and each takes frame memory and
  *    checks its pattern.
- * 2. IO threads (attached, no frame loop, never resetting their frame arena) wait on
- *    small jobs of their own, pinned to a background loop's worker, and so run the
- *    other threads' frame jobs meanwhile. Each keeps a handle pointer across its wait
- *    (its job frees that handle: running jobs is no quiescent point), and its frame
- *    memory, which the jobs it helped with take, must go back at frame ends: its
- *    bytes_in_use stays under a bound of two frames' worth of jobs, however many jobs
- *    it helped with, and is zero after the last two frame ends.
- * 3. Nests (with three workers or more: two run the background loops): an IO thread's
- *    background job B1 gets a handle pointer, runs frame job F pinned to its own worker
- *    and waits; F runs background job B2, pinned likewise, which frees B1's handle.
- *    After B2 and F returned, B1 waits for two frame ends (a slot freed before one may be
- *    reused after it) and its item must still name its handle: the outermost background
- *    job protects it until it returns.
+ * 2. IO threads (attached, no frame loop, never resetting their frame arena) wait, a few
+ *    times per frame, on small jobs of their own pinned to a background loop's worker,
+ *    and so run the other threads' frame jobs meanwhile. Their frame memory, which the
+ *    jobs they helped with take, must go back at frame ends: its bytes_in_use stays under
+ *    a bound of two frames' worth of jobs, however many jobs they helped with, and is
+ *    zero after the last two frame ends.
+ * 3. Long holds, one at a time (the others pass quiescent points meanwhile), in turns:
+ *    - an IO thread keeps a handle pointer across its waits for three frame ends, its
+ *      first job freeing that handle: running jobs is no quiescent point;
+ *    - with three workers or more (two run the background loops), a nest: an IO
+ *      thread's background job B1, collected rounds later, gets a handle pointer, runs
+ *      frame job F pinned to its own worker and waits; F runs background job B2, pinned
+ *      likewise, which frees B1's handle. After B2 and F returned, B1 waits for three
+ *      frame ends: the outermost background job protects its pointer until it returns.
+ *    Each item must still name its handle at the end. The freeing jobs free more
+ *    handles, so that the slot reaches the table at once, but the table hands out
+ *    reusable slots oldest first, behind the few hundred that the hold before left: a
+ *    protection that broke is caught in some runs, not in every one.
  * 4. Holders: frame jobs of the driver keep a handle pointer across kiln_wait on
  *    children that free and replace handles, that one among them.
  * 5. Handoffs: frame memory handed along a chain of jobs of one frame, on whatever
@@ -53,6 +58,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "stress_common.h"
 
@@ -62,7 +68,13 @@
 #define IO_THREADS   2       /* at most; one with a single worker */
 #define CHILDREN     3       /* at most, per holder */
 #define HOPS         2       /* at most, jobs after the first of a handoff chain */
-#define NEST_FRAMES  3       /* frame numbers B1 waits for after B2 returned: 2 frame ends */
+/* Frame numbers a pointer is kept after its handle was freed: three frame ends or more.
+ * A slot freed in a frame is reusable after the frame end that follows every outside
+ * thread's quiescent point after the free, so without the holder's protection it could
+ * be reused meanwhile. */
+#define HOLD_FRAMES  4
+#define IO_ROUNDS    4       /* an IO thread's rounds per frame number, at most */
+#define FLUSH_FREES  32      /* handles replaced after a holder's: see replace_batch */
 /* An IO thread's frame memory is that of the jobs it helped with, of two frames at most
  * (frame end resets its frame's job memory on every context). Per frame fewer than 64
  * jobs that take frame memory may run there: the driver's 8 frame jobs, a holder and 2
@@ -86,6 +98,12 @@ static _Atomic uint64_t pipeline_submitted; /* the pipeline's jobs submitted so 
 static _Atomic(kiln_ctx *) io_ctx[IO_THREADS];
 static uint64_t         io_helped[IO_THREADS], io_helped_bytes[IO_THREADS];   /* each IO thread's own */
 static size_t           io_peak[IO_THREADS];
+static unsigned         io_threads;         /* 2, or 1 with a single worker */
+/* One long hold at a time, the IO threads' in turns (turn t: thread t % io_threads; a
+ * nest every other time it is a thread's, with nesting, else its pointer). Meanwhile
+ * every other thread passes quiescent points, so only the holder's protection keeps its
+ * slot from reuse: two holders at once would each protect the other's slot. */
+static _Atomic uint64_t hold_turn;
 static _Atomic unsigned io_parked;          /* IO threads done with their rounds */
 static _Atomic int      io_release;         /* the last two frames have ended */
 static bool             nesting;            /* three workers or more: nests run (pattern 3) */
@@ -170,6 +188,13 @@ static void replace(kiln_ctx *ctx, uint64_t slot, uint64_t serial) {
     release(ctx, atomic_exchange(&live[slot], h.bits));
 }
 
+/* Replaces live[slot]'s handle, then FLUSH_FREES others, so that the context's cache,
+ * which hands its frees to the table a batch at a time, hands on the slot at once. */
+static void replace_batch(kiln_ctx *ctx, uint64_t slot, uint64_t serial) {
+    replace(ctx, slot, serial);
+    for (uint64_t k = 1; k <= FLUSH_FREES; k++) replace(ctx, stress_mix(serial + k) % HANDLES, serial);
+}
+
 /* Counts a job with frame memory that an IO thread helped with (its own counters: only
  * that thread runs jobs with its context). */
 static void note_helped(kiln_ctx *ctx, size_t bytes) {
@@ -216,6 +241,14 @@ static void pace(kiln_ctx *ctx, uint64_t *last_frame) {
         now = kiln_frame_number(rt);
     }
     *last_frame = now;
+}
+
+/* Sleeps until the frame number has moved count times since *last_frame (0: once it
+ * differs), or the run stops: a thread that waits on something outside kiln. */
+static void sleep_frames(uint64_t *last_frame, uint64_t count) {
+    uint64_t target = *last_frame + (count ? count : 1);
+    while (kiln_frame_number(rt) < target && !atomic_load(&stop)) usleep(1000);
+    *last_frame = kiln_frame_number(rt);
 }
 
 static void run_batch(kiln_ctx *ctx, size_t count) {
@@ -286,7 +319,7 @@ static void pipeline_job(kiln_ctx *ctx, void *arg) {
     uint64_t n = (uint64_t)(uintptr_t)arg;
     STRESS_CHECK(ctx == atomic_load(&loop_worker[0]), "pipeline job %" PRIu64 " ran off its pin", n);
     pieces ps;
-    if (!pieces_take(ctx, &ps, 3, stress_mix(seed ^ ~n))) return;
+    if (!pieces_take(ctx, &ps, 1, stress_mix(seed ^ ~n))) return;
     while (atomic_load(&pipeline_submitted) < n + 2 && !atomic_load(&stop)) sched_yield();
     pieces_check(&ps, "pipeline job", n);
     atomic_fetch_add_explicit(&pipeline_jobs, 1, memory_order_relaxed);
@@ -319,17 +352,18 @@ static void *pipeline_main(void *arg) {
 /* ---- 2 and 3. IO threads, and their background nests ------------------------------- */
 
 typedef struct nest {
-    uint64_t  slot;     /* live[] entry whose handle B1 holds and B2 frees */
-    uint64_t  serial;
-    kiln_ctx *b1;       /* B1's worker: F and B2 are pinned to it */
+    uint64_t    slot;     /* live[] entry whose handle B1 holds and B2 frees */
+    uint64_t    serial;
+    kiln_ctx   *b1;       /* B1's worker: F and B2 are pinned to it */
+    _Atomic int done;     /* B1 is about to return */
 } nest;
 
-static nest nests[IO_THREADS];   /* one per IO thread, one round at a time */
+static nest nests[IO_THREADS];   /* one per IO thread, one at a time */
 
-static void nest_inner(kiln_ctx *ctx, void *arg) {   /* B2 */
+static void nest_inner(kiln_ctx *ctx, void *arg) {   /* B2: frees the handle B1 holds */
     nest *n = arg;
     STRESS_CHECK(ctx == n->b1, "B2 ran off its pin");
-    replace(ctx, n->slot, n->serial);   /* frees the handle B1 holds */
+    replace_batch(ctx, n->slot, n->serial);
 }
 
 static void nest_frame(kiln_ctx *ctx, void *arg) {   /* F */
@@ -353,17 +387,23 @@ static void nest_outer(kiln_ctx *ctx, void *arg) {   /* B1 */
     kiln_run_ex(ctx, &(kiln_job){ nest_frame, n }, 1, &c, &(kiln_run_desc){ .pinned_to = ctx });
     kiln_wait(ctx, &c);
     uint64_t last_frame = kiln_frame_number(rt);   /* B2 freed the handle: frames end, B1 holds on */
-    for (int i = 0; i < NEST_FRAMES; i++) pace(ctx, &last_frame);
+    sleep_frames(&last_frame, HOLD_FRAMES);
     still_held(&h, "a background job across its nested frame and background jobs");
     atomic_fetch_add_explicit(&nests_done, 1, memory_order_relaxed);
+    atomic_store(&n->done, 1);
 }
 
-/* An IO thread's own small job: frees and replaces the handle the thread holds. */
+/* An IO thread's own small job: frees and replaces live[arg % HANDLES]'s handle, which
+ * the thread may hold (arg >= HANDLES: it does, from now on). */
 static void io_job(kiln_ctx *ctx, void *arg) {
     pieces ps;
     uint64_t serial = atomic_fetch_add_explicit(&job_serial, 1, memory_order_relaxed);
     if (!pieces_take(ctx, &ps, 1, stress_mix(seed ^ serial))) return;
-    replace(ctx, (uint64_t)(uintptr_t)arg, serial);
+    uintptr_t a = (uintptr_t)arg;
+    if (a >= HANDLES) replace_batch(ctx, a % HANDLES, serial);
+    else replace(ctx, a, serial);
+    for (volatile unsigned spin = 0; spin < SPIN; spin++) {   /* its thread helps meanwhile */
+    }
     pieces_check(&ps, "IO job", serial);
 }
 
@@ -390,22 +430,51 @@ static void *io_main(void *arg) {
      * nests wherever a worker is free: the loops take two. */
     kiln_run_desc pin = { .pinned_to = atomic_load(&loop_worker[1]) ? atomic_load(&loop_worker[1])
                                                                      : atomic_load(&loop_worker[0]) };
+    kiln_counter nest_counter = { { 0, 0 } };   /* a nest, collected in a later round */
+    bool nest_running = false;
+    held h = { 0, NULL, { 0, 0 } };             /* a pointer kept across rounds */
+    uint64_t held_from = 0, last_frame = 0;
     stress_rng rng = stress_rng_make(seed, 100 + i);
     for (uint64_t round = 0; !atomic_load(&stop); round++) {
+        if (round % IO_ROUNDS == 0) sleep_frames(&last_frame, 1);   /* as if on IO */
         uint64_t r = stress_next(&rng);
-        held h = hold(r);
-        kiln_counter c = { { 0, 0 } };
-        kiln_run_ex(ctx, &(kiln_job){ io_job, (void *)(uintptr_t)(r % HANDLES) }, 1, &c, &pin);
-        if (nesting && round % 4 == 0) {   /* B1: a background job, on a free worker */
-            nests[i] = (nest){ .slot = stress_mix(r) % HANDLES, .serial = r };
-            kiln_run_ex(ctx, &(kiln_job){ nest_outer, &nests[i] }, 1, &c, &(kiln_run_desc){ .background = true });
+        uint64_t now = kiln_frame_number(rt);
+        uintptr_t job_arg = (uintptr_t)(r % HANDLES);
+        uint64_t turn = atomic_load(&hold_turn);
+        if (!h.it && !nest_running && turn % io_threads == i) {   /* this thread's long hold */
+            if (nesting && turn / io_threads % 2 == 1) {   /* B1: a background job, on a free worker */
+                nests[i].slot = stress_mix(r) % HANDLES;
+                nests[i].serial = r;
+                atomic_store(&nests[i].done, 0);
+                kiln_run_ex(ctx, &(kiln_job){ nest_outer, &nests[i] }, 1, &nest_counter,
+                            &(kiln_run_desc){ .background = true });
+                nest_running = true;
+            } else {   /* its pointer, whose handle the job below frees */
+                h = hold(r);
+                held_from = now;
+                job_arg += HANDLES;
+            }
         }
-        kiln_wait(ctx, &c);   /* runs other threads' frame jobs meanwhile */
-        still_held(&h, "an IO thread's wait");
-        kiln_handles_quiescent(ctx);
+        kiln_counter c = { { 0, 0 } };
+        kiln_run_ex(ctx, &(kiln_job){ io_job, (void *)job_arg }, 1, &c, &pin);
+        kiln_wait(ctx, &c);   /* runs other threads' frame jobs meanwhile: no quiescent point */
+        if (h.it && kiln_frame_number(rt) >= held_from + HOLD_FRAMES) {
+            still_held(&h, "an IO thread's waits");
+            h.it = NULL;
+            atomic_fetch_add(&hold_turn, 1);
+        }
+        if (nest_running && atomic_load(&nests[i].done)) {
+            kiln_wait(ctx, &nest_counter);
+            nest_running = false;
+            atomic_fetch_add(&hold_turn, 1);
+        }
+        if (!h.it) kiln_handles_quiescent(ctx);
         io_memory_check(i, frame, false);
         atomic_fetch_add_explicit(&io_rounds, 1, memory_order_relaxed);
     }
+    if (nest_running) kiln_wait(ctx, &nest_counter);
+    still_held(&h, "an IO thread's waits");
+    kiln_handles_quiescent(ctx);
     atomic_fetch_add(&io_parked, 1);
     while (!atomic_load(&io_release)) sched_yield();
     io_memory_check(i, frame, true);
@@ -510,7 +579,7 @@ int main(int argc, char **argv) {
 
     double start = stress_seconds();
     pthread_t render, pipeline, io[IO_THREADS];
-    unsigned io_count = opt.threads >= 2 ? 2 : 1;
+    io_threads = opt.threads >= 2 ? 2 : 1;
     nesting = opt.threads >= 3;
     if (pthread_create(&render, NULL, render_main, NULL) != 0) return 1;
     kiln_counter background = { { 0, 0 } };
@@ -520,7 +589,7 @@ int main(int argc, char **argv) {
      * only the first loop until the end). */
     while (!atomic_load(&loop_worker[0]) || (opt.threads >= 2 && !atomic_load(&loop_worker[1]))) sched_yield();
     if (pthread_create(&pipeline, NULL, pipeline_main, NULL) != 0) return 1;
-    for (unsigned i = 0; i < io_count; i++)
+    for (unsigned i = 0; i < io_threads; i++)
         if (pthread_create(&io[i], NULL, io_main, (void *)(uintptr_t)i) != 0) return 1;
     stress_rng rng = stress_rng_make(opt.seed, 0);
     for (uint64_t frame = 0; frame < opt.iterations; frame++) {
@@ -545,13 +614,13 @@ int main(int argc, char **argv) {
     pthread_join(render, NULL);
     pthread_join(pipeline, NULL);
     kiln_wait(ctx, &background);
-    while (atomic_load(&io_parked) < io_count) sched_yield();
+    while (atomic_load(&io_parked) < io_threads) sched_yield();
     for (int f = 0; f < 2; f++) {   /* both frame parities: every job's memory goes back */
         kiln_frame_begin(ctx);
         kiln_frame_end(ctx);
     }
     atomic_store(&io_release, 1);
-    for (unsigned i = 0; i < io_count; i++) pthread_join(io[i], NULL);
+    for (unsigned i = 0; i < io_threads; i++) pthread_join(io[i], NULL);
     double seconds = stress_seconds() - start;
 
     for (uint64_t i = 0; i < HANDLES; i++) release(ctx, atomic_exchange(&live[i], 0));
@@ -560,7 +629,7 @@ int main(int argc, char **argv) {
     kiln_destroy(rt);   /* every block back, none twice: anything else is logged */
     uint64_t helped = 0, helped_bytes = 0;
     size_t peak = 0;
-    for (unsigned i = 0; i < io_count; i++) {
+    for (unsigned i = 0; i < io_threads; i++) {
         helped += io_helped[i];
         helped_bytes += io_helped_bytes[i];
         if (io_peak[i] > peak) peak = io_peak[i];
