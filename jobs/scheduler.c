@@ -22,7 +22,7 @@
  * protocol below has none, this only bounds the damage of a bug). */
 #define KILN_SLEEP_TIMEOUT_NS 50000000L
 
-/* The last tag handed to a job system (kiln_jobs_counter_owner); relaxed: only its
+/* The last tag handed to a job system (a counter's owner word, jobs/counter.h); relaxed: only its
  * uniqueness matters. */
 static _Atomic uint32_t system_tags;
 

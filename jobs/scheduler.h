@@ -224,12 +224,6 @@ KILN_INTERNAL void kiln_jobs_free_waiting(kiln_job_system *sys);
  * counter, and are logged (JOB_PIN_DETACHING, naming the submitter and the target). */
 KILN_INTERNAL void kiln_jobs_queue_batch(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *batch);
 
-/* A counter's owner word (kiln_counter_state.owner) for a run of context id on sys:
- * the system's tag above the id, so a counter tells which runtime counts on it. */
-static inline uint64_t kiln_jobs_counter_owner(const kiln_job_system *sys, uint32_t id) {
-    return (uint64_t)sys->tag << 32 | id;
-}
-
 /* The isolation a task submitted now by q's owner carries: the tag of the isolated
  * wait it is in, else its counter's address (an isolated wait on that counter runs it),
  * 0 without either. */

@@ -96,6 +96,12 @@ kiln_desc recording_desc(recording_log *rec) {
     return desc;
 }
 
+kiln_runtime *recording_runtime(recording_log *rec, uint32_t worker_count) {
+    kiln_desc desc = recording_desc(rec);
+    desc.worker_count = worker_count;
+    return kiln_create(&desc);
+}
+
 void recording_fixture_end(kiln_ctx **ctx, kiln_runtime **rt, recording_log **rec) {
     if (*ctx) kiln_detach(*ctx);
     if (*rt) kiln_destroy(*rt);

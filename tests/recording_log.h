@@ -50,6 +50,10 @@ void recording_log_item_fn(void *user, kiln_log_level level, kiln_log_item item,
 /* A desc whose log and log_item go to rec; every other field zero (the defaults). */
 kiln_desc recording_desc(recording_log *rec);
 
+/* A runtime of recording_desc(rec) with worker_count workers (KILN_NO_WORKERS: none),
+ * or NULL when kiln_create refuses (the reason is in rec). */
+kiln_runtime  *recording_runtime(recording_log *rec, uint32_t worker_count);
+
 /* The usual end of a test's fixture: detaches *ctx and destroys *rt (each when not
  * NULL), frees *rec, and sets all three to NULL for the next test. */
 void recording_fixture_end(kiln_ctx **ctx, kiln_runtime **rt, recording_log **rec);

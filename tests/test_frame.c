@@ -847,9 +847,7 @@ static void job_sets_flag(kiln_ctx *c, void *arg) {
  * resets it as usual, and the worker remains a worker (it steals: its queue says so, and
  * it takes a job that only a thief can run, since the submitting thread never waits). */
 Test(frame, worker_frame_arena_reset_is_refused) {
-    kiln_desc desc = recording_desc(rec);
-    desc.worker_count = 1;
-    kiln_runtime *r = kiln_create(&desc);
+    kiln_runtime *r = recording_runtime(rec, 1);
     cr_assert_not_null(r, "log:%s", recorded_summary(rec));
     kiln_ctx *c = kiln_attach(r);
     cr_assert_not_null(c);

@@ -23,9 +23,7 @@ static void teardown(void) { recording_log_free(rec); }
 TestSuite(frame_clock, .init = setup, .fini = teardown);
 
 static kiln_runtime *make_runtime(uint32_t workers) {
-    kiln_desc desc = recording_desc(rec);
-    desc.worker_count = workers;
-    kiln_runtime *rt = kiln_create(&desc);
+    kiln_runtime *rt = recording_runtime(rec, workers);
     cr_assert_not_null(rt, "log:%s", recorded_summary(rec));
     return rt;
 }

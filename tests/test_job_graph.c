@@ -638,9 +638,7 @@ static uint64_t counter_jobs(kiln_counter *c) {
 Test(job_graph, counter_held_by_another_runtime_is_refused) {
     start(1);
     recording_log *rec_b = recording_log_new();
-    kiln_desc desc_b = recording_desc(rec_b);
-    desc_b.worker_count = 1;
-    kiln_runtime *rt_b = kiln_create(&desc_b);
+    kiln_runtime *rt_b = recording_runtime(rec_b, 1);
     cr_assert_not_null(rt_b, "kiln_create failed:%s", recorded_summary(rec_b));
     kiln_ctx *ctx_b = kiln_attach(rt_b);
     cr_assert_not_null(ctx_b);
