@@ -73,6 +73,7 @@ bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, u
     /* A reused queue starts a new context's figures (retire zeroed submitted and
      * completed); relaxed: stats read them only once the context is listed, later. */
     kiln_store_relaxed(&q->jobs_run, 0);
+    kiln_store_relaxed(&q->range_roots, 0);
     kiln_store_relaxed(&q->jobs_stolen, 0);
     kiln_store_relaxed(&q->steal_misses, 0);
     kiln_store_relaxed(&q->sleep_ns, 0);
@@ -584,6 +585,7 @@ void kiln_jobs_run_range(kiln_job_system *sys, kiln_job_queue *q, kiln_task *tas
     /* Outside jobs the root is counted like a submitted job, so that no frame end
      * resets the memory of its epoch under it. */
     uint32_t epoch = kiln_jobs_count_frame(sys, q, 1);
+    kiln_owner_inc(&q->range_roots);
     kiln_tasks_set_epoch(task, 1, epoch);
     call_task(sys, q, task);
     _Atomic uint64_t *completed = &q->completed[epoch & 1];

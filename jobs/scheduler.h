@@ -101,6 +101,9 @@ struct kiln_job_queue {
                                             owner (seq_cst outside jobs, model step "submit") */
     _Atomic uint64_t    completed[2];    /* frame jobs finished by the owner (release) */
     _Atomic uint64_t    jobs_run, jobs_stolen, steal_misses, sleep_ns;
+    _Atomic uint64_t    range_roots;     /* parallel_for roots outside jobs, counted in
+                                            submitted (frame end waits for them) but no
+                                            jobs of the stats: never queued nor "run" */
     _Atomic uint64_t    sleeps;          /* workers: futex waits begun */
     _Atomic uint64_t    idle_spin_ns;    /* workers: time spent looking for work in vain
                                             before finding some or sleeping */
@@ -268,9 +271,11 @@ static inline void kiln_tasks_set_epoch(kiln_task *tasks, size_t count, uint32_t
         tasks[i].flags = (tasks[i].flags & UINT32_MAX) | (uint64_t)epoch << KILN_TASK_EPOCH_SHIFT;
 }
 
-/* Frame jobs counted by q's owner, both parities (stats). Any thread. */
+/* Frame jobs submitted by q's owner, both parities, less parallel_for's roots (stats:
+ * what kiln_run and kiln_run_ex queued, as jobs_run counts what ran). Any thread. */
 static inline uint64_t kiln_jobs_submitted(kiln_job_queue *q) {
-    return kiln_load_relaxed(&q->submitted[0]) + kiln_load_relaxed(&q->submitted[1]);
+    return kiln_load_relaxed(&q->submitted[0]) + kiln_load_relaxed(&q->submitted[1]) -
+           kiln_load_relaxed(&q->range_roots);
 }
 
 /* A worker's life: find and run jobs; when there are none, keep looking for

@@ -14,7 +14,6 @@
  * lists (dead_arenas, spare_frame_arenas) until kiln_destroy frees them. */
 #include "arenas.h"
 #include "check.h"
-#include "frame.h"
 
 #include "../base/heap.h"
 
@@ -267,8 +266,9 @@ void kiln_arena_reset(kiln_arena *arena) {
     kiln_ctx *owner = kiln_arena_record_of(arena)->frame_owner;
     if (owner && !frame_reset_allowed(arena, owner)) return;
     if (kiln_unlikely(arena->debug)) kiln_arena_debug_reset(arena);   /* who owns it now */
-    /* A thread that resets its own frame arena keeps a clock of its own. */
-    if (owner && kiln_load_relaxed(&owner->rt->driver) != owner) kiln_ctx_frame_boundary(owner);
+    /* A thread that resets its own frame arena keeps a clock of its own: the reset is
+     * its frame boundary, a quiescent point for handle reuse. */
+    if (owner && kiln_load_relaxed(&owner->rt->driver) != owner) kiln_handles_quiescent(owner);
     kiln_arena_reset_all(arena);
 }
 

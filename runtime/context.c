@@ -110,6 +110,18 @@ kiln_ctx *kiln_attach_layout(kiln_runtime *rt, uint32_t layout) {
     return NULL;
 }
 
+void kiln_contexts_frame_end(kiln_runtime *rt, uint64_t epoch) {
+    unsigned parity = (unsigned)(epoch & 1);
+    pthread_mutex_lock(&rt->registry_lock);
+    for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {
+        /* acquire: pairs with the release that published a job arena made meanwhile */
+        kiln_arena *arena = kiln_load_acquire(&ctx->job_arenas[parity]);
+        if (arena) kiln_arena_reset_all(arena);
+    }
+    for (kiln_ctx *ctx = rt->detached; ctx; ctx = ctx->next) kiln_job_arena_free(ctx, parity);
+    pthread_mutex_unlock(&rt->registry_lock);
+}
+
 void kiln_contexts_free(kiln_runtime *rt) {
     for (kiln_ctx *ctx = rt->detached, *next; ctx; ctx = next) {
         next = ctx->next;

@@ -1,10 +1,8 @@
-/* runtime/frame.c — frame boundaries: the frame clock (which context drives it, begin
- * and end, and the resets that frame end performs) and a thread's own boundary. */
-#include "frame.h"
-
-#include "arenas.h"
+/* runtime/frame.c — the frame clock: which context drives it, begin, and end with its
+ * close, drain and resets (the life of one frame: docs/ARCHITECTURE.md). */
 #include "audit.h"
 #include "check.h"
+#include "context.h"
 #include "handle_reclaim.h"
 #include "history.h"
 #include "trace.h"
@@ -34,25 +32,6 @@ static bool clock_call_allowed(const kiln_ctx *ctx, const char *function) {
                                      "ignored",
                     function, ctx->id);
     return false;
-}
-
-/* Frame end of epoch, once every job of it has finished: the job arenas of its parity
- * of every context (a thread that ran one of its jobs keeps nothing), and the driver's
- * own frame arena. No thread uses a job arena of that parity now: every job of the
- * epoch has finished (the drain acquired their completed counts), and the next epoch of
- * the same parity begins only after this frame end. A detached context's goes back to
- * the pool whole: its memory is the frame's, and its next attach makes a new one.
- * acquire: pairs with the release that published a job arena made meanwhile. */
-static void reset_frame_memory(kiln_runtime *rt, kiln_ctx *driver, uint64_t epoch) {
-    unsigned parity = (unsigned)(epoch & 1);
-    pthread_mutex_lock(&rt->registry_lock);
-    for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {
-        kiln_arena *arena = kiln_load_acquire(&ctx->job_arenas[parity]);
-        if (arena) kiln_arena_reset_all(arena);
-    }
-    for (kiln_ctx *ctx = rt->detached; ctx; ctx = ctx->next) kiln_job_arena_free(ctx, parity);
-    pthread_mutex_unlock(&rt->registry_lock);
-    kiln_arena_reset_all(driver->frame_arena);
 }
 
 uint64_t kiln_frame_begin(kiln_ctx *ctx) {
@@ -115,14 +94,11 @@ void kiln_frame_end(kiln_ctx *ctx) {
     kiln_jobs_drain_frame(&rt->jobs, &ctx->queue, epoch);
     if (kiln_unlikely(rt->desc.debug & KILN_DEBUG_GUARDS))
         kiln_runtime_audit(rt);   /* live pool objects and the arenas this thread owns */
-    reset_frame_memory(rt, ctx, epoch);   /* model step "reset" */
+    kiln_contexts_frame_end(rt, epoch);   /* model step "reset": the epoch's job memory */
+    kiln_arena_reset_all(ctx->frame_arena);   /* and the driver's own */
     kiln_handles_frame_end(rt, ctx, epoch + 1);   /* slots freed before the close may be reused */
     kiln_frame_record record;   /* the frame's figures: to the history, then the tracer */
     kiln_history_frame_end(rt, ctx, &record);
     if (kiln_unlikely(kiln_tracing(&rt->trace))) kiln_trace_frame_end(ctx, &record);
     rt->frame_open = false;
-}
-
-void kiln_ctx_frame_boundary(kiln_ctx *ctx) {
-    kiln_handles_quiescent(ctx);
 }
