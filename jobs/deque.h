@@ -124,13 +124,6 @@ static inline kiln_steal_result kiln_deque_steal_tagged(kiln_deque *deque, kiln_
     return kiln_deque_steal_if(deque, task, KILN_STEAL_ISOLATION, tag);
 }
 
-/* Any thread but the owner: the oldest task, only when it is a frame task of the epoch
- * tag epoch (the high half of its flags); KILN_STEAL_EMPTY, leaving it, otherwise. */
-static inline kiln_steal_result kiln_deque_steal_epoch(kiln_deque *deque, kiln_task *task,
-                                                       uint32_t epoch) {
-    return kiln_deque_steal_if(deque, task, KILN_STEAL_EPOCH, epoch);
-}
-
 /* Whether the deque looked non-empty at some instant (a hint for idle workers). */
 static inline bool kiln_deque_looks_busy(kiln_deque *deque) {
     return kiln_load_acquire(&deque->bottom) > kiln_load_acquire(&deque->top);

@@ -274,8 +274,7 @@ uint32_t kiln_jobs_count_frame(kiln_job_system *sys, kiln_job_queue *q, uint64_t
     } else {
         return count_frame_outside(sys, q, count);
     }
-    _Atomic uint64_t *submitted = &q->submitted[epoch & 1];
-    kiln_store_relaxed(submitted, kiln_load_relaxed(submitted) + count);
+    kiln_jobs_count_submitted(q, epoch, count);
     return epoch;
 }
 
@@ -349,10 +348,8 @@ void kiln_jobs_queue_batch(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *
                  "%zu jobs of context %u pinned to context %u waited for their prerequisites, "
                  "and context %u detached meanwhile; they are not run (their counter finishes "
                  "on context %u)", count, batch->submitter, batch->pinned_id, batch->pinned_id, q->id);
-        if (!(tasks[0].flags & KILN_TASK_BACKGROUND)) {
-            _Atomic uint64_t *completed = &q->completed[kiln_task_epoch(&tasks[0]) & 1];
-            kiln_store_release(completed, kiln_load_relaxed(completed) + count);
-        }
+        if (!(tasks[0].flags & KILN_TASK_BACKGROUND))
+            kiln_jobs_count_completed(q, kiln_task_epoch(&tasks[0]), count);
         if (tasks[0].counter) kiln_counter_finish(sys, q, tasks[0].counter, count);
     }
     kiln_batch_free(sys, batch);
@@ -470,10 +467,7 @@ static __attribute__((noinline)) void split_range(kiln_job_system *sys, kiln_job
     kiln_store_relaxed(&pieces->pending, splits);   /* no other thread has seen it yet */
     /* Children of the running range task: its epoch, already in their flags (copies of
      * its own), counted before it completes (model step "submit", inside a job). */
-    if (!(task->flags & KILN_TASK_BACKGROUND)) {
-        _Atomic uint64_t *submitted = &q->submitted[kiln_task_epoch(task) & 1];
-        kiln_store_relaxed(submitted, kiln_load_relaxed(submitted) + splits);
-    }
+    if (!(task->flags & KILN_TASK_BACKGROUND)) kiln_jobs_count_submitted(q, kiln_task_epoch(task), splits);
     push_tasks(sys, q, uppers, splits, (task->flags & KILN_TASK_HIGH) ? 1 : 0, NULL, KILN_PIN_LIFE_NOW);
 }
 
@@ -588,8 +582,7 @@ void kiln_jobs_run_range(kiln_job_system *sys, kiln_job_queue *q, kiln_task *tas
     kiln_owner_inc(&q->range_roots);
     kiln_tasks_set_epoch(task, 1, epoch);
     call_task(sys, q, task);
-    _Atomic uint64_t *completed = &q->completed[epoch & 1];
-    kiln_store_release(completed, kiln_load_relaxed(completed) + 1);
+    kiln_jobs_count_completed(q, epoch, 1);
     leave_jobs(sys, q);
 }
 
@@ -609,10 +602,7 @@ static void run_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
     if (kiln_unlikely(hook != NULL)) call_task_traced(sys, q, task, hook);
     else call_task(sys, q, task);
     kiln_owner_inc(&q->jobs_run);
-    if (!(task->flags & KILN_TASK_BACKGROUND)) {   /* release: frame end then sees its writes */
-        _Atomic uint64_t *completed = &q->completed[kiln_task_epoch(task) & 1];
-        kiln_store_release(completed, kiln_load_relaxed(completed) + 1);
-    }
+    if (!(task->flags & KILN_TASK_BACKGROUND)) kiln_jobs_count_completed(q, kiln_task_epoch(task), 1);
     /* No batch waits on the counter: one compare more, predicted (kiln_counter_finish). */
     if (task->counter) kiln_counter_finish(sys, q, task->counter, 1);
 }

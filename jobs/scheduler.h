@@ -265,6 +265,20 @@ static inline void kiln_jobs_uncount(kiln_job_queue *q, uint32_t epoch, uint64_t
     kiln_store_relaxed(submitted, kiln_load_relaxed(submitted) - count);
 }
 
+/* Owner of q: count frame jobs of epoch (a tag) submitted, relaxed: children of a
+ * running job, or the driver's (kiln_jobs_count_frame says why no more is needed). */
+static inline void kiln_jobs_count_submitted(kiln_job_queue *q, uint32_t epoch, uint64_t count) {
+    _Atomic uint64_t *submitted = &q->submitted[epoch & 1];
+    kiln_store_relaxed(submitted, kiln_load_relaxed(submitted) + count);
+}
+
+/* Owner of q: count frame jobs of epoch (a tag) completed. release: a frame end that
+ * reads the count sees everything those jobs wrote. */
+static inline void kiln_jobs_count_completed(kiln_job_queue *q, uint32_t epoch, uint64_t count) {
+    _Atomic uint64_t *completed = &q->completed[epoch & 1];
+    kiln_store_release(completed, kiln_load_relaxed(completed) + count);
+}
+
 /* Writes a frame epoch tag into the flags of count tasks. */
 static inline void kiln_tasks_set_epoch(kiln_task *tasks, size_t count, uint32_t epoch) {
     for (size_t i = 0; i < count; i++)
