@@ -48,23 +48,20 @@ typedef enum { HOLD_TAKEN, HOLD_DONE, HOLD_FOREIGN } hold_result;
 /* A hold on a non-zero counter of this system's runs, with the flag set (see the file
  * comment); HOLD_DONE when the count is zero: the jobs it counted are done; HOLD_FOREIGN
  * when the run that made it non-zero is another system's (its drain would queue this
- * batch there). The CAS runs under a pin of the owner word (jobs/counter.h): no run of
- * another system can make the count non-zero again between the read of its owner and
- * the CAS, so a hold taken is on this system's jobs. seq_cst CAS (acq_rel would do). */
-static hold_result counter_hold(kiln_counter_state *counter, uint32_t tag) {
-    uint64_t word, owner;
-    kiln_counter_use use = kiln_counter_pin(counter, tag, &word, &owner);
-    if (use == KILN_COUNTER_THEIRS && KILN_COUNTER_COUNT(word) != 0) return HOLD_FOREIGN;
-    if (use != KILN_COUNTER_OURS) return HOLD_DONE;
-    hold_result result = HOLD_DONE;
-    while (KILN_COUNTER_COUNT(word) != 0) {
-        if (kiln_cas_strong_seq_cst(&counter->pending, &word, (word + 1) | KILN_COUNTER_WAITERS)) {
-            result = HOLD_TAKEN;
-            break;
-        }
+ * batch there). One CAS from the word judged (jobs/counter.h): if another system's run
+ * made the count non-zero since the read, the tag differs and the CAS fails, so a hold
+ * taken is on this system's jobs. The count has room: runs stop at half of it
+ * (KILN_COUNTER_JOBS_MAX). seq_cst CAS (acq_rel would do). */
+static hold_result counter_hold(kiln_counter_state *counter, uint64_t mine) {
+    for (;;) {
+        /* acquire, read again after a failed CAS (whose failure read is relaxed): a zero
+         * orders the jobs' writes before the batch's queuing. */
+        uint64_t word = kiln_load_acquire(&counter->pending);
+        if (KILN_COUNTER_COUNT(word) == 0) return HOLD_DONE;
+        if ((word & KILN_COUNTER_TAG_MASK) != mine) return HOLD_FOREIGN;
+        if (kiln_cas_strong_seq_cst(&counter->pending, &word, (word + 1) | KILN_COUNTER_WAITERS))
+            return HOLD_TAKEN;
     }
-    kiln_counter_unpin(counter);
-    return result;
 }
 
 uint32_t kiln_jobs_submit_after(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *batch,
@@ -82,7 +79,7 @@ uint32_t kiln_jobs_submit_after(kiln_job_system *sys, kiln_job_queue *q, kiln_ba
     for (uint32_t i = 0; i < count; i++) {
         /* The counter is the caller's, which it must keep alive: not const to us. */
         kiln_counter_state *counter = (kiln_counter_state *)(uintptr_t)after[i];
-        hold_result hold = counter_hold(counter, sys->tag);
+        hold_result hold = counter_hold(counter, sys->counter_tag);
         if (hold != HOLD_TAKEN) {
             foreign += hold == HOLD_FOREIGN;
             done++;

@@ -7,6 +7,7 @@
 #include "../base/clock.h"
 #include "../base/futex.h"
 #include "../base/heap.h"
+#include "counter.h"
 
 #include <sched.h>
 #include <stdlib.h>
@@ -22,7 +23,7 @@
  * protocol below has none, this only bounds the damage of a bug). */
 #define KILN_SLEEP_TIMEOUT_NS 50000000L
 
-/* The last tag handed to a job system (a counter's owner word, jobs/counter.h); relaxed: only its
+/* The last tag handed to a job system (in a counter's word, jobs/counter.h); relaxed: only its
  * uniqueness matters. */
 static _Atomic uint32_t system_tags;
 
@@ -39,6 +40,7 @@ void kiln_job_system_init(kiln_job_system *sys, uint32_t workers, uint32_t idle_
                           kiln_log_sink log) {
     memset(sys, 0, sizeof *sys);
     sys->tag = kiln_add_relaxed(&system_tags, 1) + 1;
+    sys->counter_tag = kiln_counter_tag_bits(sys->tag);
     pthread_mutex_init(&sys->table_lock, NULL);
     pthread_mutex_init(&sys->batch_lock, NULL);
     sys->threads = workers + 1;
@@ -358,10 +360,10 @@ void kiln_jobs_queue_batch(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *
 /* Takes the list, clears the flag (the counter's last touch), then queues each batch
  * whose last prerequisite this was (the proof: jobs/graph.c). Cold: only a counter that
  * batches wait on gets here. */
-KILN_COLD void kiln_counter_drain(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter) {
+KILN_COLD void kiln_counter_drain(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
+                                  uint64_t left) {
     kiln_wait_link *link = kiln_exchange_acq_rel(&counter->waiters, NULL);
-    uint64_t drained = KILN_COUNTER_WAITERS;
-    kiln_cas_strong_seq_cst(&counter->pending, &drained, 0);   /* fails only when reused */
+    kiln_cas_strong_seq_cst(&counter->pending, &left, 0);   /* fails only when reused */
     while (link) {
         kiln_wait_link *next = link->next;   /* before the decrement that may free the record */
         kiln_batch *batch = link->batch;
@@ -688,7 +690,7 @@ static void wait_counter(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_s
                          bool background) {
     unsigned idle = 0;
     uint64_t tag = q->isolated;
-    while (kiln_load_acquire(&counter->pending) != 0) {
+    while (kiln_counter_busy(kiln_load_acquire(&counter->pending))) {
         kiln_task task;
         if (tag ? find_task_isolated(sys, q, &task, background, tag) ||
                       (background && find_task(sys, q, &task, background))

@@ -159,8 +159,9 @@ typedef struct kiln_job_system {
     kiln_batch         *spare_batches;   /* freed small records for the next call, linked by
                                             next; batch_lock */
     uint32_t            spare_count;     /* of them, at most KILN_BATCH_SPARES; batch_lock */
-    uint32_t            tag;             /* 1, 2, ... per system made: the runtime part of
-                                            a counter's owner word; read-only */
+    uint32_t            tag;             /* 1, 2, ... per system made; read-only */
+    uint64_t            counter_tag;     /* tag in a counter's word (jobs/counter.h): whose
+                                            jobs it counts; read-only */
     kiln_job_hook       hook;            /* what new queues start with; table_lock */
     kiln_background_fn  on_background;   /* NULL: none; read-only once jobs run */
     /* The frame epoch (frame ends begun + 1; the runtime's, which handle reuse counts
@@ -306,11 +307,11 @@ KILN_INTERNAL void kiln_jobs_set_hook(kiln_job_system *sys, kiln_job_hook hook);
 /* Wakes every sleeper and makes worker loops return. */
 KILN_INTERNAL void kiln_jobs_shutdown(kiln_job_system *sys);
 
-/* Owner of q, the thread whose decrement left the counter at KILN_COUNTER_WAITERS: takes
- * its list, queues (on q) each batch whose last prerequisite it was, then clears the
- * flag unless the counter was reused meanwhile. */
+/* Owner of q, the thread whose decrement left the counter's word at left (the flag, a
+ * zero count and a tag): takes its list, queues (on q) each batch whose last
+ * prerequisite it was, then clears the flag unless the counter was reused meanwhile. */
 KILN_INTERNAL void kiln_counter_drain(kiln_job_system *sys, kiln_job_queue *q,
-                                                kiln_counter_state *counter);
+                                      kiln_counter_state *counter, uint64_t left);
 
 /* Owner of q: n jobs (or registrations) counted on counter are done. The decrement is
  * the last touch of the counter unless it leaves the flag alone: waiters then drain.
@@ -319,7 +320,8 @@ KILN_INTERNAL void kiln_counter_drain(kiln_job_system *sys, kiln_job_queue *q,
 static inline void kiln_counter_finish(kiln_job_system *sys, kiln_job_queue *q,
                                        kiln_counter_state *counter, uint64_t n) {
     uint64_t before = kiln_sub_acq_rel(&counter->pending, n);
-    if (kiln_unlikely(before == (KILN_COUNTER_WAITERS | n))) kiln_counter_drain(sys, q, counter);
+    if (kiln_unlikely((before & ~KILN_COUNTER_TAG_MASK) == (KILN_COUNTER_WAITERS | n)))
+        kiln_counter_drain(sys, q, counter, before - n);
 }
 
 #endif /* KILN_JOBS_SCHEDULER_H */

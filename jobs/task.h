@@ -5,6 +5,7 @@
 #define KILN_JOBS_TASK_H
 
 #include <kiln/jobs.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "../base/atomics.h"
@@ -12,23 +13,33 @@
 struct kiln_wait_link;
 
 /* The internal view of a kiln_counter: the public struct is three uint64_t words.
- *   pending == unfinished jobs + registrations in progress (jobs/graph.c)
- *            | KILN_COUNTER_WAITERS while batches wait on it
+ * The word pending:
+ *   bits 0-31   the count: unfinished jobs + registrations in progress (jobs/graph.c)
+ *   bits 32-62  the tag of the job system whose run made the count non-zero: whose jobs
+ *               it counts (jobs/counter.h); left behind when the count drains
+ *   bit 63      KILN_COUNTER_WAITERS while batches wait on it
  * The flag stays set after the count reaches zero until the thread that made it zero
- * has taken the list of waiting batches, so a waiter that reads 0 knows that nobody
- * touches the counter any more. */
+ * has taken the list of waiting batches, so a waiter that reads neither count nor flag
+ * (kiln_counter_busy) knows that nobody touches the counter any more. */
 typedef struct kiln_counter_state {
-    _Atomic uint64_t pending;   /* acq_rel: a waiter that reads 0 sees everything the jobs
-                                   wrote */
-    _Atomic uint64_t owner;     /* the runtime and context whose run made it non-zero:
-                                   the one runtime whose jobs it counts while in use,
-                                   and the one an after list may name; with the state
-                                   of a claim or pins in progress (jobs/counter.h) */
+    _Atomic uint64_t pending;   /* acq_rel: a waiter that reads it idle sees everything
+                                   the jobs wrote */
+    _Atomic uint64_t owner;     /* the id of the context whose run made it non-zero:
+                                   messages only, relaxed (jobs/counter.h) */
     _Atomic(struct kiln_wait_link *) waiters;  /* batches waiting for it (jobs/graph.c) */
 } kiln_counter_state;
 
-#define KILN_COUNTER_WAITERS (UINT64_C(1) << 63)
-#define KILN_COUNTER_COUNT(word) ((word) & ~KILN_COUNTER_WAITERS)
+#define KILN_COUNTER_WAITERS    (UINT64_C(1) << 63)
+#define KILN_COUNTER_TAG_SHIFT  32
+#define KILN_COUNTER_TAG_MASK   (UINT64_C(0x7fffffff) << KILN_COUNTER_TAG_SHIFT)
+#define KILN_COUNTER_COUNT_MASK UINT64_C(0xffffffff)
+#define KILN_COUNTER_COUNT(word) ((word) & KILN_COUNTER_COUNT_MASK)
+
+/* Whether a counter's word still counts jobs or holds, or has batches to drain: a
+ * waiter waits while it does. */
+static inline bool kiln_counter_busy(uint64_t word) {
+    return (word & ~KILN_COUNTER_TAG_MASK) != 0;
+}
 
 _Static_assert(sizeof(kiln_counter_state) == sizeof(kiln_counter), "counter layout");
 

@@ -28,23 +28,36 @@ static bool check_jobs(kiln_ctx *ctx, const kiln_job *jobs, size_t count, const 
     return true;
 }
 
+/* Logs why kiln_counter_add refused a run of count jobs of ctx (misuse). Cold. */
+static KILN_COLD void counter_refused(kiln_ctx *ctx, const kiln_counter_seen *seen, size_t count,
+                                      const char *function) {
+    if (seen->result == KILN_COUNTER_THEIRS) {
+        kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_COUNTER_FOREIGN,
+                        "%s: context %u: the counter holds jobs of another runtime (a run of "
+                        "its context %u); nothing submitted: a counter counts the jobs of one "
+                        "runtime at a time", function, ctx->id, seen->owner);
+        return;
+    }
+    kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_COUNTER_FULL,
+                    "%s: context %u: %zu more jobs on a counter that counts %llu would pass "
+                    "the %llu one counter counts at once; nothing submitted", function, ctx->id,
+                    count, (unsigned long long)KILN_COUNTER_COUNT(seen->before),
+                    (unsigned long long)KILN_COUNTER_JOBS_MAX);
+}
+
 /* Adds count to the counter (NULL: none) for a run of ctx, the counter's state in
- * *state: true. false, nothing added, logged as misuse (COUNTER_FOREIGN), when the
- * counter is in use by a run of another runtime: a counter counts the jobs of one
- * runtime at a time (jobs/counter.h). Warns when another context's run of this runtime
- * still holds it. */
+ * *state: true. false, nothing added, logged as misuse, when the counter is in use by a
+ * run of another runtime (COUNTER_FOREIGN: a counter counts the jobs of one runtime at
+ * a time, jobs/counter.h) or would count more than KILN_COUNTER_JOBS_MAX jobs at once
+ * (COUNTER_FULL). Warns when another context's run of this runtime still holds it. */
 static bool counter_add(kiln_ctx *ctx, kiln_counter *counter, size_t count, const char *function,
                         kiln_counter_state **state) {
     *state = NULL;
     if (!counter) return true;
     uint32_t id = ctx->id;
-    uint64_t self = kiln_counter_owner_of(ctx->rt->jobs.tag, id);
-    kiln_counter_seen seen = kiln_counter_add(kiln_counter_of(counter), self, count);
-    if (kiln_unlikely(!seen.added)) {
-        kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_COUNTER_FOREIGN,
-                        "%s: context %u: the counter holds jobs of another runtime (a run of "
-                        "its context %u); nothing submitted: a counter counts the jobs of one "
-                        "runtime at a time", function, id, kiln_counter_owner_id(seen.owner));
+    kiln_counter_seen seen = kiln_counter_add(kiln_counter_of(counter), ctx->rt->jobs.counter_tag, id, count);
+    if (kiln_unlikely(seen.result != KILN_COUNTER_ADDED)) {
+        counter_refused(ctx, &seen, count, function);
         return false;
     }
     *state = kiln_counter_of(counter);
@@ -52,11 +65,10 @@ static bool counter_add(kiln_ctx *ctx, kiln_counter *counter, size_t count, cons
         kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_COUNTER_REUSED_WAITING,
                         "%s: context %u adds %zu jobs to a counter that jobs of a run with "
                         "after wait on; those wait for these too", function, id, count);
-    } else if (KILN_COUNTER_COUNT(seen.before) != 0 && seen.owner != self) {
+    } else if (KILN_COUNTER_COUNT(seen.before) != 0 && seen.owner != id) {
         kiln_log(&ctx->rt->log, KILN_LOGITEM_COUNTER_SHARED,
                  "%s: context %u adds to a counter still non-zero from a run of context "
-                 "%u; both runs now finish together", function, id,
-                 kiln_counter_owner_id(seen.owner));
+                 "%u; both runs now finish together", function, id, seen.owner);
     }
     return true;
 }
@@ -96,7 +108,7 @@ static KILN_COLD void refuse_pin_detaching(kiln_ctx *ctx, const kiln_ctx *target
  * would queue the waiting jobs there. A counter at zero counts none (it is done). The
  * owner word is the one the run that made it non-zero stored, which happened before
  * the caller got the counter to name here. */
-static bool after_foreign(const kiln_counter *counter, uint32_t tag) {
+static bool after_foreign(const kiln_counter *counter, uint64_t tag) {
     return kiln_counter_foreign((const kiln_counter_state *)(const void *)counter, tag);
 }
 
@@ -111,7 +123,7 @@ static bool after_allowed(kiln_ctx *ctx, const kiln_run_desc *d, const kiln_coun
                         "submitted", function, ctx->id, d->after_count);
         return false;
     }
-    uint32_t tag = ctx->rt->jobs.tag;
+    uint64_t tag = ctx->rt->jobs.counter_tag;
     for (uint32_t i = 0; i < d->after_count; i++) {
         if (d->after[i] && d->after[i] != counter && after_foreign(d->after[i], tag)) {
             kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_JOB_AFTER_FOREIGN,

@@ -6,7 +6,9 @@
 #ifndef KILN_TESTS_JOB_CHECK_H
 #define KILN_TESTS_JOB_CHECK_H
 
+#include <kiln/jobs.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 
 static _Atomic unsigned job_failures;
@@ -26,6 +28,13 @@ static inline void job_checks_reset(void) {
     do { \
         if (!(cond)) job_fail(__LINE__, #cond); \
     } while (0)
+
+/* White-box: a counter's unfinished jobs and holds (the low 32 bits of its first word;
+ * the rest names whose runtime counted on it last, and the flag of waiting batches),
+ * read while other threads may change it. 0: its jobs are done. */
+static inline uint64_t counter_jobs(const kiln_counter *c) {
+    return __atomic_load_n(&c->opaque[0], __ATOMIC_ACQUIRE) & UINT64_C(0xffffffff);
+}
 
 #define assert_no_job_failures() \
     cr_assert_eq(atomic_load(&job_failures), 0, "%u check(s) failed inside jobs, the first at %s", \

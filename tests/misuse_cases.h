@@ -1570,6 +1570,21 @@ ROW(run_counter_other_runtime, "kiln_run", "another runtime: a counter runtime B
 ROW(run_counter_other_runtime_done, "kiln_run", "a counter runtime B's run left at zero (legal: it counts A's jobs now)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     WANT_EQ(run_on_a_counter_of_b(f, NULL, true), 1);
 })
+/* White-box: the count is the low half of the counter's first word (jobs/task.h), filled
+ * here the way 2^31 queued jobs would fill it; kiln cannot tell. */
+ROW(run_counter_full, "kiln_run", "size: a counter that would count more than 2^31 jobs at once: nothing runs, the count is kept", KILN_LOGITEM_COUNTER_FULL, SINK_B, COUNTED, 0, DOC, {
+    int runs = 0;
+    kiln_job jobs[2] = { { job_nop, &runs }, { job_nop, &runs } };
+    kiln_counter c = { { 0 } };
+    kiln_run(f->ctx_b, jobs, 1, &c);   /* B has no workers: queued until B waits */
+    uint64_t filler = (UINT64_C(1) << 31) - 2;   /* the count is 2^31 - 1 now */
+    __atomic_fetch_add(&c.opaque[0], filler, __ATOMIC_RELAXED);
+    kiln_run(f->ctx_b, jobs, 2, &c);
+    WANT_EQ(c.opaque[0] & 0xffffffffu, filler + 1);
+    __atomic_fetch_sub(&c.opaque[0], filler, __ATOMIC_RELAXED);
+    kiln_wait(f->ctx_b, &c);
+    WANT_EQ(runs, 1);
+})
 /* kiln_run_ex */
 ROW(run_ex_null_ctx, "kiln_run_ex", "NULL ctx: nothing runs", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     kiln_job job = { job_nop, NULL };

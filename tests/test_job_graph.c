@@ -625,10 +625,6 @@ static void note_runtime(kiln_ctx *ctx, void *arg) {
     atomic_store(&after_ran_on, kiln_ctx_runtime(ctx));
 }
 
-/* The counter's unfinished jobs (its flag aside), read while other threads change it. */
-static uint64_t counter_jobs(kiln_counter *c) {
-    return __atomic_load_n(&c->opaque[0], __ATOMIC_ACQUIRE) & ~(UINT64_C(1) << 63);
-}
 
 /* Runtime A's run holds a counter, and a run of runtime B names it too: B's is refused
  * (COUNTER_FOREIGN, B's misuse), so the jobs after the counter that A then submits run on

@@ -119,7 +119,7 @@ static void busy_ns(uint64_t ns) {
     }
 }
 
-static bool counter_is_zero(const kiln_counter *c) {
+static bool counter_is_zero(const kiln_counter *c) {   /* never counted on: untouched */
     return c->opaque[0] == 0 && c->opaque[1] == 0;
 }
 
@@ -203,7 +203,7 @@ Test(jobs, every_job_runs_exactly_once) {
         for (size_t b = 0; b < 10; b++)
             kiln_run(main_ctx, jobs + (round * 10 + b) * ONCE_BATCH, ONCE_BATCH, &done);
         kiln_wait(main_ctx, &done);
-        cr_assert_eq(done.opaque[0], 0, "the counter reads zero");
+        cr_assert_eq(counter_jobs(&done), 0, "the counter reads zero");
         for (size_t i = 0; i < (round + 1) * 10 * ONCE_BATCH; i++)
             cr_assert_eq(atomic_load(&once_tally[i]), 1, "job %zu ran %u times after round %zu", i,
                          atomic_load(&once_tally[i]), round);
@@ -295,7 +295,7 @@ static void fib_job(kiln_ctx *ctx, void *arg) {
     kiln_counter done = { { 0, 0 } };
     kiln_run(ctx, jobs, 2, &done);
     kiln_wait(ctx, &done);
-    JOB_CHECK(done.opaque[0] == 0);
+    JOB_CHECK(counter_jobs(&done) == 0);
     a->result = left.result + right.result;
 }
 
@@ -921,7 +921,7 @@ static void pin_cross_job(kiln_ctx *ctx, void *arg) {
     kiln_counter done = { { 0, 0 } };
     kiln_run_ex(ctx, jobs, 8, &done, &(kiln_run_desc){ .pinned_to = x->target->ctx });
     kiln_wait(ctx, &done);
-    JOB_CHECK(done.opaque[0] == 0);
+    JOB_CHECK(counter_jobs(&done) == 0);
 }
 
 #define PIN_EACH 200
@@ -1062,12 +1062,12 @@ Test(jobs, frame_end_does_not_wait_for_background_jobs) {
         kiln_frame_end(main_ctx);
     }
     cr_assert_eq(atomic_load(&b.finished), 0);
-    cr_assert_neq(bg_done.opaque[0], 0, "its counter still counts it");
+    cr_assert_neq(counter_jobs(&bg_done), 0, "its counter still counts it");
 
     atomic_store(&b.release, 1);
     kiln_wait(main_ctx, &bg_done);
     cr_assert_eq(atomic_load(&b.finished), 1);
-    cr_assert_eq(bg_done.opaque[0], 0);
+    cr_assert_eq(counter_jobs(&bg_done), 0);
     cr_assert(b.alloc_tried);
     cr_assert_null(b.frame_memory, "kiln_frame_alloc inside a background job is refused with KILN_DEBUG_CHECKS");
     cr_assert_eq(count_items(rec, KILN_LOGITEM_JOB_BACKGROUND_FRAME_ALLOC), 1, "log:%s", recorded_summary(rec));
@@ -1334,10 +1334,10 @@ Test(jobs, counter_shared_between_contexts_warns_and_completes) {
     kiln_run(main_ctx, &(kiln_job){ shared_adder, &s }, 1, NULL);
     spin_until(&s.submitted, 1);   /* worker B added to it */
     spin_until(&s.child_ran, 1);
-    cr_assert_neq(counter.opaque[0], 0, "the blocker still holds the counter");
+    cr_assert_neq(counter_jobs(&counter), 0, "the blocker still holds the counter");
     atomic_store(&s.release, 1);
     kiln_wait(main_ctx, &counter);
-    cr_assert_eq(counter.opaque[0], 0, "the counter reaches zero");
+    cr_assert_eq(counter_jobs(&counter), 0, "the counter reaches zero");
     cr_assert_eq(atomic_load(&s.child_ran), 1);
     drain_everything();
 

@@ -173,7 +173,9 @@ typedef struct kiln_run_desc {
  *   - a priority that is no kiln_priority: JOB_BAD_PRIORITY;
  *   - after: JOB_AFTER_NULL, JOB_AFTER_NULL_ENTRY, JOB_AFTER_CYCLE, JOB_AFTER_FOREIGN
  *     (see the desc);
- *   - a counter in use by a run of another runtime: COUNTER_FOREIGN (below).
+ *   - a counter in use by a run of another runtime: COUNTER_FOREIGN (below);
+ *   - a counter that would count more than 2^31 jobs at once (each one a job queued
+ *     or running): COUNTER_FULL.
  *   Each is misuse, counted in api_errors, but for a NULL or invalid ctx (no runtime
  *   to count it in).
  * - With after, no heap memory for the call's record is refused the same way (no job

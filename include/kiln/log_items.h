@@ -149,6 +149,7 @@
     X(JOB_OUT_OF_MEMORY, ERROR, "no heap memory for job deques or a queue of pinned jobs (the caller runs those jobs), or for the record of a kiln_run_ex with after (the call is refused; not misuse)") \
     X(COUNTER_SHARED, WARN, "a run adds to a counter that another context's run of the same runtime still holds; both finish together") \
     X(COUNTER_FOREIGN, ERROR, "a run adds to a counter that holds jobs of another runtime; refused") \
+    X(COUNTER_FULL, ERROR, "a run would make one counter count more than 2^31 jobs at once; refused") \
     X(COUNTER_REUSED_WAITING, ERROR, "a run adds to a counter that jobs wait on (KILN_DEBUG_CHECKS); they wait for these too") \
     /* ---- log callbacks ---- */ \
     X(LOG_CALLBACK_CALL, ERROR, "a call that creates, destroys, attaches, detaches or drives the frame clock, from inside a log callback") \
