@@ -36,8 +36,8 @@
  * worth of tasks only in theory: a run past it is refused, not wrapped. */
 #define KILN_COUNTER_JOBS_MAX (KILN_COUNTER_COUNT_MASK / 2)
 
-/* The word bits of the system with tag (kiln_job_system.tag): its low 31 bits. Two live
- * systems share bits only if 2^31 systems were made while one lived. */
+/* The word bits of the system with tag (kiln_job_system.tag): its low 30 bits. Two live
+ * systems share bits only if 2^30 systems were made while one lived. */
 static inline uint64_t kiln_counter_tag_bits(uint32_t tag) {
     return ((uint64_t)tag << KILN_COUNTER_TAG_SHIFT) & KILN_COUNTER_TAG_MASK;
 }
@@ -50,44 +50,32 @@ static inline bool kiln_counter_foreign(const kiln_counter_state *counter, uint6
     return KILN_COUNTER_COUNT(word) != 0 && (word & KILN_COUNTER_TAG_MASK) != mine;
 }
 
-typedef enum kiln_counter_added {
-    KILN_COUNTER_ADDED,     /* counted */
-    KILN_COUNTER_THEIRS,    /* in use by another system's run: nothing added */
-    KILN_COUNTER_FULL       /* past KILN_COUNTER_JOBS_MAX: nothing added */
-} kiln_counter_added;
-
-/* What kiln_counter_add found. */
-typedef struct kiln_counter_seen {
-    kiln_counter_added result;
-    uint64_t before;   /* the counter's word just before the add (or the refusal) */
-    uint32_t owner;    /* the context whose run made it non-zero (a claim: the caller) */
-} kiln_counter_seen;
-
 /* Adds count jobs of a run of context id of the system of mine (kiln_counter_tag_bits)
- * to the counter, unless it is in use by a run of another system, or would count more
- * than KILN_COUNTER_JOBS_MAX: then nothing. An idle counter (count 0, no waiters) is
- * claimed: its tag becomes mine. acq_rel CAS, as the fetch-and-add it replaces: the
- * release orders the submitter's writes before any finish that reads this add. Inline:
- * the path of every kiln_run with a counter. Any thread (the submitting context's). */
-static inline kiln_counter_seen kiln_counter_add(kiln_counter_state *counter, uint64_t mine,
-                                                 uint32_t id, uint64_t count) {
+ * to the counter: true, *before the word the add replaced. false, nothing added, *before
+ * the word that refused it: in use by a run of another system (its tag is not mine), or
+ * it would count more than KILN_COUNTER_JOBS_MAX. An idle counter (count 0, no waiting
+ * batches) is claimed: its word becomes mine and count (a sleepers flag left behind
+ * goes), and its owner word id. acq_rel CAS, as the
+ * fetch-and-add it replaces: the release orders the submitter's writes before any
+ * finish that reads this add. Inline: the path of every kiln_run with a counter. Any
+ * thread (the submitting context's). */
+static inline bool kiln_counter_add(kiln_counter_state *counter, uint64_t mine, uint32_t id,
+                                    uint64_t count, uint64_t *before) {
     uint64_t word = kiln_load_relaxed(&counter->pending);
     for (;;) {
-        bool idle = (word & ~KILN_COUNTER_TAG_MASK) == 0;
-        if (!idle && (word & KILN_COUNTER_TAG_MASK) != mine)
-            return (kiln_counter_seen){ KILN_COUNTER_THEIRS, word, kiln_load_relaxed(&counter->owner) };
-        uint64_t counted = idle ? 0 : KILN_COUNTER_COUNT(word);
-        if (kiln_unlikely(count > KILN_COUNTER_JOBS_MAX - counted))
-            return (kiln_counter_seen){ KILN_COUNTER_FULL, word, kiln_load_relaxed(&counter->owner) };
-        uint64_t next = idle ? mine | count : word + count;
+        bool idle = !kiln_counter_busy(word);
+        uint64_t next = word + count;
+        if (idle) next = mine | count;
+        else if ((word & KILN_COUNTER_TAG_MASK) != mine) break;
+        if (kiln_unlikely(count > KILN_COUNTER_JOBS_MAX - KILN_COUNTER_COUNT(next - count))) break;
         if (kiln_likely(kiln_cas_weak_acq_rel(&counter->pending, &word, next))) {
-            if (idle) {
-                kiln_store_relaxed(&counter->owner, id);   /* messages only (see above) */
-                return (kiln_counter_seen){ KILN_COUNTER_ADDED, word, id };
-            }
-            return (kiln_counter_seen){ KILN_COUNTER_ADDED, word, kiln_load_relaxed(&counter->owner) };
+            if (idle) kiln_store_relaxed(&counter->owner, id);   /* messages only (see above) */
+            *before = word;
+            return true;
         }
     }
+    *before = word;
+    return false;
 }
 
 #endif /* KILN_JOBS_COUNTER_H */

@@ -20,7 +20,7 @@
  *   CAS fails the counter was reused (a new run made it non-zero: misuse while batches
  *   wait, see jobs.h): the flag stays, and that run's last decrement drains what has
  *   been pushed since.
- * The drain is kiln_counter_drain in jobs/scheduler.c.
+ * The drain is kiln_counter_finished in jobs/scheduler.c.
  * - A batch's pending count: the drainer reads link->next before its decrement (which may
  *   queue and free the record); the thread whose decrement reaches zero read every
  *   task the submitter wrote, through the submitter's release of its own hold. */

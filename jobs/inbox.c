@@ -133,6 +133,19 @@ bool kiln_lanes_pop_any(kiln_lanes *lanes, kiln_task *task) {
     return true;
 }
 
+size_t kiln_inbox_count_of(const kiln_inbox *inbox, const kiln_counter_state *counter) {
+    size_t n = 0;
+    for (size_t i = 0; i < inbox->count; i++)
+        n += inbox->slots[(inbox->head + i) & (inbox->cap - 1)].counter == counter;
+    return n;
+}
+
+size_t kiln_lanes_count_of(const kiln_lanes *lanes, const kiln_counter_state *counter) {
+    if (lanes->count == 0) return 0;
+    size_t i = probe(lanes, counter);
+    return lanes->slots[i].used ? lanes->slots[i].ring.count : 0;
+}
+
 void kiln_lanes_fini(kiln_lanes *lanes) {
     for (size_t i = 0; i < lanes->cap; i++) kiln_inbox_fini(&lanes->slots[i].ring);
     kiln_heap_free(lanes->slots);

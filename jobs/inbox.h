@@ -26,6 +26,9 @@ KILN_INTERNAL bool kiln_inbox_pop(kiln_inbox *inbox, kiln_task *task);
 /* Frees the ring. */
 KILN_INTERNAL void kiln_inbox_fini(kiln_inbox *inbox);
 
+/* How many of its tasks count on counter (a stuck wait's report: O(count)). */
+KILN_INTERNAL size_t kiln_inbox_count_of(const kiln_inbox *inbox, const kiln_counter_state *counter);
+
 /* The background jobs pinned to one context: a ring per counter (a lane; NULL is a
  * counter too), found by the counter in an open-addressing table (linear probing), so
  * that a thread waiting on one counter takes its jobs in O(1) however many jobs of
@@ -55,6 +58,9 @@ KILN_INTERNAL bool kiln_lanes_take(kiln_lanes *lanes, const kiln_counter_state *
 /* The oldest task of some lane (in order within a lane; lanes in no set order); false
  * when every lane is empty. */
 KILN_INTERNAL bool kiln_lanes_pop_any(kiln_lanes *lanes, kiln_task *task);
+
+/* How many tasks counter's lane holds. */
+KILN_INTERNAL size_t kiln_lanes_count_of(const kiln_lanes *lanes, const kiln_counter_state *counter);
 
 /* Frees every lane and the table. */
 KILN_INTERNAL void kiln_lanes_fini(kiln_lanes *lanes);

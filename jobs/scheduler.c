@@ -9,6 +9,7 @@
 #include "../base/heap.h"
 #include "counter.h"
 
+#include <limits.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,20 @@
 /* The last tag handed to a job system (in a counter's word, jobs/counter.h); relaxed: only its
  * uniqueness matters. */
 static _Atomic uint32_t system_tags;
+
+/* The word that threads asleep in a wait (wait_sleep) sleep on, for every job system at
+ * once: a counter's last decrement wakes its sleepers without knowing their system (a
+ * thread of one runtime may wait on a counter that another's jobs count). Bumped, then
+ * woken, by kiln_counter_finished (a counter with KILN_COUNTER_SLEEPERS reached zero),
+ * by wake (work was queued while a waiter of that system slept) and at shutdown. */
+static _Atomic uint32_t waiters_word;
+
+/* Wakes every thread asleep in a wait. release: a sleeper that reads the new value
+ * (wait_sleep's acquire load) sees what came before the bump: the counter's zero. */
+static void wake_waiters(void) {
+    atomic_fetch_add_explicit(&waiters_word, 1, memory_order_release);
+    kiln_futex_wake(&waiters_word, INT_MAX);
+}
 
 /* The CPUs this process may run on (its affinity mask, which taskset and container
  * limits narrow), else the online ones; at least 1. */
@@ -157,13 +172,15 @@ void kiln_job_queue_fini(kiln_job_queue *q) {
     pthread_mutex_destroy(&q->inbox_lock);
 }
 
-/* Wakes up to n sleeping workers; a load and nothing else when none sleeps. */
+/* Wakes up to n sleeping workers, and every thread of the system asleep in a wait (it
+ * may run what was queued); a load and nothing else when none sleeps. */
 static void wake(kiln_job_system *sys, size_t n) {
-    kiln_fence_seq_cst();   /* the push before the sleepers load (pairs with sleep_once) */
+    kiln_fence_seq_cst();   /* the push before the sleepers load (pairs with sleep_once, wait_sleep) */
     uint32_t sleeping = kiln_load_relaxed(&sys->sleepers);
     if (kiln_likely(sleeping == 0)) return;
     kiln_add_relaxed(&sys->wake_epoch, 1);
     kiln_futex_wake(&sys->wake_epoch, n < sleeping ? (int)n : (int)sleeping);
+    if (kiln_load_relaxed(&sys->waiters_asleep) != 0) wake_waiters();
 }
 
 typedef enum { PIN_QUEUED, PIN_CLOSED, PIN_NO_MEMORY } pin_result;
@@ -254,7 +271,7 @@ static bool push_tasks(kiln_job_system *sys, kiln_job_queue *q, const kiln_task 
  * fence after it. Either the reload still reads epoch, and then the count comes before
  * the close in their single order and the drain reads it; or it moved, and the count is
  * taken back (a drain that saw it only waited longer) and made again. */
-static KILN_COLD uint32_t count_frame_outside(kiln_job_system *sys, kiln_job_queue *q, uint64_t count) {
+KILN_COLD uint32_t kiln_jobs_count_frame_outside(kiln_job_system *sys, kiln_job_queue *q, uint64_t count) {
     for (;;) {
         uint64_t epoch = kiln_load_seq_cst(sys->frame_epoch);
         _Atomic uint64_t *submitted = &q->submitted[epoch & 1];
@@ -263,21 +280,6 @@ static KILN_COLD uint32_t count_frame_outside(kiln_job_system *sys, kiln_job_que
         if (kiln_load_seq_cst(sys->frame_epoch) == epoch) return kiln_epoch_tag(epoch);
         kiln_store_relaxed(submitted, before);
     }
-}
-
-uint32_t kiln_jobs_count_frame(kiln_job_system *sys, kiln_job_queue *q, uint64_t count) {
-    uint32_t epoch;
-    if (q->frame_depth > 0) {
-        /* A child: counted before its parent completes, so no drain misses it. */
-        epoch = q->running_epoch;
-    } else if (q->drives_clock) {
-        /* The driver reads its own store: it is the epoch's only writer. */
-        epoch = kiln_epoch_tag(kiln_load_relaxed(sys->frame_epoch));
-    } else {
-        return count_frame_outside(sys, q, count);
-    }
-    kiln_jobs_count_submitted(q, epoch, count);
-    return epoch;
 }
 
 bool kiln_jobs_submit(kiln_job_system *sys, kiln_job_queue *q, const kiln_task *tasks, size_t count,
@@ -357,19 +359,26 @@ void kiln_jobs_queue_batch(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *
     kiln_batch_free(sys, batch);
 }
 
-/* Takes the list, clears the flag (the counter's last touch), then queues each batch
- * whose last prerequisite this was (the proof: jobs/graph.c). Cold: only a counter that
- * batches wait on gets here. */
-KILN_COLD void kiln_counter_drain(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
-                                  uint64_t left) {
-    kiln_wait_link *link = kiln_exchange_acq_rel(&counter->waiters, NULL);
-    kiln_cas_strong_seq_cst(&counter->pending, &left, 0);   /* fails only when reused */
-    while (link) {
-        kiln_wait_link *next = link->next;   /* before the decrement that may free the record */
-        kiln_batch *batch = link->batch;
-        if (kiln_sub_acq_rel(&batch->pending, 1) == 1) kiln_jobs_queue_batch(sys, q, batch);
-        link = next;
+static void wake_waiters(void);
+
+/* For waiting batches: takes the list, clears the flag (the counter's last touch), then
+ * queues each batch whose last prerequisite this was (the proof: jobs/graph.c). For
+ * sleepers: wakes them, touching only the waiters' word (the proof: wait_sleep below).
+ * Cold: only a counter that batches wait on, or that a waiter slept on, gets here. */
+KILN_COLD void kiln_counter_finished(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
+                                     uint64_t left) {
+    if (left & KILN_COUNTER_WAITERS) {
+        kiln_wait_link *link = kiln_exchange_acq_rel(&counter->waiters, NULL);
+        uint64_t drained = left;
+        kiln_cas_strong_seq_cst(&counter->pending, &drained, 0);   /* fails only when reused */
+        while (link) {
+            kiln_wait_link *next = link->next;   /* before the decrement that may free the record */
+            kiln_batch *batch = link->batch;
+            if (kiln_sub_acq_rel(&batch->pending, 1) == 1) kiln_jobs_queue_batch(sys, q, batch);
+            link = next;
+        }
     }
+    if (left & KILN_COUNTER_SLEEPERS) wake_waiters();
 }
 
 /* Owner: one pinned task: a frame one, else with background any background one. */
@@ -534,7 +543,7 @@ static KILN_COLD void enter_job_frame(kiln_job_system *sys, kiln_job_queue *q, u
  * end, parallel_for's root or a submission that ran jobs in place, called from outside
  * jobs): the owner's own frame memory is current again. Workers have no such code. */
 static inline void leave_jobs(kiln_job_system *sys, kiln_job_queue *q) {
-    if (kiln_unlikely(q->memory_epoch != KILN_FRAME_MEMORY_OWN) && q->job_depth == 0 &&
+    if (q->job_depth == 0 && kiln_unlikely(q->memory_epoch != KILN_FRAME_MEMORY_OWN) &&
         !kiln_load_relaxed(&q->is_worker))
         enter_job_frame(sys, q, KILN_FRAME_MEMORY_OWN);
 }
@@ -543,7 +552,9 @@ static inline void leave_jobs(kiln_job_system *sys, kiln_job_queue *q) {
  * epoch as the running one (its children's) and its frame memory as the current. */
 static inline void call_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
     uint32_t outer = q->running_flags;
+    const kiln_counter_state *outer_counter = kiln_load_relaxed(&q->running_counter);
     q->running_flags = (uint32_t)task->flags;
+    kiln_store_relaxed(&q->running_counter, task->counter);
     q->job_depth++;
     if (kiln_unlikely(task->flags & KILN_TASK_BACKGROUND)) {
         call_background(sys, q, task);
@@ -564,6 +575,7 @@ static inline void call_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task 
     }
     q->job_depth--;
     q->running_flags = outer;
+    kiln_store_relaxed(&q->running_counter, outer_counter);
 }
 
 /* The root is a job on q like its pieces (job_depth, running_flags, frame work), so
@@ -679,31 +691,160 @@ static bool find_task_isolated(kiln_job_system *sys, kiln_job_queue *q, kiln_tas
     return false;
 }
 
-/* Runs tasks until the counter reads zero; background ones too when background; inside
- * an isolated wait (q->isolated), only tasks of its tag, and when none is found and
- * there are no workers (background), any task: the counter's jobs may wait for
- * prerequisites of other tags (kiln_run_desc.after), which nobody else would run.
- * Without background, still the background jobs pinned to this thread that count on
- * this very counter: nobody else may run them, and the waiter asked for them (looked
- * for only when nothing else ran: one hint load). */
+/* A worker's spin between running dry and finding work or sleeping (owner-only). */
+typedef struct idle_spin {
+    unsigned round;      /* empty looks so far; 0: not spinning */
+    bool     yields;     /* gives the core away every round: more threads than CPUs */
+    uint64_t started;    /* the clock at the first empty look */
+    uint64_t counted;    /* the clock up to which idle_spin_ns counts this spin */
+} idle_spin;
+
+/* Adds the spin's time up to now to idle_spin_ns: at every clock read, so that stats
+ * read during a long spin see it grow. */
+static inline void count_idle(kiln_job_queue *q, idle_spin *spin, uint64_t now) {
+    kiln_owner_add(&q->idle_spin_ns, now - spin->counted);
+    spin->counted = now;
+}
+
+/* One empty look's wait; false once the spin has lasted sys->idle_spin_ns: time to
+ * sleep. Oversubscribed (the runtime's threads outnumber the CPUs), every round
+ * yields: the thread whose work this one waits for, or which holds a job it would
+ * steal, may need this core. Otherwise the rounds pause, and once the pauses are over
+ * every 8th yields (kiln_spin_round): a spin that keeps failing leaves the core to
+ * whatever else is runnable on the machine. */
+static bool worker_idle(kiln_job_system *sys, kiln_job_queue *q, idle_spin *spin) {
+    if (spin->round++ == 0) {
+        spin->yields = kiln_load_relaxed(&sys->registered) > sys->cpus;
+        spin->started = spin->counted = kiln_now_ns();
+    }
+    if (spin->yields) sched_yield();
+    else kiln_spin_round(spin->round, 8);
+    if (!spin->yields && spin->round % KILN_IDLE_CLOCK_EVERY != 0) return true;
+    uint64_t now = kiln_now_ns();
+    count_idle(q, spin, now);
+    if (now - spin->started < sys->idle_spin_ns) return true;
+    spin->round = 0;
+    return false;
+}
+
+/* A task a wait on counter may run: any, and background ones too when background;
+ * inside an isolated wait (q->isolated), only tasks of its tag, the ones of the counter
+ * waited on (submitted outside isolation, they carry its address: the wait cannot end
+ * without them), and when none is found and there are no workers (background), any
+ * task: the counter's jobs may wait for prerequisites of other tags
+ * (kiln_run_desc.after), which nobody else would run. Without background, still the
+ * background jobs pinned to this thread that count on this very counter: nobody else
+ * may run them, and the waiter asked for them (one hint load when there are none). */
+static bool find_wait_task(kiln_job_system *sys, kiln_job_queue *q, const kiln_counter_state *counter,
+                           bool background, kiln_task *task) {
+    uint64_t tag = q->isolated, own = (uint64_t)(uintptr_t)counter;
+    if (tag ? find_task_isolated(sys, q, task, background, tag) ||
+                  (own != tag && find_task_isolated(sys, q, task, background, own)) ||
+                  (background && find_task(sys, q, task, background))
+            : find_task(sys, q, task, background))
+        return true;
+    return !background && take_pinned_counted(q, counter, task);
+}
+
+/* Flags the counter as slept on, so that the decrement that makes its count zero wakes
+ * the sleeping waiters (kiln_counter_finished). false when the count is zero already:
+ * nothing to sleep for (a zero count with batches still to drain is a running thread's
+ * few steps: waited out by spinning). seq_cst CAS from a non-zero count: the decrement
+ * to zero comes after it in the word's order, so it reads the flag. */
+static bool flag_sleepers(kiln_counter_state *counter) {
+    uint64_t word = kiln_load_relaxed(&counter->pending);
+    for (;;) {
+        if (KILN_COUNTER_COUNT(word) == 0) return false;
+        if (word & KILN_COUNTER_SLEEPERS) return true;
+        if (kiln_cas_strong_seq_cst(&counter->pending, &word, word | KILN_COUNTER_SLEEPERS)) return true;
+    }
+}
+
+/* One sleep of a wait that found nothing to run (model: jobs/wait_sleep.pml, whose step
+ * names are in brackets). Flag the counter [flag], read the waiters' word [read],
+ * announce [announce], look again for a task [look] and at the counter [check], sleep
+ * [sleep]. No wake-up is lost:
+ * - the counter's zero: the last decrement reads the flag and bumps the word after it
+ *   (release); a read that sees the bump sees the zero (acquire), so either the check
+ *   reads zero, or the word read is older and the futex sees the bump or the wake;
+ * - queued work: a submitter pushes, fences, then reads sleepers (wake); this thread
+ *   announces, fences, then looks. One of them sees the other's store, as for an idle
+ *   worker (sleep_once).
+ * Returns true with *task when the look found one; *timed_out when the sleep ended with
+ * the word unchanged (the safety net's timeout, or a stuck wait's clock). */
+static bool wait_sleep(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
+                       bool background, kiln_task *task, bool again, bool *timed_out) {
+    *timed_out = false;
+    if (!flag_sleepers(counter)) return false;                               /* [flag] */
+    uint32_t seen = kiln_load_acquire(&waiters_word);                        /* [read] */
+    kiln_add_seq_cst(&sys->sleepers, 1);                                     /* [announce] */
+    kiln_add_seq_cst(&sys->waiters_asleep, 1);
+    kiln_fence_seq_cst();
+    bool found = find_wait_task(sys, q, counter, background, task);          /* [look] */
+    if (!found && kiln_counter_busy(kiln_load_acquire(&counter->pending)) &&  /* [check] */
+        !kiln_load_acquire(&sys->shutdown)) {
+        uint64_t start = kiln_now_ns();
+        if (!again) kiln_owner_inc(&q->sleeps);
+        kiln_futex_wait(&waiters_word, seen, KILN_SLEEP_TIMEOUT_NS);        /* [sleep] */
+        kiln_owner_add(&q->sleep_ns, kiln_now_ns() - start);
+        *timed_out = kiln_load_acquire(&waiters_word) == seen;
+    }
+    kiln_sub_seq_cst(&sys->waiters_asleep, 1);
+    kiln_sub_seq_cst(&sys->sleepers, 1);
+    return found;
+}
+
+/* A wait's progress, for the stuck-wait warning: a task it ran, or a change of the
+ * counter's word. None for sys->stuck_wait_ns: one JOB_WAIT_STUCK per wait. */
+typedef struct wait_watch {
+    uint64_t word;     /* the counter's word at the last progress */
+    uint64_t since;    /* the clock then; 0: not read since the last progress */
+    bool     warned;
+} wait_watch;
+
+/* At an idle moment of the wait (a spin's end, a sleep's): checks the watch. Cold
+ * enough for a clock read: once per spin or sleep. */
+static void watch_wait(kiln_job_system *sys, kiln_job_queue *q, const kiln_counter_state *counter,
+                       wait_watch *watch) {
+    uint64_t word = kiln_load_relaxed(&counter->pending), now = kiln_now_ns();
+    if (watch->since == 0 || word != watch->word) {
+        watch->word = word;
+        watch->since = now;
+        return;
+    }
+    if (watch->warned || now - watch->since < sys->stuck_wait_ns) return;
+    watch->warned = true;
+    kiln_owner_inc(&q->waits_stuck);
+    kiln_jobs_report_stuck(sys, q, counter, now - watch->since);
+}
+
+/* Runs tasks until the counter reads zero (find_wait_task says which). With nothing to
+ * run it spins as an idle worker does (worker_idle: sys->idle_spin_ns), then sleeps
+ * (wait_sleep) until the counter's zero or new work wakes it; after a sleep that timed
+ * out it looks once and sleeps again, without a new spin. */
 static void wait_counter(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
                          bool background) {
-    unsigned idle = 0;
-    uint64_t tag = q->isolated;
+    idle_spin spin = { 0, false, 0, 0 };
+    wait_watch watch = { 0, 0, false };
+    bool resting = false;
     while (kiln_counter_busy(kiln_load_acquire(&counter->pending))) {
         kiln_task task;
-        if (tag ? find_task_isolated(sys, q, &task, background, tag) ||
-                      (background && find_task(sys, q, &task, background))
-                : find_task(sys, q, &task, background)) {
-            run_task(sys, q, &task);
-            idle = 0;
-        } else if (!background && take_pinned_counted(q, counter, &task)) {
-            run_task(sys, q, &task);
-            idle = 0;
+        if (find_wait_task(sys, q, counter, background, &task)) {
+            if (spin.round) {   /* work after empty looks: the spin ends here */
+                count_idle(q, &spin, kiln_now_ns());
+                spin.round = 0;
+            }
+        } else if (resting || !worker_idle(sys, q, &spin)) {
+            watch_wait(sys, q, counter, &watch);
+            if (!wait_sleep(sys, q, counter, background, &task, resting, &resting)) continue;
         } else {
-            kiln_spin_round(++idle, 1);
+            continue;
         }
+        resting = false;
+        watch.since = 0;
+        run_task(sys, q, &task);
     }
+    if (spin.round) count_idle(q, &spin, kiln_now_ns());
 }
 
 void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
@@ -819,42 +960,6 @@ static bool sleep_once(kiln_job_system *sys, kiln_job_queue *q, bool again) {
     return timed_out;
 }
 
-/* A worker's spin between running dry and finding work or sleeping (owner-only). */
-typedef struct idle_spin {
-    unsigned round;      /* empty looks so far; 0: not spinning */
-    bool     yields;     /* gives the core away every round: more threads than CPUs */
-    uint64_t started;    /* the clock at the first empty look */
-    uint64_t counted;    /* the clock up to which idle_spin_ns counts this spin */
-} idle_spin;
-
-/* Adds the spin's time up to now to idle_spin_ns: at every clock read, so that stats
- * read during a long spin see it grow. */
-static inline void count_idle(kiln_job_queue *q, idle_spin *spin, uint64_t now) {
-    kiln_owner_add(&q->idle_spin_ns, now - spin->counted);
-    spin->counted = now;
-}
-
-/* One empty look's wait; false once the spin has lasted sys->idle_spin_ns: time to
- * sleep. Oversubscribed (the runtime's threads outnumber the CPUs), every round
- * yields: the thread whose work this one waits for, or which holds a job it would
- * steal, may need this core. Otherwise the rounds pause, and once the pauses are over
- * every 8th yields (kiln_spin_round): a spin that keeps failing leaves the core to
- * whatever else is runnable on the machine. */
-static bool worker_idle(kiln_job_system *sys, kiln_job_queue *q, idle_spin *spin) {
-    if (spin->round++ == 0) {
-        spin->yields = kiln_load_relaxed(&sys->registered) > sys->cpus;
-        spin->started = spin->counted = kiln_now_ns();
-    }
-    if (spin->yields) sched_yield();
-    else kiln_spin_round(spin->round, 8);
-    if (!spin->yields && spin->round % KILN_IDLE_CLOCK_EVERY != 0) return true;
-    uint64_t now = kiln_now_ns();
-    count_idle(q, spin, now);
-    if (now - spin->started < sys->idle_spin_ns) return true;
-    spin->round = 0;
-    return false;
-}
-
 void kiln_jobs_worker_loop(kiln_job_system *sys, kiln_job_queue *q) {
     idle_spin spin = { 0, false, 0, 0 };
     bool resting = false;   /* the last sleep timed out: look once, then sleep again */
@@ -889,4 +994,5 @@ void kiln_jobs_shutdown(kiln_job_system *sys) {
     kiln_store_release(&sys->shutdown, 1);
     kiln_add_relaxed(&sys->wake_epoch, 1);
     kiln_futex_wake(&sys->wake_epoch, KILN_MAX_QUEUES);
+    wake_waiters();
 }

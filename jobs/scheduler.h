@@ -43,6 +43,11 @@
 #  define KILN_IDLE_SPIN_US_DEFAULT 50u
 #endif
 
+/* kiln_desc.stuck_wait_ms's default: long enough that no healthy wait in a frame loop
+ * comes near it (a loading screen's wait on a long job makes progress as the job's
+ * children finish), short enough that a hang is named while someone still watches. */
+#define KILN_STUCK_WAIT_MS_DEFAULT 2000u
+
 typedef struct kiln_job_queue kiln_job_queue;
 
 /* An optional recorder the scheduler calls around every task it runs (tracing): with
@@ -104,9 +109,13 @@ struct kiln_job_queue {
     _Atomic uint64_t    range_roots;     /* parallel_for roots outside jobs, counted in
                                             submitted (frame end waits for them) but no
                                             jobs of the stats: never queued nor "run" */
-    _Atomic uint64_t    sleeps;          /* workers: futex waits begun */
-    _Atomic uint64_t    idle_spin_ns;    /* workers: time spent looking for work in vain
-                                            before finding some or sleeping */
+    _Atomic uint64_t    sleeps;          /* futex waits begun after a spin (workers, waits) */
+    _Atomic uint64_t    idle_spin_ns;    /* time spent looking for work in vain before
+                                            finding some or sleeping (workers, waits) */
+    _Atomic uint64_t    waits_stuck;     /* JOB_WAIT_STUCK warnings of this thread's waits */
+    _Atomic(const kiln_counter_state *) running_counter;  /* the counter of the job running
+                                            now (NULL: none): written by the owner, read
+                                            relaxed by a stuck wait's report */
 
     /* Owner-only. */
     uint64_t            rng;             /* victim choice */
@@ -149,6 +158,8 @@ typedef struct kiln_job_system {
                                             epoch parity; table_lock */
     uint32_t            threads;         /* workers + 1: for the default grain */
     uint64_t            idle_spin_ns;    /* kiln_desc.idle_spin_us; read-only */
+    uint64_t            stuck_wait_ns;   /* kiln_desc.stuck_wait_ms: a wait without progress
+                                            that long logs JOB_WAIT_STUCK; read-only */
     uint32_t            cpus;            /* the CPUs this process may run on, at init; read-only */
     _Atomic uint32_t    registered;      /* queues in the table (workers and attached threads);
                                             written under table_lock, read relaxed by idle
@@ -172,7 +183,9 @@ typedef struct kiln_job_system {
     const _Atomic uint64_t *frame_epoch;
     void              (*frame_memory)(void *owner, uint32_t epoch);
 
-    _Alignas(KILN_CACHE_LINE) _Atomic uint32_t sleepers;   /* workers asleep or about to be */
+    _Alignas(KILN_CACHE_LINE) _Atomic uint32_t sleepers;   /* workers, and threads in a wait
+                                            (wait_sleep), asleep or about to be */
+    _Atomic uint32_t    waiters_asleep;  /* of them, threads in a wait: wake wakes them all */
     _Atomic uint32_t    wake_epoch;      /* the futex word sleepers wait on */
     _Atomic int         shutdown;
     kiln_log_sink       log;
@@ -260,7 +273,25 @@ KILN_INTERNAL void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q
 /* The frame epoch tag (kiln_epoch_tag) a job submitted now by q's owner belongs to, with count frame jobs
  * counted under it (model step "submit"). Owner of q; the caller then queues the jobs,
  * or takes the count back with kiln_jobs_uncount. */
-KILN_INTERNAL uint32_t kiln_jobs_count_frame(kiln_job_system *sys, kiln_job_queue *q, uint64_t count);
+KILN_INTERNAL uint32_t kiln_jobs_count_frame_outside(kiln_job_system *sys, kiln_job_queue *q,
+                                                    uint64_t count);
+static inline void kiln_jobs_count_submitted(kiln_job_queue *q, uint32_t epoch, uint64_t count);
+/* Inline: a child (inside a frame job) and the driver's jobs, the common cases, cost a
+ * load and a store; other threads outside jobs take kiln_jobs_count_frame_outside. */
+static inline uint32_t kiln_jobs_count_frame(kiln_job_system *sys, kiln_job_queue *q, uint64_t count) {
+    uint32_t epoch;
+    if (q->frame_depth > 0) {
+        /* A child: counted before its parent completes, so no drain misses it. */
+        epoch = q->running_epoch;
+    } else if (q->drives_clock) {
+        /* The driver reads its own store: it is the epoch's only writer. */
+        epoch = kiln_epoch_tag(kiln_load_relaxed(sys->frame_epoch));
+    } else {
+        return kiln_jobs_count_frame_outside(sys, q, count);
+    }
+    kiln_jobs_count_submitted(q, epoch, count);
+    return epoch;
+}
 static inline void kiln_jobs_uncount(kiln_job_queue *q, uint32_t epoch, uint64_t count) {
     _Atomic uint64_t *submitted = &q->submitted[epoch & 1];
     kiln_store_relaxed(submitted, kiln_load_relaxed(submitted) - count);
@@ -304,24 +335,35 @@ KILN_INTERNAL void kiln_jobs_worker_loop(kiln_job_system *sys, kiln_job_queue *q
  * and the END call of the old hook if it had one. Any thread (takes table_lock). */
 KILN_INTERNAL void kiln_jobs_set_hook(kiln_job_system *sys, kiln_job_hook hook);
 
+/* Logs JOB_WAIT_STUCK for the wait of q's owner on counter, which has made no progress
+ * for waited_ns: how many jobs the counter still counts and where they are (queued on
+ * which context, pinned, running, held by prerequisites). Owner of q; cold
+ * (jobs/wait_stuck.c). */
+KILN_INTERNAL void kiln_jobs_report_stuck(kiln_job_system *sys, kiln_job_queue *q,
+                                          const kiln_counter_state *counter, uint64_t waited_ns);
+
 /* Wakes every sleeper and makes worker loops return. */
 KILN_INTERNAL void kiln_jobs_shutdown(kiln_job_system *sys);
 
-/* Owner of q, the thread whose decrement left the counter's word at left (the flag, a
- * zero count and a tag): takes its list, queues (on q) each batch whose last
- * prerequisite it was, then clears the flag unless the counter was reused meanwhile. */
-KILN_INTERNAL void kiln_counter_drain(kiln_job_system *sys, kiln_job_queue *q,
-                                      kiln_counter_state *counter, uint64_t left);
+/* Owner of q, the thread whose decrement made the counter's count zero, leaving its word
+ * at left with a flag (KILN_COUNTER_WAITERS, KILN_COUNTER_SLEEPERS): for waiting batches,
+ * takes the list, queues (on q) each batch whose last prerequisite it was, then clears
+ * the flag unless the counter was reused meanwhile; for sleepers, wakes the threads
+ * asleep in a wait (without touching the counter again). */
+KILN_INTERNAL void kiln_counter_finished(kiln_job_system *sys, kiln_job_queue *q,
+                                         kiln_counter_state *counter, uint64_t left);
 
 /* Owner of q: n jobs (or registrations) counted on counter are done. The decrement is
- * the last touch of the counter unless it leaves the flag alone: waiters then drain.
- * acq_rel: the release publishes the jobs' writes to a waiter reading 0 and to the
- * drainer; the acquire lets a drainer see every registration that released before. */
+ * the last touch of the counter unless it makes the count zero with a flag set: the
+ * flag's work follows (kiln_counter_finished). acq_rel: the release publishes the jobs'
+ * writes to a waiter reading zero and to the drainer; the acquire lets a drainer see
+ * every registration that released before. */
 static inline void kiln_counter_finish(kiln_job_system *sys, kiln_job_queue *q,
                                        kiln_counter_state *counter, uint64_t n) {
     uint64_t before = kiln_sub_acq_rel(&counter->pending, n);
-    if (kiln_unlikely((before & ~KILN_COUNTER_TAG_MASK) == (KILN_COUNTER_WAITERS | n)))
-        kiln_counter_drain(sys, q, counter, before - n);
+    if (kiln_unlikely(KILN_COUNTER_COUNT(before) == n &&
+                      (before & (KILN_COUNTER_WAITERS | KILN_COUNTER_SLEEPERS))))
+        kiln_counter_finished(sys, q, counter, before - n);
 }
 
 #endif /* KILN_JOBS_SCHEDULER_H */

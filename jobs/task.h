@@ -15,8 +15,11 @@ struct kiln_wait_link;
 /* The internal view of a kiln_counter: the public struct is three uint64_t words.
  * The word pending:
  *   bits 0-31   the count: unfinished jobs + registrations in progress (jobs/graph.c)
- *   bits 32-62  the tag of the job system whose run made the count non-zero: whose jobs
+ *   bits 32-61  the tag of the job system whose run made the count non-zero: whose jobs
  *               it counts (jobs/counter.h); left behind when the count drains
+ *   bit 62      KILN_COUNTER_SLEEPERS once a thread waiting on it may sleep: the
+ *               decrement that makes the count zero wakes the sleeping waiters
+ *               (jobs/scheduler.c, jobs/wait_sleep.pml); left behind, cleared by a claim
  *   bit 63      KILN_COUNTER_WAITERS while batches wait on it
  * The flag stays set after the count reaches zero until the thread that made it zero
  * has taken the list of waiting batches, so a waiter that reads neither count nor flag
@@ -30,15 +33,16 @@ typedef struct kiln_counter_state {
 } kiln_counter_state;
 
 #define KILN_COUNTER_WAITERS    (UINT64_C(1) << 63)
+#define KILN_COUNTER_SLEEPERS   (UINT64_C(1) << 62)
 #define KILN_COUNTER_TAG_SHIFT  32
-#define KILN_COUNTER_TAG_MASK   (UINT64_C(0x7fffffff) << KILN_COUNTER_TAG_SHIFT)
+#define KILN_COUNTER_TAG_MASK   (UINT64_C(0x3fffffff) << KILN_COUNTER_TAG_SHIFT)
 #define KILN_COUNTER_COUNT_MASK UINT64_C(0xffffffff)
 #define KILN_COUNTER_COUNT(word) ((word) & KILN_COUNTER_COUNT_MASK)
 
 /* Whether a counter's word still counts jobs or holds, or has batches to drain: a
  * waiter waits while it does. */
 static inline bool kiln_counter_busy(uint64_t word) {
-    return (word & ~KILN_COUNTER_TAG_MASK) != 0;
+    return (word & (KILN_COUNTER_COUNT_MASK | KILN_COUNTER_WAITERS)) != 0;
 }
 
 _Static_assert(sizeof(kiln_counter_state) == sizeof(kiln_counter), "counter layout");

@@ -28,21 +28,39 @@ static bool check_jobs(kiln_ctx *ctx, const kiln_job *jobs, size_t count, const 
     return true;
 }
 
-/* Logs why kiln_counter_add refused a run of count jobs of ctx (misuse). Cold. */
-static KILN_COLD void counter_refused(kiln_ctx *ctx, const kiln_counter_seen *seen, size_t count,
-                                      const char *function) {
-    if (seen->result == KILN_COUNTER_THEIRS) {
+/* Logs why kiln_counter_add refused a run of count jobs of ctx (misuse), before the
+ * word that refused it. Cold. */
+static KILN_COLD void counter_refused(kiln_ctx *ctx, const kiln_counter_state *counter, uint64_t before,
+                                      size_t count, const char *function) {
+    if ((before & KILN_COUNTER_TAG_MASK) != ctx->rt->jobs.counter_tag) {
         kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_COUNTER_FOREIGN,
                         "%s: context %u: the counter holds jobs of another runtime (a run of "
                         "its context %u); nothing submitted: a counter counts the jobs of one "
-                        "runtime at a time", function, ctx->id, seen->owner);
+                        "runtime at a time", function, ctx->id,
+                        (unsigned)kiln_load_relaxed(&counter->owner));
         return;
     }
     kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_COUNTER_FULL,
                     "%s: context %u: %zu more jobs on a counter that counts %llu would pass "
                     "the %llu one counter counts at once; nothing submitted", function, ctx->id,
-                    count, (unsigned long long)KILN_COUNTER_COUNT(seen->before),
+                    count, (unsigned long long)KILN_COUNTER_COUNT(before),
                     (unsigned long long)KILN_COUNTER_JOBS_MAX);
+}
+
+/* Warns (or with KILN_DEBUG_CHECKS logs misuse) about an add to a counter in use,
+ * before the word the add replaced. Cold: only a counter shared by runs gets here. */
+static KILN_COLD void counter_in_use(kiln_ctx *ctx, const kiln_counter_state *counter, uint64_t before,
+                                     size_t count, const char *function) {
+    uint32_t owner = (uint32_t)kiln_load_relaxed(&counter->owner);
+    if ((before & KILN_COUNTER_WAITERS) && ctx->debug_checks) {
+        kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_COUNTER_REUSED_WAITING,
+                        "%s: context %u adds %zu jobs to a counter that jobs of a run with "
+                        "after wait on; those wait for these too", function, ctx->id, count);
+    } else if (KILN_COUNTER_COUNT(before) != 0 && owner != ctx->id) {
+        kiln_log(&ctx->rt->log, KILN_LOGITEM_COUNTER_SHARED,
+                 "%s: context %u adds to a counter still non-zero from a run of context "
+                 "%u; both runs now finish together", function, ctx->id, owner);
+    }
 }
 
 /* Adds count to the counter (NULL: none) for a run of ctx, the counter's state in
@@ -54,22 +72,15 @@ static bool counter_add(kiln_ctx *ctx, kiln_counter *counter, size_t count, cons
                         kiln_counter_state **state) {
     *state = NULL;
     if (!counter) return true;
-    uint32_t id = ctx->id;
-    kiln_counter_seen seen = kiln_counter_add(kiln_counter_of(counter), ctx->rt->jobs.counter_tag, id, count);
-    if (kiln_unlikely(seen.result != KILN_COUNTER_ADDED)) {
-        counter_refused(ctx, &seen, count, function);
+    kiln_counter_state *c = kiln_counter_of(counter);
+    uint64_t before;
+    if (kiln_unlikely(!kiln_counter_add(c, ctx->rt->jobs.counter_tag, ctx->id, count, &before))) {
+        counter_refused(ctx, c, before, count, function);
         return false;
     }
-    *state = kiln_counter_of(counter);
-    if (kiln_unlikely(seen.before & KILN_COUNTER_WAITERS) && ctx->debug_checks) {
-        kiln_log_misuse(&ctx->rt->log, KILN_LOGITEM_COUNTER_REUSED_WAITING,
-                        "%s: context %u adds %zu jobs to a counter that jobs of a run with "
-                        "after wait on; those wait for these too", function, id, count);
-    } else if (KILN_COUNTER_COUNT(seen.before) != 0 && seen.owner != id) {
-        kiln_log(&ctx->rt->log, KILN_LOGITEM_COUNTER_SHARED,
-                 "%s: context %u adds to a counter still non-zero from a run of context "
-                 "%u; both runs now finish together", function, id, seen.owner);
-    }
+    *state = c;
+    if (kiln_unlikely(before & (KILN_COUNTER_WAITERS | KILN_COUNTER_COUNT_MASK)))
+        counter_in_use(ctx, c, before, count, function);
     return true;
 }
 

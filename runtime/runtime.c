@@ -173,6 +173,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     pthread_mutex_init(&rt->registry_lock, &recursive);
     pthread_mutexattr_destroy(&recursive);
     kiln_job_system_init(&rt->jobs, d.worker_count, d.idle_spin_us, rt->log);
+    rt->jobs.stuck_wait_ns = (uint64_t)KILN_DEFAULT(d.stuck_wait_ms, KILN_STUCK_WAIT_MS_DEFAULT) * 1000000u;
     rt->jobs.on_background = background_changed;
     rt->jobs.frame_epoch = &rt->handle_epoch;
     rt->jobs.frame_memory = switch_frame_memory;

@@ -58,6 +58,7 @@ size_t kiln_stats_contexts(kiln_runtime *rt, kiln_ctx_stats *out, size_t cap) {
             .frame_peak_last_frame = arena.peak_last_frame,
             .sleeps = kiln_load_relaxed(&q->sleeps),
             .idle_spin_ns = kiln_load_relaxed(&q->idle_spin_ns),
+            .waits_stuck = kiln_load_relaxed(&q->waits_stuck),
         };
     }
     pthread_mutex_unlock(&rt->registry_lock);

@@ -7,7 +7,8 @@
 #                         programs (ThreadSanitizer build), the benchmarks' quick pass,
 #                         the install/pkg-config and subproject consumer checks, misuse
 #                         that must be reported (tests/expect/), alloc/'s unit tests under
-#                         Valgrind's memcheck, the fuzz targets (KILN_FUZZ_SECONDS each).
+#                         Valgrind's memcheck, the fuzz targets (KILN_FUZZ_SECONDS each)
+#                         and the frame clock's SPIN model.
 #                         Ends with "N passed, N failed"; exits non-zero if anything failed.
 set -euo pipefail
 

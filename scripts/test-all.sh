@@ -4,8 +4,12 @@
 # program under ThreadSanitizer, the example, the benchmarks' quick pass and the
 # install and subproject consumer checks, the programs that misuse kiln on purpose
 # (tests/expect/: each misuse must be reported), alloc/'s unit tests and a stress run
-# under Valgrind's memcheck, and the fuzz targets (fuzz/) for KILN_FUZZ_SECONDS each
-# (default 60). Called by `scripts/dev.sh test`, which first installs what is missing.
+# under Valgrind's memcheck (on the default build), the fuzz targets (fuzz/) for
+# KILN_FUZZ_SECONDS each (default 60) and the SPIN model of the frame clock. Called by
+# `scripts/dev.sh test`, which first installs what is missing.
+# Sized for two cores: Criterion binaries run two at a time, and memcheck (one core)
+# runs beside the fuzzers and the model (one core each, one after the other). Each
+# binary's and each stage's time is printed; the stages' again at the end.
 # The last line is "N passed, N failed"; skipped tests are counted apart, not as passed.
 set -uo pipefail
 
@@ -50,14 +54,21 @@ check() {
 
 # criterion LABEL BINARY [ARGS...]: every test of a Criterion binary, counted from its TAP
 # output; ARGS go to the binary. A stage that runs the binary under a tool puts the
-# tool's command line in the array `runner` first.
+# tool's command line in the array `runner` first. criterion_run and criterion_tally
+# are its halves: the run may go on in the background (criteria) while another runs.
 runner=()
-criterion() {
+criterion_run() {
     local label=$1 bin=$2; shift 2
     local name; name=$(basename "$bin")
-    local tap="$logs/$label-$name.tap" log="$logs/$label-$name.log"
-    "${runner[@]}" "$bin" -j1 --tap="$tap" "$@" >"$log" 2>&1
-    local rc=$?
+    local start=$SECONDS
+    "${runner[@]}" "$bin" -j1 --tap="$logs/$label-$name.tap" "$@" >"$logs/$label-$name.log" 2>&1
+    echo "$? $((SECONDS - start))" >"$logs/$label-$name.rc"
+}
+criterion_tally() {
+    local label=$1 bin=$2
+    local name; name=$(basename "$bin")
+    local tap="$logs/$label-$name.tap" log="$logs/$label-$name.log" rc took
+    read -r rc took <"$logs/$label-$name.rc"
     local ok bad skip
     ok=$(grep -c '^ok ' "$tap" 2>/dev/null || true)
     bad=$(grep -c '^not ok ' "$tap" 2>/dev/null || true)
@@ -68,12 +79,41 @@ criterion() {
     skipped=$((skipped + skip))
     local note=""
     [ "$skip" -eq 0 ] || note=", $skip skipped"
-    echo "  $label $name: $ok passed, $bad failed$note"
+    echo "  $label $name: $ok passed, $bad failed$note  ($took s)"
     if [ "$bad" -gt 0 ]; then
         failures+=("$label $name: $(grep '^not ok ' "$tap" | head -5 | tr '\n' ';')")
     fi
     if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then fail "$label $name exited with $rc" "$log"; fi
     if [ "$ok" -eq 0 ] && [ "$bad" -eq 0 ]; then fail "$label $name ran no test" "$log"; fi
+}
+criterion() {
+    criterion_run "$@"
+    criterion_tally "$1" "$2"
+}
+
+# criteria LABEL BINARY...: every Criterion binary given, two at a time (the machine this
+# command is sized for has two cores, and each binary runs its tests one by one), the
+# longest first as listed; tallied in the order given once all have run. The tests are
+# written to pass on a loaded machine, so running beside each other is no licence for
+# a flaky one.
+criteria() {
+    local label=$1; shift
+    local bin running=0
+    for bin in "$@"; do
+        if [ "$running" -ge 2 ]; then wait -n; running=$((running - 1)); fi
+        criterion_run "$label" "$bin" &
+        running=$((running + 1))
+    done
+    wait
+    for bin in "$@"; do criterion_tally "$label" "$bin"; done
+}
+
+# test_binaries DIR: the Criterion binaries of a build, test-misuse (the longest) first.
+test_binaries() {
+    local t
+    for t in "$1"/tests/test-misuse "$1"/tests/test-*; do
+        [ -f "$t" ] && [ -x "$t" ] && echo "$t"
+    done | awk '!seen[$0]++'
 }
 
 # expect_report NAME STATUS PATTERN... -- CMD...: one test for a program that misuses
@@ -145,7 +185,8 @@ check "layers: kiln's includes" python3 scripts/check-layers.py
 if build build-test; then
     check "layers: kiln's includes and its library's calls (--objects build-test/libkiln.a)" \
         python3 scripts/check-layers.py --objects build-test/libkiln.a
-    for t in build-test/tests/test-*; do [ -f "$t" ] && [ -x "$t" ] && criterion default "$t"; done
+    mapfile -t binaries < <(test_binaries build-test)
+    criteria default "${binaries[@]}"
     for t in build-test/tests/check-*; do [ -f "$t" ] && [ -x "$t" ] && check "default $(basename "$t")" "$t"; done
     check "example frame-loop" build-test/examples/frame-loop 120 20000
     check "example frame-loop-cpp" build-test/examples/frame-loop-cpp 120 2000
@@ -160,7 +201,8 @@ stage "ASan+UBSan build (unit tests, expected reports)"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 if build build-asan -Db_sanitize=address,undefined -Db_lundef=false -Dbench=false -Dstress=false; then
-    for t in build-asan/tests/test-*; do [ -f "$t" ] && [ -x "$t" ] && criterion asan "$t"; done
+    mapfile -t binaries < <(test_binaries build-asan)
+    criteria asan "${binaries[@]}"
     # Frame memory read after its frame ended, with KILN_DEBUG_POISON: ASan must stop it.
     expect_report "asan expect-frame-poison: ASan reports use-after-poison" fail \
         'ERROR: AddressSanitizer: use-after-poison' 'in main .*frame_poison\.c' \
@@ -178,7 +220,7 @@ if build build-tsan -Db_sanitize=thread -Db_lundef=false -Dtests=false -Dbench=f
     done < stress/tsan-runs.txt
 fi
 
-stage "Valgrind memcheck build (alloc/'s unit tests, a stress run, an expected report)"
+stage "libFuzzer build and fuzz targets; the frame clock model (SPIN); memcheck of alloc/'s unit tests beside them"
 # Criterion runs each test in a child process: memcheck follows the children, and a
 # child stops at its first error, so that test fails in the TAP. Errors memcheck finds
 # only at a process's exit (leaks) come after its test reported success, so every
@@ -201,28 +243,28 @@ memcheck_clean() {
     else pass "$name"; fi
 }
 
-if build build-vg -Dbench=false; then
+memcheck_stage() {
     for module in arena block-pool pool os debug; do
         dir="$logs/memcheck-test-$module"
         mkdir -p "$dir"
         runner=("${vg[@]}" --exit-on-first-error=yes --trace-children=yes --log-file="$dir/%p.log")
-        criterion memcheck "build-vg/tests/test-$module" --filter "!($memcheck_skip)"
+        criterion memcheck "build-test/tests/test-$module" --filter "!($memcheck_skip)"
         runner=()
         memcheck_clean "memcheck test-$module: every process clean" "$dir"
     done
     check "memcheck stress-pools --threads 2 --iterations 20000" \
-        "${vg[@]}" build-vg/stress/stress-pools --threads 2 --iterations 20000 --seed 1
+        "${vg[@]}" build-test/stress/stress-pools --threads 2 --iterations 20000 --seed 1
     # The same stale frame read as in the ASan build: memcheck knows frame memory as a
     # memory pool (KILN_DEBUG_POISON), so the read, and only it, is an error.
     expect_report "memcheck expect-frame-poison: exactly one invalid read" 99 \
         'Invalid read of size 1' 'main \(frame_poison\.c' 'ERROR SUMMARY: 1 errors from 1 contexts' \
-        -- "${vg[@]}" build-vg/tests/expect-frame-poison
-fi
+        -- "${vg[@]}" build-test/tests/expect-frame-poison
+}
 
-stage "libFuzzer build (fuzz targets against their models; clang)"
 # Each target runs KILN_FUZZ_SECONDS (default 60; 0: only its corpus) from a copy of its
 # committed corpus, so the committed one never grows; every file in it, the regression
-# inputs included, is run first. A fixed seed; crash inputs land in build-logs/.
+# inputs included, is run first. A fixed seed; crash inputs land in build-logs/. Long
+# runs that keep what they find: scripts/fuzz-long.sh.
 fuzz_seconds=${KILN_FUZZ_SECONDS:-60}
 
 # fuzz TARGET: one test: the target finds nothing (and the corpus replays clean).
@@ -244,12 +286,35 @@ fuzz() {
     else fail "fuzz $target" "$log"; fi
 }
 
+# The fuzzers and the model each keep one core busy, and so does memcheck (Valgrind runs
+# one thread at a time): they run beside each other, memcheck in the background. Its
+# stage's output and tallies come back through files (a background shell cannot add to
+# this one's counts) and are printed after the fuzzers and the model.
 if CC=clang CXX=clang++ build build-fuzz -Dfuzz=true -Dtests=false -Dstress=false -Dbench=false -Db_lundef=false; then
+    fuzz_built=1
+else
+    fuzz_built=0
+fi
+( passed=0 failed=0 skipped=0 failures=()
+  memcheck_start=$SECONDS
+  memcheck_stage
+  echo "   (memcheck: $((SECONDS - memcheck_start)) s, beside the fuzzers and the model)"
+  echo "$passed $failed $skipped" >"$logs/memcheck-stage.counts"
+  printf '%s\n' "${failures[@]}" >"$logs/memcheck-stage.failures" ) >"$logs/memcheck-stage.out" 2>&1 &
+memcheck_pid=$!
+if [ "$fuzz_built" -eq 1 ]; then
     for target in fuzz-arena fuzz-pool fuzz-handles; do fuzz "$target"; done
 fi
-
-stage "frame clock model (SPIN: runtime/frame_clock.pml, its properties and mutations)"
 check "model: frame clock properties hold and every mutation is caught" scripts/check-frame-model.sh
+wait "$memcheck_pid"
+echo "  -- memcheck (default build: alloc/'s unit tests, a stress run, an expected report)"
+cat "$logs/memcheck-stage.out"
+if read -r mp mf ms <"$logs/memcheck-stage.counts" 2>/dev/null; then
+    passed=$((passed + mp)); failed=$((failed + mf)); skipped=$((skipped + ms))
+    while IFS= read -r line; do [ -z "$line" ] || failures+=("$line"); done <"$logs/memcheck-stage.failures"
+else
+    fail "memcheck stage ended without its tallies" "$logs/memcheck-stage.out"
+fi
 
 stage ""
 echo

@@ -6,15 +6,24 @@
  * - kiln_run pushes jobs onto the calling context's deque; idle workers steal them.
  * - A job runs as fn(ctx, arg), ctx the context of the thread running it:
  *   kiln_frame_alloc(ctx, ...) inside a job allocates frame memory of the job's frame.
- * - kiln_wait runs jobs (its own and stolen ones) until the counter reaches zero.
+ * - kiln_wait runs jobs (its own and stolen ones) until the counter reaches zero. With
+ *   nothing it may run it spins for kiln_desc.idle_spin_us, then sleeps until the
+ *   counter reaches zero or a job it may run is queued: a thread waiting on a long job
+ *   does not burn a core. A wait that makes no progress for kiln_desc.stuck_wait_ms
+ *   (2 s by default) logs one JOB_WAIT_STUCK warning saying where the counter's jobs
+ *   are, and keeps waiting.
  * - kiln_frame_end runs and waits for every job of its frame, with or without a
  *   counter, before it resets that frame's memory.
  * - Idle workers look for work for kiln_desc.idle_spin_us (50 us by default), then
  *   sleep; kiln_run makes a system call only when some worker sleeps.
  *
  * What it does NOT do:
- * - kiln_wait never just blocks, so waiting from inside a job (nested parallelism)
- *   cannot deadlock.
+ * - kiln_wait never just blocks: it runs jobs while it waits, so waiting from inside a
+ *   job (nested parallelism) cannot deadlock as long as someone may run the jobs waited
+ *   for. Waits on each other's counters in a cycle, a counter whose jobs are pinned to
+ *   a thread that never waits, and isolated waits whose jobs can only be reached by
+ *   another isolated wait can still wait for ever; such a wait says so (JOB_WAIT_STUCK)
+ *   instead of hanging silently.
  * - kiln_frame_end never resets frame memory under a running job (see "The frame a job
  *   belongs to"), and neither waits for a background job nor runs one, except that a
  *   frame job after a background one (kiln_run_desc.after) holds it until that job
@@ -107,7 +116,10 @@
  * job that happens to sit on a deque (a wait for a short batch must not turn into a long
  * stall). "Descend": jobs counted on that counter, and jobs submitted by jobs that this
  * wait runs. Jobs that the counter's jobs submit on other threads run there (their own
- * waits help them). Every wait inside an isolated one keeps its isolation.
+ * waits help them). Every wait inside an isolated one keeps its isolation, and may
+ * also run the jobs of the counter it waits on that were submitted outside any
+ * isolated wait (it cannot return without them, and another isolated wait may be the
+ * only other thread that could reach them).
  * With KILN_NO_WORKERS an isolated wait that finds none of its jobs runnable runs any
  * other job it can reach, frame or background: its jobs may wait for prerequisites of
  * other counters (kiln_run_desc.after), or sit deeper than it reaches on its deque

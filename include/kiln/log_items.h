@@ -144,6 +144,7 @@
     X(JOB_STILL_WAITING, WARN, "kiln_destroy found jobs still waiting for their prerequisites (kiln_run_desc.after); it frees them unrun") \
     X(JOB_AFTER_FOREIGN, ERROR, "kiln_run_ex after a counter that counts jobs of another runtime") \
     X(JOB_WAIT_NULL_COUNTER, ERROR, "kiln_wait with a NULL counter") \
+    X(JOB_WAIT_STUCK, WARN, "a wait made no progress for desc.stuck_wait_ms: where its counter's jobs are; it keeps waiting") \
     X(JOB_BACKGROUND_FRAME_ALLOC, ERROR, "a background job asked for frame memory") \
     X(JOB_FRAME_MEMORY_NONE, ERROR, "a job asked for frame memory of a frame whose job arena could not be made (memory limit, heap)") \
     X(JOB_OUT_OF_MEMORY, ERROR, "no heap memory for job deques or a queue of pinned jobs (the caller runs those jobs), or for the record of a kiln_run_ex with after (the call is refused; not misuse)") \

@@ -131,13 +131,15 @@ typedef struct kiln_pool_stats {
     X(uint64_t, jobs_run,              "jobs this context ran, its own and stolen ones")       \
     X(uint64_t, jobs_stolen,           "jobs it took from another context")                    \
     X(uint64_t, steal_misses,          "searches that found no job anywhere")                  \
-    X(uint64_t, sleep_ns,              "time asleep (workers)")                                \
+    X(uint64_t, sleep_ns,              "time asleep (workers, and waits with nothing to run)") \
     X(size_t,   frame_bytes_in_use,    "its frame arena's bytes_in_use")                       \
     X(size_t,   frame_peak_last_frame, "its frame arena's high-water in the last frame")       \
-    X(uint64_t, sleeps,                "times it went to sleep after a spin (workers; a long " \
-                                       "idle period is one, however often it wakes to look)")  \
+    X(uint64_t, sleeps,                "times it went to sleep after a spin (workers, waits; " \
+                                       "a long idle period is one, however often it wakes)")   \
     X(uint64_t, idle_spin_ns,          "time spent looking for work in vain before finding "   \
-                                       "some or sleeping (workers; desc.idle_spin_us)")        \
+                                       "some or sleeping (workers, waits; desc.idle_spin_us)") \
+    X(uint64_t, waits_stuck,           "JOB_WAIT_STUCK warnings of its waits "                 \
+                                       "(desc.stuck_wait_ms)")                                 \
     /* end of list */
 
 typedef struct kiln_ctx_stats {

@@ -1,0 +1,308 @@
+/* tests/test_waits.c — waits that sleep and never hang silently (issue "Waits that
+ * sleep"): a thread waiting on a long job goes to sleep and is woken by the counter's
+ * zero; a wait that makes no progress says where its counter's jobs are
+ * (JOB_WAIT_STUCK), once, and keeps waiting; a wait nested in an isolated one runs the
+ * jobs it waits for. No timing thresholds: each test waits for the event it checks
+ * (the stats or the log), and a deadline only turns a hang into a failure. */
+#define _DEFAULT_SOURCE
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "job_check.h"
+#include "recording_log.h"
+#include "runtime/types.h"   /* a context's id, as the log names it */
+
+static uint32_t kiln_ctx_id(const kiln_ctx *ctx) { return ctx->id; }
+
+static recording_log *rec;
+
+static void setup(void) {
+    rec = recording_log_new();
+    job_checks_reset();
+}
+static void teardown(void) { recording_log_free(rec); }
+
+/* The timeout only turns a deadlock into a failed test; nothing passes or fails by it. */
+TestSuite(waits, .init = setup, .fini = teardown, .timeout = 60);
+
+static kiln_runtime *make_runtime(uint32_t workers, uint32_t stuck_wait_ms) {
+    kiln_desc desc = recording_desc(rec);
+    desc.worker_count = workers;
+    desc.stuck_wait_ms = stuck_wait_ms;
+    desc.idle_spin_us = 20;   /* waits go to sleep soon: the tests wait for that */
+    kiln_runtime *rt = kiln_create(&desc);
+    cr_assert_not_null(rt, "log:%s", recorded_summary(rec));
+    return rt;
+}
+
+static double seconds_since(const struct timespec *start) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) * 1e-9;
+}
+
+/* One context's stats, by id. */
+static kiln_ctx_stats stats_of(kiln_runtime *rt, uint32_t id) {
+    kiln_ctx_stats all[16];
+    size_t n = kiln_stats_contexts(rt, all, 16);
+    for (size_t i = 0; i < n && i < 16; i++)
+        if (all[i].id == id) return all[i];
+    return (kiln_ctx_stats){ 0 };
+}
+
+/* ---- a wait with nothing to run sleeps, and the counter's zero wakes it ---- */
+
+typedef struct sleeper_watch {
+    kiln_runtime *rt;
+    uint32_t      waiter;     /* the waiting context's id */
+    _Atomic int   saw_sleep;  /* the job saw the waiter asleep (1) or gave up (-1) */
+} sleeper_watch;
+
+/* Runs on the worker until the waiter has gone to sleep at least once (its stats say
+ * so), or 30 s pass: on a wait that never sleeps, that is a failure. */
+static void watch_for_sleep(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    sleeper_watch *w = arg;
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while (stats_of(w->rt, w->waiter).sleeps == 0) {
+        if (seconds_since(&start) > 30) {
+            atomic_store(&w->saw_sleep, -1);
+            return;
+        }
+        struct timespec pause = { 0, 1000000 };
+        nanosleep(&pause, NULL);
+    }
+    atomic_store(&w->saw_sleep, 1);
+}
+
+Test(waits, a_wait_with_nothing_to_run_sleeps_until_its_counter_is_zero) {
+    kiln_runtime *rt = make_runtime(1, 0);
+    kiln_ctx *main_ctx = kiln_attach(rt);
+    sleeper_watch w = { .rt = rt, .waiter = kiln_ctx_id(main_ctx) };
+    kiln_counter done = { { 0 } };
+    /* Background: only the worker takes it; this thread's wait has nothing to run. */
+    kiln_run_ex(main_ctx, &(kiln_job){ watch_for_sleep, &w }, 1, &done,
+                &(kiln_run_desc){ .background = true });
+    kiln_wait(main_ctx, &done);
+    cr_assert_eq(atomic_load(&w.saw_sleep), 1, "the waiting thread never slept (it spun)");
+    kiln_ctx_stats s = stats_of(rt, kiln_ctx_id(main_ctx));
+    cr_assert_gt(s.sleep_ns, 0);
+    cr_assert_gt(s.idle_spin_ns, 0, "it spun before it slept");
+    cr_assert_eq(s.waits_stuck, 0);
+    kiln_detach(main_ctx);
+    kiln_destroy(rt);
+    cr_assert_eq(recorded_count(rec), 0, "log:%s", recorded_summary(rec));
+}
+
+/* A job queued while the waiter sleeps, which only the waiter may run (pinned to it),
+ * wakes it: its counter reaches zero only once the waiter has run it. */
+typedef struct late_pin {
+    kiln_runtime *rt;
+    kiln_ctx     *waiter;
+    _Atomic int   ran_on_waiter;
+} late_pin;
+
+static void mark_ran(kiln_ctx *ctx, void *arg) {
+    late_pin *p = arg;
+    if (ctx == p->waiter) atomic_store(&p->ran_on_waiter, 1);
+}
+
+/* On the worker: once the waiter sleeps, pins a job to it and returns only when the
+ * waiter has run it, so the waiter's counter stays non-zero until then: only the
+ * pinned job's wake-up (or the sleep's safety-net timeout) gets it going. */
+static void pin_after_sleep(kiln_ctx *ctx, void *arg) {
+    late_pin *p = arg;
+    sleeper_watch w = { .rt = p->rt, .waiter = kiln_ctx_id(p->waiter) };
+    watch_for_sleep(ctx, &w);
+    JOB_CHECK(atomic_load(&w.saw_sleep) == 1);
+    kiln_counter pinned = { { 0 } };
+    kiln_run_ex(ctx, &(kiln_job){ mark_ran, p }, 1, &pinned, &(kiln_run_desc){ .pinned_to = p->waiter });
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while (!atomic_load(&p->ran_on_waiter) && seconds_since(&start) < 30) sched_yield();
+    kiln_wait(ctx, &pinned);
+}
+
+Test(waits, work_pinned_to_a_sleeping_waiter_wakes_it) {
+    kiln_runtime *rt = make_runtime(1, 0);
+    kiln_ctx *main_ctx = kiln_attach(rt);
+    kiln_counter done = { { 0 } };
+    late_pin p = { .rt = rt, .waiter = main_ctx };
+    kiln_run_ex(main_ctx, &(kiln_job){ pin_after_sleep, &p }, 1, &done,
+                &(kiln_run_desc){ .background = true });
+    kiln_wait(main_ctx, &done);
+    assert_no_job_failures();
+    cr_assert_eq(atomic_load(&p.ran_on_waiter), 1, "the pinned job ran on the waiter");
+    kiln_detach(main_ctx);
+    kiln_destroy(rt);
+    cr_assert_eq(recorded_count(rec), 0, "log:%s", recorded_summary(rec));
+}
+
+/* ---- a wait without progress says where its jobs are, once, and keeps waiting ---- */
+
+typedef struct holder {
+    kiln_runtime *rt;
+    const char   *until;        /* a fragment of the stuck-wait warning it waits for */
+    kiln_ctx     *ctx;          /* the holding thread's context: jobs are pinned to it */
+    _Atomic int   ready;
+    _Atomic int   gave_up;
+} holder;
+
+static void nop(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    (void)arg;
+}
+
+/* An attached thread that runs nothing (the jobs pinned to it wait) until the runtime
+ * has logged the stuck wait the test expects, then runs them in a wait of its own. */
+static void *holding_thread(void *arg) {
+    holder *h = arg;
+    h->ctx = kiln_attach(h->rt);
+    atomic_store(&h->ready, 1);
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while (count_items_with(rec, KILN_LOGITEM_JOB_WAIT_STUCK, h->until) == 0) {
+        if (seconds_since(&start) > 30) {
+            atomic_store(&h->gave_up, 1);
+            break;
+        }
+        struct timespec pause = { 0, 1000000 };
+        nanosleep(&pause, NULL);
+    }
+    kiln_counter mine = { { 0 } };
+    kiln_run_ex(h->ctx, &(kiln_job){ nop, NULL }, 1, &mine, &(kiln_run_desc){ .pinned_to = h->ctx });
+    kiln_wait(h->ctx, &mine);   /* its inbox is a queue: the held jobs run first */
+    kiln_detach(h->ctx);
+    return NULL;
+}
+
+static void start_holder(holder *h, pthread_t *thread) {
+    cr_assert_eq(pthread_create(thread, NULL, holding_thread, h), 0);
+    while (!atomic_load(&h->ready)) sched_yield();
+}
+
+Test(waits, a_stuck_wait_names_the_context_its_jobs_are_pinned_to) {
+    kiln_runtime *rt = make_runtime(1, 20);
+    kiln_ctx *main_ctx = kiln_attach(rt);
+    holder h = { .rt = rt, .until = "pinned to it" };
+    pthread_t thread;
+    start_holder(&h, &thread);
+    kiln_counter c = { { 0 } };
+    kiln_job jobs[3] = { { nop, NULL }, { nop, NULL }, { nop, NULL } };
+    kiln_run_ex(main_ctx, jobs, 3, &c, &(kiln_run_desc){ .pinned_to = h.ctx });
+    kiln_wait(main_ctx, &c);   /* nobody but the holder may run them: stuck until it does */
+    pthread_join(thread, NULL);
+    cr_assert_eq(atomic_load(&h.gave_up), 0, "no JOB_WAIT_STUCK within 30 s");
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_JOB_WAIT_STUCK), 1, "one warning per wait:%s",
+                 recorded_summary(rec));
+    char where[64];
+    snprintf(where, sizeof where, "context %u: 3 pinned to it", kiln_ctx_id(h.ctx));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_JOB_WAIT_STUCK, where), 1, "log:%s",
+                 recorded_summary(rec));
+    char who[64];
+    snprintf(who, sizeof who, "context %u has waited", kiln_ctx_id(main_ctx));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_JOB_WAIT_STUCK, who), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_JOB_WAIT_STUCK, "still counts 3 jobs"), 1);
+    cr_assert_eq(stats_of(rt, kiln_ctx_id(main_ctx)).waits_stuck, 1);
+    kiln_detach(main_ctx);
+    kiln_destroy(rt);
+}
+
+/* A job on a worker waits on a counter whose jobs wait for a prerequisite that only
+ * the holder may run: the worker's wait is the stuck one, and it says the jobs are
+ * held by prerequisites. */
+typedef struct waits_in_job {
+    kiln_ctx     *holder;
+    kiln_counter *gate;     /* the prerequisite: a job pinned to the holder */
+    _Atomic uint32_t waiter_id;
+} waits_in_job;
+
+static void wait_behind_gate(kiln_ctx *ctx, void *arg) {
+    waits_in_job *w = arg;
+    atomic_store(&w->waiter_id, kiln_ctx_id(ctx));
+    kiln_counter c = { { 0 } };
+    const kiln_counter *after[] = { w->gate };
+    kiln_job jobs[2] = { { nop, NULL }, { nop, NULL } };
+    kiln_run_ex(ctx, jobs, 2, &c, &(kiln_run_desc){ .after = after, .after_count = 1 });
+    kiln_wait(ctx, &c);
+}
+
+Test(waits, a_job_waiting_on_a_counter_nobody_decrements_says_so) {
+    kiln_runtime *rt = make_runtime(1, 20);
+    kiln_ctx *main_ctx = kiln_attach(rt);
+    holder h = { .rt = rt, .until = "held by prerequisites" };
+    pthread_t thread;
+    start_holder(&h, &thread);
+    kiln_counter gate = { { 0 } }, outer = { { 0 } };
+    kiln_run_ex(main_ctx, &(kiln_job){ nop, NULL }, 1, &gate, &(kiln_run_desc){ .pinned_to = h.ctx });
+    waits_in_job w = { .holder = h.ctx, .gate = &gate };
+    /* Background: the worker takes it, and this thread's wait does not. */
+    kiln_run_ex(main_ctx, &(kiln_job){ wait_behind_gate, &w }, 1, &outer,
+                &(kiln_run_desc){ .background = true });
+    kiln_wait(main_ctx, &outer);
+    pthread_join(thread, NULL);
+    kiln_wait(main_ctx, &gate);
+    cr_assert_eq(atomic_load(&h.gave_up), 0, "no JOB_WAIT_STUCK within 30 s");
+    char who[64];
+    snprintf(who, sizeof who, "context %u has waited", atomic_load(&w.waiter_id));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_JOB_WAIT_STUCK, who), 1, "log:%s",
+                 recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_JOB_WAIT_STUCK,
+                                  "2 held by prerequisites"), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(stats_of(rt, atomic_load(&w.waiter_id)).waits_stuck, 1);
+    kiln_detach(main_ctx);
+    kiln_destroy(rt);
+}
+
+/* ---- isolated waits and the jobs they wait for ---- */
+
+/* The pattern that once hung for ever: the worker's job waits isolated on cA; main
+ * queues U (depends on nothing), then A, and waits isolated on cA; A (on main or on the
+ * worker) waits plainly on U's counter. Both isolated waits refused U. Now A's wait
+ * runs U: the jobs of the counter it waits on. */
+typedef struct isolation_case {
+    kiln_counter *a_counter, *u_counter;
+    _Atomic int   worker_waiting, u_ran, a_done;
+} isolation_case;
+
+static void worker_isolated(kiln_ctx *ctx, void *arg) {
+    isolation_case *c = arg;
+    atomic_store(&c->worker_waiting, 1);
+    kiln_wait_ex(ctx, c->a_counter, &(kiln_wait_desc){ .isolate = true });
+}
+
+static void job_u(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    atomic_store(&((isolation_case *)arg)->u_ran, 1);
+}
+
+static void job_a(kiln_ctx *ctx, void *arg) {
+    isolation_case *c = arg;
+    kiln_wait(ctx, c->u_counter);
+    atomic_store(&c->a_done, 1);
+}
+
+Test(waits, a_wait_nested_in_an_isolated_one_runs_the_jobs_it_waits_for) {
+    for (int round = 0; round < 5; round++) {
+        kiln_runtime *rt = make_runtime(1, 0);
+        kiln_ctx *main_ctx = kiln_attach(rt);
+        kiln_counter ca = { { 0 } }, cu = { { 0 } }, cw = { { 0 } };
+        isolation_case c = { .a_counter = &ca, .u_counter = &cu };
+        /* cA non-zero before the worker waits on it: a job only main may run. */
+        kiln_run_ex(main_ctx, &(kiln_job){ nop, NULL }, 1, &ca, &(kiln_run_desc){ .pinned_to = main_ctx });
+        kiln_run(main_ctx, &(kiln_job){ worker_isolated, &c }, 1, &cw);
+        while (!atomic_load(&c.worker_waiting)) sched_yield();
+        kiln_run(main_ctx, &(kiln_job){ job_u, &c }, 1, &cu);
+        kiln_run(main_ctx, &(kiln_job){ job_a, &c }, 1, &ca);
+        kiln_wait_ex(main_ctx, &ca, &(kiln_wait_desc){ .isolate = true });
+        kiln_wait(main_ctx, &cw);
+        cr_assert(atomic_load(&c.u_ran) && atomic_load(&c.a_done));
+        kiln_detach(main_ctx);
+        kiln_destroy(rt);
+    }
+}
