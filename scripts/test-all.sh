@@ -5,7 +5,8 @@
 # install and subproject consumer checks, the programs that misuse kiln on purpose
 # (tests/expect/: each misuse must be reported), alloc/'s unit tests and a stress run
 # under Valgrind's memcheck (on the default build), the fuzz targets (fuzz/) for
-# KILN_FUZZ_SECONDS each (default 60) and the SPIN model of the frame clock. Called by
+# KILN_FUZZ_SECONDS each (default 60) and the SPIN models of the frame clock and of a
+# sleeping wait. Called by
 # `scripts/dev.sh test`, which first installs what is missing.
 # Sized for two cores: Criterion binaries run two at a time, and memcheck (one core)
 # runs beside the fuzzers and the model (one core each, one after the other). Each
@@ -220,7 +221,7 @@ if build build-tsan -Db_sanitize=thread -Db_lundef=false -Dtests=false -Dbench=f
     done < stress/tsan-runs.txt
 fi
 
-stage "libFuzzer build and fuzz targets; the frame clock model (SPIN); memcheck of alloc/'s unit tests beside them"
+stage "libFuzzer build and fuzz targets; the SPIN models (frame clock, sleeping wait); memcheck of alloc/'s unit tests beside them"
 # Criterion runs each test in a child process: memcheck follows the children, and a
 # child stops at its first error, so that test fails in the TAP. Errors memcheck finds
 # only at a process's exit (leaks) come after its test reported success, so every
@@ -306,6 +307,7 @@ if [ "$fuzz_built" -eq 1 ]; then
     for target in fuzz-arena fuzz-pool fuzz-handles; do fuzz "$target"; done
 fi
 check "model: frame clock properties hold and every mutation is caught" scripts/check-frame-model.sh
+check "model: a sleeping wait loses no wake-up and every mutation is caught" scripts/check-wait-model.sh
 wait "$memcheck_pid"
 echo "  -- memcheck (default build: alloc/'s unit tests, a stress run, an expected report)"
 cat "$logs/memcheck-stage.out"
