@@ -1,10 +1,11 @@
 /* bench/jobs_bench.c — the job family of BENCH.md: J1 empty jobs, J2 fib, J3 parallel_for,
- * J4 a backlog of pinned jobs and F1 the frame end's own cost (kiln only),
+ * J4 a backlog of pinned jobs, F1 the frame end's own cost and W1 a wait on a long job
+ * (kiln only),
  * kiln against OpenMP (gcc's libgomp) and oneTBB (bench/jobs_tbb.cpp, behind a C
  * interface; the set-up both job programs share: jobs_common.h), all in this process, rounds alternating kiln, OpenMP, oneTBB, ...
  *
  * Usage:
- *   jobs_bench [--quick] [--only j1|j2|j3|j4|f1] [--threads LIST] [--kiln-only]
+ *   jobs_bench [--quick] [--only j1|j2|j3|j4|f1|w1] [--threads LIST] [--kiln-only]
  *       --quick: every workload and peer with tiny sizes, seconds in all
  *       --threads 1,2,4: the thread counts (default 1, 2 and twice the online CPUs)
  *       --kiln-only: no peer rows (for profiling kiln under callgrind or perf)
@@ -33,7 +34,10 @@
  * grain 1024 four calls per round, grain 1 one call. 5 rounds after a warm-up round.
  * F1: 200 frames per round, each frame end one sample (its p99 and max are the frame
  * end's worst cases): an empty frame and a frame of 1 000 empty jobs, each alone and
- * while another attached thread submits and waits on jobs of its own without pause. */
+ * while another attached thread submits and waits on jobs of its own without pause.
+ * W1 (T >= 2): one wait per round on a background job that sleeps 200 ms on a worker:
+ * the waiting thread's CPU time per ms waited (it spins idle_spin_us, then sleeps), and
+ * the wake-up: ns from the job's return to the wait's. */
 #define _GNU_SOURCE
 #include <kiln/kiln.h>
 
@@ -500,6 +504,71 @@ static void run_f1(phase *ph) {
     bench_workload_free(&w);
 }
 
+/* ---- W1 a wait on a long job ------------------------------------------------------------ */
+
+/* A background job that sleeps (an asset load, say), run by a worker while the
+ * submitting thread waits on it with nothing else to run. */
+typedef struct w1_job {
+    uint64_t sleep_ns;
+    uint64_t ended;   /* the clock as it returned; read by the waiter after its wait */
+} w1_job;
+
+static void w1_sleeper(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    w1_job *job = arg;
+    struct timespec pause = { (time_t)(job->sleep_ns / 1000000000u), (long)(job->sleep_ns % 1000000000u) };
+    nanosleep(&pause, NULL);
+    job->ended = bench_now_ns();
+}
+
+static uint64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+typedef struct w1_row {
+    phase *ph;
+    bool   latency;   /* false: the waiter's CPU time */
+} w1_row;
+
+static void w1_round(void *state, bench_series *s) {
+    w1_row *r = state;
+    kiln_ctx *ctx = r->ph->side.ctx;
+    w1_job job = { (quick ? 20u : 200u) * 1000000u, 0 };
+    kiln_counter counter = { { 0, 0 } };
+    uint64_t cpu0 = thread_cpu_ns(), t0 = bench_now_ns();
+    kiln_run_ex(ctx, &(kiln_job){ w1_sleeper, &job }, 1, &counter, &(kiln_run_desc){ .background = true });
+    kiln_wait(ctx, &counter);
+    uint64_t t1 = bench_now_ns(), cpu1 = thread_cpu_ns();
+    if (r->latency) bench_add_sample(s, (double)(t1 - job.ended), 1);
+    else bench_add_sample(s, (double)(cpu1 - cpu0) / ((double)(t1 - t0) / 1e6), 1);
+}
+
+/* kiln only, with a worker to run the job. */
+static void run_w1(phase *ph) {
+    if (ph->side.threads < 2) return;
+    static const char *const titles[2] = { "W1 a wait on a long job: the waiter's CPU",
+                                           "W1 a wait on a long job: wake-up" };
+    for (int i = 0; i < 2; i++) {
+        bench_workload w = { 0 };
+        char title[96];
+        snprintf(title, sizeof title, "%s (T=%d threads)", titles[i], ph->side.threads);
+        w.title = title;
+        w.detail = i == 0 ? "kiln_wait on one background job that sleeps 200 ms on a worker; ns of the "
+                            "waiting thread's CPU per ms waited (1 000 000: a whole core; 20 000: 2 %)"
+                          : "the same wait; ns from the job's return to the waiter's return from "
+                            "kiln_wait (it slept: woken by the counter's zero)";
+        w.op = i == 0 ? "ms waited" : "wake-up";
+        w.sample = "wait";
+        w.rounds = ph->size->rounds;
+        w1_row r = { ph, i == 1 };
+        bench_add_entry(&w, "kiln kiln_wait", w1_round, &r);
+        run_workload(&w, ph);
+        bench_workload_free(&w);
+    }
+}
+
 /* kiln only: no peer pins a job to a thread. Three backlogs, one row each. */
 static void run_j4(phase *ph) {
     static const size_t backlogs[3] = { 10000, 40000, 160000 };
@@ -639,7 +708,7 @@ static void phase_close(phase *ph) {
 /* ---- main ------------------------------------------------------------------------------ */
 
 int main(int argc, char **argv) {
-    static const char *const names[] = { "j1", "j2", "j3", "j4", "f1", NULL };
+    static const char *const names[] = { "j1", "j2", "j3", "j4", "f1", "w1", NULL };
     jobs_options opt;
     jobs_options_parse(&opt, argc, argv, "jobs_bench", names);
     const run_size *size = opt.quick ? &quick_run : &full_run;
@@ -671,6 +740,7 @@ int main(int argc, char **argv) {
         }
         if ((!only && p == 0) || (only && strcmp(only, "j4") == 0)) run_j4(&ph);
         if (!only || strcmp(only, "f1") == 0) run_f1(&ph);
+        if (!only || strcmp(only, "w1") == 0) run_w1(&ph);
         phase_close(&ph);
     }
     free(data);

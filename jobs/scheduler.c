@@ -23,6 +23,9 @@
 /* A sleeper wakes by itself after this long (a safety net against a lost wake-up; the
  * protocol below has none, this only bounds the damage of a bug). */
 #define KILN_SLEEP_TIMEOUT_NS 50000000L
+/* A drain's sleep where membarrier is missing: a wake-up lost to the race it would
+ * close costs at most this (base/membarrier.h). */
+#define KILN_DRAIN_POLL_NS 200000L
 
 /* The last tag handed to a job system (in a counter's word, jobs/counter.h); relaxed: only its
  * uniqueness matters. */
@@ -35,9 +38,9 @@ static _Atomic uint32_t system_tags;
  * by wake (work was queued while a waiter of that system slept) and at shutdown. */
 static _Atomic uint32_t waiters_word;
 
-/* Wakes every thread asleep in a wait. release: a sleeper that reads the new value
- * (wait_sleep's acquire load) sees what came before the bump: the counter's zero. */
-static void wake_waiters(void) {
+/* release: a sleeper that reads the new value (wait_sleep's acquire load) sees what
+ * came before the bump: the counter's zero, the frame job's completed count. */
+void kiln_jobs_wake_waiters(void) {
     atomic_fetch_add_explicit(&waiters_word, 1, memory_order_release);
     kiln_futex_wake(&waiters_word, INT_MAX);
 }
@@ -180,7 +183,7 @@ static void wake(kiln_job_system *sys, size_t n) {
     if (kiln_likely(sleeping == 0)) return;
     kiln_add_relaxed(&sys->wake_epoch, 1);
     kiln_futex_wake(&sys->wake_epoch, n < sleeping ? (int)n : (int)sleeping);
-    if (kiln_load_relaxed(&sys->waiters_asleep) != 0) wake_waiters();
+    if (kiln_load_relaxed(&sys->waiters_asleep) != 0) kiln_jobs_wake_waiters();
 }
 
 typedef enum { PIN_QUEUED, PIN_CLOSED, PIN_NO_MEMORY } pin_result;
@@ -353,13 +356,12 @@ void kiln_jobs_queue_batch(kiln_job_system *sys, kiln_job_queue *q, kiln_batch *
                  "and context %u detached meanwhile; they are not run (their counter finishes "
                  "on context %u)", count, batch->submitter, batch->pinned_id, batch->pinned_id, q->id);
         if (!(tasks[0].flags & KILN_TASK_BACKGROUND))
-            kiln_jobs_count_completed(q, kiln_task_epoch(&tasks[0]), count);
+            kiln_jobs_count_completed(sys, q, kiln_task_epoch(&tasks[0]), count);
         if (tasks[0].counter) kiln_counter_finish(sys, q, tasks[0].counter, count);
     }
     kiln_batch_free(sys, batch);
 }
 
-static void wake_waiters(void);
 
 /* For waiting batches: takes the list, clears the flag (the counter's last touch), then
  * queues each batch whose last prerequisite this was (the proof: jobs/graph.c). For
@@ -378,7 +380,7 @@ KILN_COLD void kiln_counter_finished(kiln_job_system *sys, kiln_job_queue *q, ki
             link = next;
         }
     }
-    if (left & KILN_COUNTER_SLEEPERS) wake_waiters();
+    if (left & KILN_COUNTER_SLEEPERS) kiln_jobs_wake_waiters();
 }
 
 /* Owner: one pinned task: a frame one, else with background any background one. */
@@ -596,7 +598,7 @@ void kiln_jobs_run_range(kiln_job_system *sys, kiln_job_queue *q, kiln_task *tas
     kiln_owner_inc(&q->range_roots);
     kiln_tasks_set_epoch(task, 1, epoch);
     call_task(sys, q, task);
-    kiln_jobs_count_completed(q, epoch, 1);
+    kiln_jobs_count_completed(sys, q, epoch, 1);
     leave_jobs(sys, q);
 }
 
@@ -616,7 +618,7 @@ static void run_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
     if (kiln_unlikely(hook != NULL)) call_task_traced(sys, q, task, hook);
     else call_task(sys, q, task);
     kiln_owner_inc(&q->jobs_run);
-    if (!(task->flags & KILN_TASK_BACKGROUND)) kiln_jobs_count_completed(q, kiln_task_epoch(task), 1);
+    if (!(task->flags & KILN_TASK_BACKGROUND)) kiln_jobs_count_completed(sys, q, kiln_task_epoch(task), 1);
     /* No batch waits on the counter: one compare more, predicted (kiln_counter_finish). */
     if (task->counter) kiln_counter_finish(sys, q, task->counter, 1);
 }
@@ -900,26 +902,67 @@ static bool find_frame_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *
  * submitted by a job this drain runs. Without workers, any job once none of the epoch
  * is runnable and it is not done: a frame job may wait for a background job or a job
  * of the next epoch (kiln_run_desc.after), and nobody else would run those. */
+/* The drain's sleep, once it has spun with nothing to run and the frame is not done.
+ * As wait_sleep, with the frame's counts for the counter: read the waiters' word,
+ * announce (drain_asleep for the threads that complete frame jobs, sleepers for those
+ * that queue work), make every other thread pass a barrier (kiln_membarrier: the heavy
+ * half of kiln_jobs_count_completed's fence), look for a task of the frame, check the
+ * counts, sleep. A thread completing a frame job either read drain_asleep after the
+ * barrier, and wakes the drain, or stored its count before it, and the check sees it.
+ * Where membarrier is missing the sleep is short (KILN_DRAIN_POLL_NS): a wake-up lost
+ * in that race costs at most that much. Returns true with *task when the look found
+ * one; *timed_out as wait_sleep's. */
+static bool drain_sleep(kiln_job_system *sys, kiln_job_queue *q, uint32_t tag, unsigned parity,
+                        kiln_task *task, bool again, bool *timed_out) {
+    *timed_out = false;
+    uint32_t seen = kiln_load_acquire(&waiters_word);
+    kiln_store_relaxed(&sys->drain_asleep, 1);
+    kiln_add_seq_cst(&sys->sleepers, 1);
+    kiln_add_seq_cst(&sys->waiters_asleep, 1);
+    kiln_fence_seq_cst();
+    bool exact = kiln_membarrier();
+    bool found = find_frame_task(sys, q, task, tag);
+    if (!found && !frame_quiet(sys, parity) && !kiln_load_acquire(&sys->shutdown)) {
+        uint64_t start = kiln_now_ns();
+        if (!again) kiln_owner_inc(&q->sleeps);
+        kiln_futex_wait(&waiters_word, seen, exact ? KILN_SLEEP_TIMEOUT_NS : KILN_DRAIN_POLL_NS);
+        kiln_owner_add(&q->sleep_ns, kiln_now_ns() - start);
+        *timed_out = kiln_load_acquire(&waiters_word) == seen;
+    }
+    kiln_store_relaxed(&sys->drain_asleep, 0);
+    kiln_sub_seq_cst(&sys->waiters_asleep, 1);
+    kiln_sub_seq_cst(&sys->sleepers, 1);
+    return found;
+}
+
 void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q, uint64_t epoch) {
     uint32_t tag = kiln_epoch_tag(epoch);
     unsigned parity = (unsigned)(epoch & 1);
     bool alone = sys->threads == 1;
-    unsigned idle = 0;
+    idle_spin spin = { 0, false, 0, 0 };
+    bool resting = false;
     for (;;) {
         kiln_task task;
         if (find_frame_task(sys, q, &task, tag)) {
-            bool other = kiln_task_epoch(&task) != tag;
-            run_task(sys, q, &task);
-            idle = 0;
-            if (other && frame_quiet(sys, parity)) break;
+            if (spin.round) {
+                count_idle(q, &spin, kiln_now_ns());
+                spin.round = 0;
+            }
         } else if (frame_quiet(sys, parity)) {
             break;
         } else if (alone && kiln_jobs_run_one(sys, q, true)) {
-            idle = 0;
+            continue;
+        } else if (resting || !worker_idle(sys, q, &spin)) {
+            if (!drain_sleep(sys, q, tag, parity, &task, resting, &resting)) continue;
         } else {
-            kiln_spin_round(++idle, 1);
+            continue;
         }
+        resting = false;
+        bool other = kiln_task_epoch(&task) != tag;
+        run_task(sys, q, &task);
+        if (other && frame_quiet(sys, parity)) break;
     }
+    if (spin.round) count_idle(q, &spin, kiln_now_ns());
     leave_jobs(sys, q);
 }
 
@@ -994,5 +1037,5 @@ void kiln_jobs_shutdown(kiln_job_system *sys) {
     kiln_store_release(&sys->shutdown, 1);
     kiln_add_relaxed(&sys->wake_epoch, 1);
     kiln_futex_wake(&sys->wake_epoch, KILN_MAX_QUEUES);
-    wake_waiters();
+    kiln_jobs_wake_waiters();
 }

@@ -26,6 +26,7 @@
 #include <pthread.h>
 
 #include "../base/log.h"
+#include "../base/membarrier.h"
 #include "batch.h"
 #include "deque.h"
 #include "inbox.h"
@@ -182,6 +183,10 @@ typedef struct kiln_job_system {
      * set before any worker starts. */
     const _Atomic uint64_t *frame_epoch;
     void              (*frame_memory)(void *owner, uint32_t epoch);
+    /* The driver's drain sleeps (drain_sleep): a thread that completes a frame job then
+     * wakes the waiters. Read after every frame job, written twice per sleep: on this
+     * read-mostly line, not on the sleepers' one. */
+    _Atomic uint32_t    drain_asleep;
 
     _Alignas(KILN_CACHE_LINE) _Atomic uint32_t sleepers;   /* workers, and threads in a wait
                                             (wait_sleep), asleep or about to be */
@@ -304,11 +309,20 @@ static inline void kiln_jobs_count_submitted(kiln_job_queue *q, uint32_t epoch, 
     kiln_store_relaxed(submitted, kiln_load_relaxed(submitted) + count);
 }
 
+/* Wakes every thread asleep in a wait or a drain (jobs/scheduler.c). */
+KILN_INTERNAL void kiln_jobs_wake_waiters(void);
+
 /* Owner of q: count frame jobs of epoch (a tag) completed. release: a frame end that
- * reads the count sees everything those jobs wrote. */
-static inline void kiln_jobs_count_completed(kiln_job_queue *q, uint32_t epoch, uint64_t count) {
+ * reads the count sees everything those jobs wrote. Then, if the driver's drain sleeps,
+ * wake it: the count and that load are the light side of an asymmetric fence, whose
+ * heavy side is the drain's membarrier (drain_sleep), so a job pays a load of a
+ * read-mostly word and a compiler barrier, no fence. */
+static inline void kiln_jobs_count_completed(kiln_job_system *sys, kiln_job_queue *q, uint32_t epoch,
+                                             uint64_t count) {
     _Atomic uint64_t *completed = &q->completed[epoch & 1];
     kiln_store_release(completed, kiln_load_relaxed(completed) + count);
+    kiln_membarrier_light();
+    if (kiln_unlikely(kiln_load_relaxed(&sys->drain_asleep))) kiln_jobs_wake_waiters();
 }
 
 /* Writes a frame epoch tag into the flags of count tasks. */

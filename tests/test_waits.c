@@ -59,17 +59,18 @@ static kiln_ctx_stats stats_of(kiln_runtime *rt, uint32_t id) {
 typedef struct sleeper_watch {
     kiln_runtime *rt;
     uint32_t      waiter;     /* the waiting context's id */
+    uint64_t      after;      /* its sleeps before this wait */
     _Atomic int   saw_sleep;  /* the job saw the waiter asleep (1) or gave up (-1) */
 } sleeper_watch;
 
-/* Runs on the worker until the waiter has gone to sleep at least once (its stats say
- * so), or 30 s pass: on a wait that never sleeps, that is a failure. */
+/* Runs on the worker until the waiter has gone to sleep once more than w->after (its
+ * stats say so), or 30 s pass: on a wait that never sleeps, that is a failure. */
 static void watch_for_sleep(kiln_ctx *ctx, void *arg) {
     (void)ctx;
     sleeper_watch *w = arg;
     struct timespec start;
     clock_gettime(CLOCK_MONOTONIC, &start);
-    while (stats_of(w->rt, w->waiter).sleeps == 0) {
+    while (stats_of(w->rt, w->waiter).sleeps <= w->after) {
         if (seconds_since(&start) > 30) {
             atomic_store(&w->saw_sleep, -1);
             return;
@@ -139,6 +140,26 @@ Test(waits, work_pinned_to_a_sleeping_waiter_wakes_it) {
     assert_no_job_failures();
     cr_assert_eq(atomic_load(&p.ran_on_waiter), 1, "the pinned job ran on the waiter");
     kiln_detach(main_ctx);
+    kiln_destroy(rt);
+    cr_assert_eq(recorded_count(rec), 0, "log:%s", recorded_summary(rec));
+}
+
+/* ---- frame end's drain sleeps too, and the frame's last job wakes it ---- */
+
+Test(waits, frame_end_sleeps_while_a_worker_runs_the_frames_last_job) {
+    kiln_runtime *rt = make_runtime(1, 0);
+    kiln_ctx *driver = kiln_attach(rt);
+    for (int frame = 0; frame < 3; frame++) {
+        kiln_frame_begin(driver);
+        sleeper_watch w = { .rt = rt, .waiter = kiln_ctx_id(driver),
+                            .after = stats_of(rt, kiln_ctx_id(driver)).sleeps };
+        /* Pinned to the worker: the drain cannot run it, only wait for it. */
+        kiln_run_ex(driver, &(kiln_job){ watch_for_sleep, &w }, 1, NULL,
+                    &(kiln_run_desc){ .pinned_to = rt->workers[0] });
+        kiln_frame_end(driver);
+        cr_assert_eq(atomic_load(&w.saw_sleep), 1, "frame %d: the driver never slept in its drain", frame);
+    }
+    kiln_detach(driver);
     kiln_destroy(rt);
     cr_assert_eq(recorded_count(rec), 0, "log:%s", recorded_summary(rec));
 }
