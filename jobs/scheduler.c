@@ -737,8 +737,9 @@ static bool worker_idle(kiln_job_system *sys, kiln_job_queue *q, idle_spin *spin
  * (kiln_run_desc.after), which nobody else would run. Without background, still the
  * background jobs pinned to this thread that count on this very counter: nobody else
  * may run them, and the waiter asked for them (one hint load when there are none). */
-static bool find_wait_task(kiln_job_system *sys, kiln_job_queue *q, const kiln_counter_state *counter,
-                           bool background, kiln_task *task) {
+static inline __attribute__((always_inline)) bool find_wait_task(kiln_job_system *sys, kiln_job_queue *q,
+                                                                 const kiln_counter_state *counter,
+                                                                 bool background, kiln_task *task) {
     uint64_t tag = q->isolated, own = (uint64_t)(uintptr_t)counter;
     if (tag ? find_task_isolated(sys, q, task, background, tag) ||
                   (own != tag && find_task_isolated(sys, q, task, background, own)) ||
@@ -820,33 +821,46 @@ static void watch_wait(kiln_job_system *sys, kiln_job_queue *q, const kiln_count
     kiln_jobs_report_stuck(sys, q, counter, now - watch->since);
 }
 
+/* A wait's idle state (owner-only, on the waiter's stack), set up at its first empty
+ * look after a task, so that a wait that keeps finding work pays nothing for it. */
+typedef struct wait_idle {
+    idle_spin  spin;
+    wait_watch watch;
+    bool       resting;   /* the last sleep timed out: look once, then sleep again */
+} wait_idle;
+
+/* One empty look's wait: the spin (false), or once it is over a sleep, true with *task
+ * when the sleep's look found one. Cold: the wait has nothing to run. */
+static KILN_COLD bool wait_idle_step(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
+                                     bool background, wait_idle *idle, kiln_task *task) {
+    if (!idle->resting && worker_idle(sys, q, &idle->spin)) return false;
+    watch_wait(sys, q, counter, &idle->watch);
+    return wait_sleep(sys, q, counter, background, task, idle->resting, &idle->resting);
+}
+
 /* Runs tasks until the counter reads zero (find_wait_task says which). With nothing to
  * run it spins as an idle worker does (worker_idle: sys->idle_spin_ns), then sleeps
  * (wait_sleep) until the counter's zero or new work wakes it; after a sleep that timed
- * out it looks once and sleeps again, without a new spin. */
+ * out it looks once and sleeps again, without a new spin. A task run is progress: the
+ * idle state starts afresh after it. */
 static void wait_counter(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
                          bool background) {
-    idle_spin spin = { 0, false, 0, 0 };
-    wait_watch watch = { 0, 0, false };
-    bool resting = false;
+    wait_idle idle;
+    bool idled = false;
     while (kiln_counter_busy(kiln_load_acquire(&counter->pending))) {
         kiln_task task;
-        if (find_wait_task(sys, q, counter, background, &task)) {
-            if (spin.round) {   /* work after empty looks: the spin ends here */
-                count_idle(q, &spin, kiln_now_ns());
-                spin.round = 0;
-            }
-        } else if (resting || !worker_idle(sys, q, &spin)) {
-            watch_wait(sys, q, counter, &watch);
-            if (!wait_sleep(sys, q, counter, background, &task, resting, &resting)) continue;
-        } else {
-            continue;
+        if (!find_wait_task(sys, q, counter, background, &task)) {
+            if (!idled) idle = (wait_idle){ .spin = { 0, false, 0, 0 } };
+            idled = true;
+            if (!wait_idle_step(sys, q, counter, background, &idle, &task)) continue;
         }
-        resting = false;
-        watch.since = 0;
+        if (kiln_unlikely(idled)) {   /* work after empty looks: the spin ends here */
+            if (idle.spin.round) count_idle(q, &idle.spin, kiln_now_ns());
+            idled = false;
+        }
         run_task(sys, q, &task);
     }
-    if (spin.round) count_idle(q, &spin, kiln_now_ns());
+    if (idled && idle.spin.round) count_idle(q, &idle.spin, kiln_now_ns());
 }
 
 void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
