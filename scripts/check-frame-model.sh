@@ -28,13 +28,9 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root" || exit 2
 model=runtime/frame_clock.pml
-cc=${CC:-cc}
-for tool in spin "$cc"; do
-    if ! command -v "$tool" >/dev/null 2>&1; then
-        echo "check-frame-model: '$tool' not found (SPIN: apt-get install spin)" >&2
-        exit 2
-    fi
-done
+# shellcheck source=scripts/model-tools.sh
+source "$root/scripts/model-tools.sh"
+require_model_tools check-frame-model
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/kiln-frame-model.XXXXXX") || exit 2
 cleanup() {

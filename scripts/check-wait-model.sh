@@ -12,13 +12,9 @@ set -uo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root" || exit 2
 model=jobs/wait_sleep.pml
-cc=${CC:-cc}
-for tool in spin "$cc"; do
-    if ! command -v "$tool" >/dev/null 2>&1; then
-        echo "check-wait-model: '$tool' not found (SPIN: apt-get install spin)" >&2
-        exit 2
-    fi
-done
+# shellcheck source=scripts/model-tools.sh
+source "$root/scripts/model-tools.sh"
+require_model_tools check-wait-model
 work=$(mktemp -d "${TMPDIR:-/tmp}/kiln-wait-model.XXXXXX") || exit 2
 if [ "${KILN_MODEL_KEEP:-0}" = 1 ]; then
     trap 'echo "work directory kept: $work"' EXIT

@@ -10,6 +10,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 static _Atomic unsigned job_failures;
 static char             job_failure_text[256];   /* the first failure; written once */
@@ -34,6 +35,14 @@ static inline void job_checks_reset(void) {
  * read while other threads may change it. 0: its jobs are done. */
 static inline uint64_t counter_jobs(const kiln_counter *c) {
     return __atomic_load_n(&c->opaque[0], __ATOMIC_ACQUIRE) & UINT64_C(0xffffffff);
+}
+
+/* Seconds of CLOCK_MONOTONIC since start: the deadlines that turn a hang into a failure
+ * (never a pass or fail by time). */
+static inline double seconds_since(const struct timespec *start) {
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) * 1e-9;
 }
 
 #define assert_no_job_failures() \

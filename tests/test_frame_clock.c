@@ -28,12 +28,6 @@ static kiln_runtime *make_runtime(uint32_t workers) {
     return rt;
 }
 
-static double seconds_since(const struct timespec *start) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) * 1e-9;
-}
-
 /* ---- frame end waits for its own frame's jobs only ---- */
 
 typedef struct pipeline {

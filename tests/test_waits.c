@@ -39,12 +39,6 @@ static kiln_runtime *make_runtime(uint32_t workers, uint32_t stuck_wait_ms) {
     return rt;
 }
 
-static double seconds_since(const struct timespec *start) {
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) * 1e-9;
-}
-
 /* One context's stats, by id. */
 static kiln_ctx_stats stats_of(kiln_runtime *rt, uint32_t id) {
     kiln_ctx_stats all[16];
@@ -202,17 +196,23 @@ static void *holding_thread(void *arg) {
     return NULL;
 }
 
-static void start_holder(holder *h, pthread_t *thread) {
+/* A runtime with one worker and a 20 ms stuck_wait_ms, main's context, and a holding
+ * thread that waits for a warning with until in it. */
+static void start_holding(kiln_runtime **rt, kiln_ctx **main_ctx, holder *h, const char *until,
+                          pthread_t *thread) {
+    *rt = make_runtime(1, 20);
+    *main_ctx = kiln_attach(*rt);
+    *h = (holder){ .rt = *rt, .until = until };
     cr_assert_eq(pthread_create(thread, NULL, holding_thread, h), 0);
     while (!atomic_load(&h->ready)) sched_yield();
 }
 
 Test(waits, a_stuck_wait_names_the_context_its_jobs_are_pinned_to) {
-    kiln_runtime *rt = make_runtime(1, 20);
-    kiln_ctx *main_ctx = kiln_attach(rt);
-    holder h = { .rt = rt, .until = "pinned to it" };
+    kiln_runtime *rt;
+    kiln_ctx *main_ctx;
+    holder h;
     pthread_t thread;
-    start_holder(&h, &thread);
+    start_holding(&rt, &main_ctx, &h, "pinned to it", &thread);
     kiln_counter c = { { 0 } };
     kiln_job jobs[3] = { { nop, NULL }, { nop, NULL }, { nop, NULL } };
     kiln_run_ex(main_ctx, jobs, 3, &c, &(kiln_run_desc){ .pinned_to = h.ctx });
@@ -254,11 +254,11 @@ static void wait_behind_gate(kiln_ctx *ctx, void *arg) {
 }
 
 Test(waits, a_job_waiting_on_a_counter_nobody_decrements_says_so) {
-    kiln_runtime *rt = make_runtime(1, 20);
-    kiln_ctx *main_ctx = kiln_attach(rt);
-    holder h = { .rt = rt, .until = "held by prerequisites" };
+    kiln_runtime *rt;
+    kiln_ctx *main_ctx;
+    holder h;
     pthread_t thread;
-    start_holder(&h, &thread);
+    start_holding(&rt, &main_ctx, &h, "held by prerequisites", &thread);
     kiln_counter gate = { { 0 } }, outer = { { 0 } };
     kiln_run_ex(main_ctx, &(kiln_job){ nop, NULL }, 1, &gate, &(kiln_run_desc){ .pinned_to = h.ctx });
     waits_in_job w = { .holder = h.ctx, .gate = &gate };
