@@ -16,12 +16,15 @@ typedef struct walk {
 } walk;
 
 /* Counts a walk in (true) or refuses it (false, logged): a NULL or destroyed table, a
- * NULL fn. The count comes first, so a destroy from inside fn (this thread, or a job of
- * this walk, which runs after its submission) finds it. Relaxed: only those threads
- * need to see it, and the walk's own sequencing and job hand-over order them. */
-static bool walk_begin(kiln_handles *table, kiln_handle_visit_fn fn, const char *function) {
+ * NULL fn. A NULL table is logged through log (the caller's context's runtime; NULL: the
+ * stderr default, where no context names one). The count comes first, so a destroy
+ * from inside fn (this thread, or a job of this walk, which runs after its submission)
+ * finds it. Relaxed: only those threads need to see it, and the walk's own sequencing
+ * and job hand-over order them. */
+static bool walk_begin(kiln_handles *table, kiln_handle_visit_fn fn, const kiln_log_sink *log,
+                       const char *function) {
     if (!table) {
-        kiln_log_misuse(NULL, KILN_LOGITEM_HANDLES_NULL, "%s: the table is NULL", function);
+        kiln_log_misuse(log, KILN_LOGITEM_HANDLES_NULL, "%s: the table is NULL", function);
         return false;
     }
     if (kiln_handle_table_refuse_dead(&table->core, function)) return false;
@@ -39,7 +42,7 @@ static void walk_end(kiln_handles *table) {
 }
 
 void kiln_handles_foreach(kiln_handles *table, kiln_handle_visit_fn fn, void *user) {
-    if (!walk_begin(table, fn, "kiln_handles_foreach")) return;
+    if (!walk_begin(table, fn, NULL, "kiln_handles_foreach")) return;
     kiln_handle_table_walk(&table->core, 0, kiln_handle_table_used_slots(&table->core), fn, user);
     walk_end(table);
 }
@@ -58,7 +61,7 @@ void kiln_handles_parallel_for(kiln_ctx *ctx, kiln_handles *table, size_t grain,
                         "%s: the context is NULL", function);
         return;
     }
-    if (!walk_begin(table, fn, function)) return;
+    if (!walk_begin(table, fn, kiln_ctx_log(ctx), function)) return;
     if (kiln_ctx_may_use(ctx, table->owner, &table->core.log, KILN_LOGITEM_HANDLES_WRONG_RUNTIME,
                          function, "table", table->core.name)) {
         walk w = { table, fn, user };

@@ -1437,7 +1437,7 @@ ROW(handles_parallel_for_other_runtime, "kiln_handles_parallel_for", "ctx of ano
     kiln_handles_parallel_for(f->ctx_b, f->table_a, 0, visit_count, &visits);
     WANT_EQ(visits, 0);
 })
-ROW(handles_parallel_for_null_table, "kiln_handles_parallel_for", "NULL table: nothing visited, HANDLES_NULL", KILN_LOGITEM_HANDLES_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+ROW(handles_parallel_for_null_table, "kiln_handles_parallel_for", "NULL table: nothing visited, HANDLES_NULL through ctx's runtime", KILN_LOGITEM_HANDLES_NULL, SINK_A, COUNTED, 0, DOC, {
     int visits = 0;
     kiln_handles_parallel_for(f->ctx_a, NULL, 0, visit_count, &visits);
     WANT_EQ(visits, 0);

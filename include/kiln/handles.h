@@ -250,9 +250,10 @@ KILN_API void kiln_handles_foreach(kiln_handles *table, kiln_handle_visit_fn fn,
  * the caller's, which belongs to the calling thread: to free the items a parallel walk
  * picks, collect their handles (one list per range, say) and free them after it returns,
  * or free them from kiln_handles_foreach.
- * - Refused, logged, nothing visited: the refusals of kiln_handles_foreach, and a NULL
- *   ctx (CONTEXT_NULL), a detached one (CONTEXT_DETACHED), or one of another runtime
- *   than the table's (HANDLES_WRONG_RUNTIME).
+ * - Refused, logged, nothing visited: the refusals of kiln_handles_foreach (a NULL
+ *   table's HANDLES_NULL goes to ctx's runtime's log and api_errors, not to stderr), and
+ *   a NULL ctx (CONTEXT_NULL), a detached one (CONTEXT_DETACHED), or one of another
+ *   runtime than the table's (HANDLES_WRONG_RUNTIME).
  * Concurrency: the context's thread (like kiln_parallel_for); inside a job too. */
 KILN_API void kiln_handles_parallel_for(kiln_ctx *ctx, kiln_handles *table, size_t grain,
                                         kiln_handle_visit_fn fn, void *user);
