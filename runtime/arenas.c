@@ -92,7 +92,14 @@ static kiln_arena *arena_new(kiln_runtime *rt, const char *name, kiln_ctx *frame
                      "arena '%s': no heap memory for its record", name);
         return NULL;
     }
-    if (!kiln_arena_init(&record->arena, &config)) {   /* the pool logged why */
+    if (!kiln_arena_init(&record->arena, &config)) {   /* the pool logged why, once per episode */
+        /* A context's own frame arena: the attach fails, which the pool's message (said
+         * once while the limit stays reached, perhaps long ago) does not say. */
+        if (listed && is_frame)
+            kiln_log(&rt->log, KILN_LOGITEM_CONTEXT_OUT_OF_MEMORY,
+                     "a new context (a worker's at kiln_create, or kiln_attach's): the block "
+                     "pool refused its frame arena's first block (memory_limit %zu bytes, or "
+                     "no memory from the OS); the context is not made", rt->desc.memory_limit);
         record->arena.is_frame = is_frame;
         record_keep(rt, record, !reused);
         return NULL;

@@ -180,6 +180,30 @@ Test(runtime, memory_limit_below_a_block_is_refused) {
     cr_assert_eq(recorded_count(rec), 4, "log:%s", recorded_summary(rec));
 }
 
+/* Once an arena holds every block memory_limit allows, an attach (here, a second one
+ * on this thread after the first detached: its context's frame arena needs a block)
+ * fails, and says why, however long ago the block pool logged its limit. */
+Test(runtime, attach_refused_at_the_memory_limit_says_so) {
+    kiln_desc desc = recording_desc(rec);
+    desc.memory_limit = 4 * BS;
+    kiln_runtime *rt = kiln_create(&desc);
+    cr_assert_not_null(rt, "log:%s", recorded_summary(rec));
+    kiln_arena *hog = kiln_arena_create(rt, "hog");
+    cr_assert_not_null(hog);
+    while (kiln_arena_alloc(hog, BS / 2, 16)) {
+    }
+    size_t before = count_items(rec, KILN_LOGITEM_CONTEXT_OUT_OF_MEMORY);
+    cr_assert_null(kiln_attach(rt), "no block left for a frame arena");
+    cr_assert_null(kiln_attach(rt));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_CONTEXT_OUT_OF_MEMORY), before + 2,
+                 "each refused attach says so:%s", recorded_summary(rec));
+    kiln_arena_destroy(hog);
+    kiln_ctx *ctx = kiln_attach(rt);
+    cr_assert_not_null(ctx, "blocks are back: attach works again:%s", recorded_summary(rec));
+    kiln_detach(ctx);
+    kiln_destroy(rt);
+}
+
 Test(runtime, null_runtime_calls_are_safe) {
     stderr_capture cap;
     stderr_capture_begin(&cap);
