@@ -149,10 +149,14 @@ void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q) {
      * may the jobs it runs now steal when they wait. */
     q->steals = false;
     kiln_task task;
+    uint64_t ran = 0;
     while (take_pinned(q, &task, true) || kiln_deque_take(&q->deques[KILN_DEQUE_HIGH], &task) ||
            kiln_deque_take(&q->deques[KILN_DEQUE_NORMAL], &task) ||
-           kiln_deque_take(&q->deques[KILN_DEQUE_BACKGROUND], &task))
+           kiln_deque_take(&q->deques[KILN_DEQUE_BACKGROUND], &task)) {
         run_task(sys, q, &task);
+        ran++;
+    }
+    if (ran) kiln_add_relaxed(&sys->retire_runs, ran);
     /* Its counts move to the system's totals in the same critical section as frame_quiet
      * reads them, so no sum ever counts them twice or misses them. */
     pthread_mutex_lock(&sys->table_lock);

@@ -157,6 +157,8 @@ typedef struct kiln_job_system {
     pthread_mutex_t     table_lock;      /* registration, retirement, frame_quiet */
     uint64_t            retired_submitted[2], retired_completed[2];  /* of retired queues, by
                                             epoch parity; table_lock */
+    _Atomic uint64_t    retire_runs;     /* jobs run by retiring queues (a detach's, a
+                                            stopping worker's leftovers); relaxed */
     uint32_t            threads;         /* workers + 1: for the default grain */
     uint64_t            idle_spin_ns;    /* kiln_desc.idle_spin_us; read-only */
     uint64_t            stuck_wait_ns;   /* kiln_desc.stuck_wait_ms: a wait without progress

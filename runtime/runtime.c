@@ -194,6 +194,7 @@ void kiln_destroy(kiln_runtime *rt) {
     if (!rt) return;
     if (!kiln_runtime_check(rt, "kiln_destroy")) return;
     if (!kiln_outside_log_callback(&rt->log, "kiln_destroy")) return;
+    uint64_t ran_before = kiln_load_relaxed(&rt->jobs.retire_runs);
     kiln_workers_stop(rt);
     while (rt->contexts) {
         kiln_ctx *ctx = rt->contexts;
@@ -201,6 +202,12 @@ void kiln_destroy(kiln_runtime *rt) {
                  "kiln_destroy: context %u is still attached; detaching it", ctx->id);
         kiln_detach(ctx);
     }
+    uint64_t ran = kiln_load_relaxed(&rt->jobs.retire_runs) - ran_before;
+    if (ran)
+        kiln_log(&rt->log, KILN_LOGITEM_JOBS_RAN_AT_DESTROY,
+                 "kiln_destroy: %llu queued jobs ran before it could go (workers' and still "
+                 "attached contexts' leftovers, background ones included), each on the thread "
+                 "that held it", (unsigned long long)ran);
     kiln_jobs_free_waiting(&rt->jobs);   /* no thread runs jobs any more */
     kiln_runtime_pools_fini(rt);
     kiln_runtime_handles_fini(rt);

@@ -22,6 +22,7 @@ bool kiln_stats_get(kiln_runtime *rt, kiln_stats *out) {
     out->arenas = rt->arena_count;
     out->pools = rt->pool_count;
     out->handle_tables = kiln_load_relaxed(&rt->handle_table_count);
+    out->jobs_run_at_detach = kiln_load_relaxed(&rt->jobs.retire_runs);
     pthread_mutex_unlock(&rt->registry_lock);
     kiln_block_pool_stats_get(&rt->blocks, &out->blocks);
     return true;

@@ -331,6 +331,7 @@ Test(block_pool, memory_limit_refuses_contexts_and_arenas) {
     cr_assert_null(kiln_arena_create(rt, "more"));
     cr_assert_null(kiln_attach(rt));
     cr_assert_eq(count_items(rec, KILN_LOGITEM_MEMORY_LIMIT_REACHED), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_CONTEXT_OUT_OF_MEMORY), 1, "the refused attach says so");
     kiln_stats s = runtime_stats(rt);
     cr_assert_eq(s.contexts, 1);
     cr_assert_eq(s.arenas, 2);
@@ -343,7 +344,7 @@ Test(block_pool, memory_limit_refuses_contexts_and_arenas) {
     kiln_destroy(rt);
     /* and one MEMORY_LIMIT_NEAR: the pool reached warn_percent of its limit first */
     cr_assert_eq(count_items_at(rec, KILN_LOGITEM_MEMORY_LIMIT_NEAR, KILN_LOG_WARN), 1);
-    cr_assert_eq(recorded_count(rec), 2, "log:%s", recorded_summary(rec));
+    cr_assert_eq(recorded_count(rec), 3, "log:%s", recorded_summary(rec));
 }
 
 /* ---- injected OS failures ---- */
@@ -436,6 +437,7 @@ Test(block_pool, injected_map_failure_before_first_attach) {
     if (heap_accounting_exact())
         cr_assert_eq(heap1, heap0, "the refused attach left %zd heap bytes", (ssize_t)(heap1 - heap0));
     cr_assert_eq(count_items(rec, KILN_LOGITEM_OS_MAP_FAILED), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_CONTEXT_OUT_OF_MEMORY), 1, "the refused attach says so");
     kiln_stats s = runtime_stats(rt);
     cr_assert_eq(s.contexts, 0);
     cr_assert_eq(s.arenas, 0);
@@ -450,7 +452,7 @@ Test(block_pool, injected_map_failure_before_first_attach) {
     cr_assert_eq(runtime_stats(rt).contexts, 1);
     kiln_detach(ctx);
     kiln_destroy(rt);
-    cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(recorded_count(rec), 2, "log:%s", recorded_summary(rec));
 }
 
 Test(block_pool, injected_map_failure_on_arena_create) {

@@ -516,3 +516,40 @@ Test(lifecycle, pinned_background_jobs_run_per_counter_in_order) {
     assert_no_job_failures();
     cr_assert_eq(recorded_count(rec), 0, "log:%s", recorded_summary(rec));
 }
+
+/* ---- what detach and destroy run before they return ---- */
+
+static _Atomic int leftovers_ran;
+
+static void leftover_job(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    (void)arg;
+    atomic_fetch_add(&leftovers_ran, 1);
+}
+
+Test(lifecycle, detach_and_destroy_run_and_count_the_jobs_left_queued) {
+    atomic_store(&leftovers_ran, 0);
+    rt = recording_runtime(rec, KILN_NO_WORKERS);
+    cr_assert_not_null(rt);
+    kiln_ctx *ctx = kiln_attach(rt);
+    kiln_job jobs[3] = { { leftover_job, NULL }, { leftover_job, NULL }, { leftover_job, NULL } };
+    kiln_counter bg = { { 0 } };
+    kiln_run(ctx, jobs, 2, NULL);
+    kiln_run_ex(ctx, jobs, 1, &bg, &(kiln_run_desc){ .background = true });
+    kiln_detach(ctx);   /* runs all three here, the background one too */
+    cr_assert_eq(atomic_load(&leftovers_ran), 3);
+    kiln_stats stats;
+    cr_assert(kiln_stats_get(rt, &stats));
+    cr_assert_eq(stats.jobs_run_at_detach, 3);
+    cr_assert_eq(recorded_count(rec), 0, "a detach is no error:%s", recorded_summary(rec));
+
+    /* A context left attached at destroy: detached there, its jobs run, and the count said. */
+    ctx = kiln_attach(rt);
+    kiln_run(ctx, jobs, 3, NULL);
+    kiln_destroy(rt);
+    rt = NULL;
+    cr_assert_eq(atomic_load(&leftovers_ran), 6);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_CONTEXT_STILL_ATTACHED), 1);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_JOBS_RAN_AT_DESTROY, "3 queued jobs ran"), 1,
+                 "log:%s", recorded_summary(rec));
+}

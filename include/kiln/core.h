@@ -280,9 +280,12 @@ typedef struct kiln_desc {
  * Concurrency: any thread; runtimes are independent of each other. */
 KILN_API kiln_runtime *kiln_create(const kiln_desc *desc);
 
-/* Destroys a runtime: logs every context still attached and every arena still
- * alive (and frees them), then returns all memory to the OS. No other thread may
- * use rt during or after this call. NULL is a no-op. */
+/* Destroys a runtime: stops the workers, each of which first runs the jobs still queued
+ * on it (background ones included), and detaches every context still attached (logged,
+ * CONTEXT_STILL_ATTACHED), which runs its queued and pinned jobs on the calling thread;
+ * so a destroy takes as long as those jobs, and says how many ran (JOBS_RAN_AT_DESTROY,
+ * INFO). Then logs every arena still alive (and frees it), and returns all memory to
+ * the OS. No other thread may use rt during or after this call. NULL is a no-op. */
 KILN_API void kiln_destroy(kiln_runtime *rt);
 
 /* The calling thread (main, render, IO) gets a context of its own: its frame arena,
@@ -399,7 +402,10 @@ static inline const kiln_ctx_head *kiln_ctx_head_of(const kiln_ctx *ctx) {
 }
 #endif
 
-/* Releases a context and its frame arena. Called by the thread that attached it.
+/* Releases a context and its frame arena. Called by the thread that attached it. First
+ * it runs, on the calling thread, every job still queued on the context or pinned to it,
+ * background ones included (a detach can take as long as they do); they count in
+ * kiln_stats.jobs_run_at_detach.
  * Concurrency: concurrently with other attach/detach calls. NULL is a no-op. A context
  * used after its detach (detached twice, say) is refused with CONTEXT_DETACHED through
  * its runtime's log, until kiln_destroy (a later attach may reuse its memory). A

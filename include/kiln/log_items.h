@@ -47,7 +47,7 @@
     X(HEAD_LAYOUT_MISMATCH, ERROR, "kiln_attach from code compiled against headers whose inline layout differs from the library's") \
     X(CONTEXT_IS_WORKER, ERROR, "kiln_detach of a worker's context (kiln_destroy detaches it)") \
     X(CONTEXT_INSIDE_JOB, ERROR, "kiln_detach from inside a job running on the context") \
-    X(CONTEXT_OUT_OF_MEMORY, ERROR, "no heap memory for a context") \
+    X(CONTEXT_OUT_OF_MEMORY, ERROR, "no heap memory for a context, or no block for its frame arena (memory_limit, frame_reserve)") \
     X(CONTEXT_TOO_MANY, ERROR, "every job queue slot is in use; no more contexts") \
     X(CONTEXT_STILL_ATTACHED, WARN, "kiln_destroy found a context still attached; it detaches it") \
     /* ---- the frame clock ---- */ \
@@ -144,6 +144,7 @@
     X(JOB_STILL_WAITING, WARN, "kiln_destroy found jobs still waiting for their prerequisites (kiln_run_desc.after); it frees them unrun") \
     X(JOB_AFTER_FOREIGN, ERROR, "kiln_run_ex after a counter that counts jobs of another runtime") \
     X(JOB_WAIT_NULL_COUNTER, ERROR, "kiln_wait with a NULL counter") \
+    X(JOBS_RAN_AT_DESTROY, INFO, "kiln_destroy ran queued jobs (workers' and still attached contexts' leftovers) before the runtime went: how many") \
     X(JOB_WAIT_STUCK, WARN, "a wait made no progress for desc.stuck_wait_ms: where its counter's jobs are; it keeps waiting") \
     X(JOB_BACKGROUND_FRAME_ALLOC, ERROR, "a background job asked for frame memory") \
     X(JOB_FRAME_MEMORY_NONE, ERROR, "a job asked for frame memory of a frame whose job arena could not be made (memory limit, heap)") \

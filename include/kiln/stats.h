@@ -166,6 +166,9 @@ typedef struct kiln_ctx_stats {
 #define KILN_STATS_TAIL_FIELDS(X)                                                              \
     X(uint32_t, pools,         "live pools")                                                   \
     X(uint32_t, handle_tables, "live handle tables")                                           \
+    X(uint64_t, jobs_run_at_detach, "jobs that detaching contexts and stopping workers ran "   \
+                                    "as they went: their queued and pinned ones, background "  \
+                                    "ones included")                                           \
     /* end of list */
 
 typedef struct kiln_stats {
