@@ -70,7 +70,11 @@ static inline void kiln_lifo_push_chain(kiln_lifo *lifo, kiln_lifo_node *first,
     unsigned spins = 1;
     for (;;) {
         last->next = seen.top;
-        ck_pr_fence_store();       /* the link is visible before the node is */
+        /* Release: the link, and everything written to the nodes before, is visible to a
+         * pop that takes them. A C11 fence, not ck's store fence: ck's double-width CAS
+         * orders nothing on aarch64 (casp, ldxp/stxp without acquire or release), and a
+         * store-store fence does not order the nodes' earlier loads. Free on x86. */
+        kiln_fence_release();
         next.top = first;
         next.tag = seen.tag + count;
         kiln_tsan_release(lifo);
@@ -96,6 +100,10 @@ static inline kiln_lifo_node *kiln_lifo_pop_depth(kiln_lifo *lifo, uint64_t *dep
         next.tag = seen.tag - 1 + ((uint64_t)1 << KILN_LIFO_DEPTH_BITS);
         kiln_tsan_release(lifo);
         if (ck_pr_cas_ptr_2_value(lifo, &seen, &next, &seen)) {
+            /* Acquire: what the pusher wrote to the node comes before its use here, by
+             * C11's fence rule, not by an address dependency that aarch64 honours and C11
+             * does not promise. Free on x86. */
+            kiln_fence_acquire();
             kiln_tsan_acquire(lifo);
             if (depth) *depth = next.tag & KILN_LIFO_MAX_DEPTH;
             return seen.top;

@@ -15,6 +15,7 @@
 #define kiln_store_release(p, v)    atomic_store_explicit((p), (v), memory_order_release)
 #define kiln_add_relaxed(p, v)      atomic_fetch_add_explicit((p), (v), memory_order_relaxed)
 #define kiln_sub_relaxed(p, v)      atomic_fetch_sub_explicit((p), (v), memory_order_relaxed)
+#define kiln_add_release(p, v)      atomic_fetch_add_explicit((p), (v), memory_order_release)
 #define kiln_add_acq_rel(p, v)      atomic_fetch_add_explicit((p), (v), memory_order_acq_rel)
 #define kiln_sub_acq_rel(p, v)      atomic_fetch_sub_explicit((p), (v), memory_order_acq_rel)
 #define kiln_or_relaxed(p, v)       atomic_fetch_or_explicit((p), (v), memory_order_relaxed)

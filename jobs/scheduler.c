@@ -41,7 +41,7 @@ static _Atomic uint32_t waiters_word;
 /* release: a sleeper that reads the new value (wait_sleep's acquire load) sees what
  * came before the bump: the counter's zero, the frame job's completed count. */
 void kiln_jobs_wake_waiters(void) {
-    atomic_fetch_add_explicit(&waiters_word, 1, memory_order_release);
+    kiln_add_release(&waiters_word, 1);
     kiln_futex_wake(&waiters_word, INT_MAX);
 }
 
@@ -185,7 +185,9 @@ static void wake(kiln_job_system *sys, size_t n) {
     kiln_fence_seq_cst();   /* the push before the sleepers load (pairs with sleep_once, wait_sleep) */
     uint32_t sleeping = kiln_load_relaxed(&sys->sleepers);
     if (kiln_likely(sleeping == 0)) return;
-    kiln_add_relaxed(&sys->wake_epoch, 1);
+    /* release: a sleeper whose acquire read sees the new epoch sees the work queued
+     * before it (C11's order, not the futex call's barrier). */
+    kiln_add_release(&sys->wake_epoch, 1);
     kiln_futex_wake(&sys->wake_epoch, n < sleeping ? (int)n : (int)sleeping);
     if (kiln_load_relaxed(&sys->waiters_asleep) != 0) kiln_jobs_wake_waiters();
 }
@@ -1053,7 +1055,9 @@ void kiln_jobs_set_hook(kiln_job_system *sys, kiln_job_hook hook) {
 
 void kiln_jobs_shutdown(kiln_job_system *sys) {
     kiln_store_release(&sys->shutdown, 1);
-    kiln_add_relaxed(&sys->wake_epoch, 1);
+    /* release: a sleeper that reads the new epoch (acquire) then reads the flag set; one
+     * that read the old epoch finds the futex word changed. */
+    kiln_add_release(&sys->wake_epoch, 1);
     kiln_futex_wake(&sys->wake_epoch, KILN_MAX_QUEUES);
     kiln_jobs_wake_waiters();
 }
