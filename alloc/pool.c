@@ -5,6 +5,8 @@
  * (pool_check.c). */
 #include "pool.h"
 
+#include "../base/clock.h"
+
 #include "../base/near_limit.h"
 #include "os.h"
 
@@ -339,19 +341,36 @@ static bool bind(kiln_pool *pool, kiln_pool_cache *cache) {
     return true;
 }
 
+/* POOL_CAPACITY_REACHED at most this often per pool. */
+#define KILN_POOL_CAPACITY_WARN_NS 1000000000u
+
 /* One warning per episode, and an episode ends when an alloc succeeds. A success in the
  * slow path clears the flag itself; one served from the cache's own frees (the fast
  * path, which touches nothing shared) shows at this cache's next refusal: its allocs
- * moved since its last one, so a new episode has begun. */
+ * moved since its last one, so a new episode has begun. Threads that keep a pool at its
+ * capacity start episodes as fast as they alloc and free, so at most one warning per
+ * KILN_POOL_CAPACITY_WARN_NS is logged, saying how many episodes went unlogged since
+ * the last one (relaxed: a figure; two racing warnings cost one more line). */
 static KILN_COLD void report_capacity(kiln_pool *pool, kiln_pool_cache *cache) {
     uint32_t stamp = (uint32_t)kiln_load_relaxed(&cache->allocs) * 2u + 1u;   /* never 0 */
     if (cache->refused_at != 0 && cache->refused_at != stamp)
         kiln_store_relaxed(&pool->capacity_reported, 0);
     cache->refused_at = stamp;
     if (kiln_exchange_relaxed(&pool->capacity_reported, 1) != 0) return;
+    uint64_t now = kiln_now_ns(), last = kiln_load_relaxed(&pool->capacity_warned_ns);
+    if (last != 0 && now - last < KILN_POOL_CAPACITY_WARN_NS) {
+        kiln_add_relaxed(&pool->capacity_quiet, 1);
+        return;
+    }
+    kiln_store_relaxed(&pool->capacity_warned_ns, now);
+    uint64_t quiet = kiln_exchange_relaxed(&pool->capacity_quiet, 0);
+    char more[96] = "";
+    if (quiet)
+        snprintf(more, sizeof more, " (and %llu times since the last warning, not logged: at "
+                 "most one a second)", (unsigned long long)quiet);
     kiln_log(&pool->log, KILN_LOGITEM_POOL_CAPACITY_REACHED,
-             "pool '%s': all %zu objects of its capacity are live or cached; alloc returns NULL",
-             pool->name, pool->capacity);
+             "pool '%s': all %zu objects of its capacity are live or cached; alloc returns NULL%s",
+             pool->name, pool->capacity, more);
 }
 
 static KILN_COLD void *refuse_destroyed(kiln_pool *pool, const char *function) {

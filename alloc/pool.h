@@ -159,6 +159,8 @@ struct kiln_pool {
     _Atomic uint32_t    blocks_held;
     _Atomic uint32_t    magazine_blocks;   /* of blocks_held, those carved into magazines */
     _Atomic int         capacity_reported;
+    _Atomic uint64_t    capacity_warned_ns;   /* the clock at the last POOL_CAPACITY_REACHED */
+    _Atomic uint64_t    capacity_quiet;       /* episodes since then that were not logged */
     /* POOL_CAPACITY_NEAR (pools with a capacity only): the sum of every cache's allocs -
      * frees as of its last exchange (mod 2^64; read as signed, a free counted before its
      * alloc may dip it under zero), and the episode flag of base/near_limit.h, 1 while

@@ -129,7 +129,9 @@ KILN_API void kiln_pool_destroy(kiln_pool *pool);
 
 /* An object, or NULL:
  * - at capacity: counted; one warning naming the pool (POOL_CAPACITY_REACHED) until an
- *   alloc succeeds again;
+ *   alloc succeeds again, and at most one a second per pool (threads that keep a pool at
+ *   its capacity start a new episode with every free and alloc): the next warning says
+ *   how many went unlogged;
  * - when memory runs out;
  * - refused, logged naming the pool:
  *   - a NULL ctx or pool: CONTEXT_NULL, POOL_NULL;
