@@ -83,6 +83,8 @@ bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, u
     q->id = id;
     kiln_store_relaxed(&q->is_worker, is_worker);
     q->job_depth = q->frame_depth = q->background_depth = 0;
+    q->deep_warned = false;
+    q->stack_lo = 0;   /* a reused queue may serve another thread */
     q->running_epoch = 0;
     q->memory_epoch = KILN_FRAME_MEMORY_OWN;
     q->fenced_epoch = 0;
@@ -844,6 +846,35 @@ static KILN_COLD bool wait_idle_step(kiln_job_system *sys, kiln_job_queue *q, ki
     return wait_sleep(sys, q, counter, background, task, idle->resting, &idle->resting);
 }
 
+/* Waits nested this deep (jobs run by waits inside jobs) look at their stack. */
+#define KILN_WAIT_DEPTH_CHECK 64
+
+/* A wait nested KILN_WAIT_DEPTH_CHECK or more jobs deep: once a quarter or less of the
+ * thread's stack is left, says so once per thread (JOB_WAIT_TOO_DEEP): each level of
+ * nesting (a job whose wait runs the next) takes a few hundred bytes, and a stack that
+ * runs out ends the process. Cold. */
+static KILN_COLD void check_stack(kiln_job_system *sys, kiln_job_queue *q) {
+    if (q->deep_warned) return;
+    if (q->stack_lo == 0) {
+        pthread_attr_t attr;
+        void *lo = NULL;
+        size_t size = 0;
+        if (pthread_getattr_np(pthread_self(), &attr) != 0) return;
+        pthread_attr_getstack(&attr, &lo, &size);
+        pthread_attr_destroy(&attr);
+        q->stack_lo = (uintptr_t)lo;
+        q->stack_size = size;
+    }
+    uintptr_t here = (uintptr_t)__builtin_frame_address(0);
+    if (here < q->stack_lo || here - q->stack_lo > q->stack_size / 4) return;
+    q->deep_warned = true;
+    kiln_log(&sys->log, KILN_LOGITEM_JOB_WAIT_TOO_DEEP,
+             "context %u: waits nested %u jobs deep have used three quarters of its %zu KiB "
+             "stack (%zu KiB left); each level (a job whose kiln_wait runs the next) takes a "
+             "few hundred bytes, and a stack that runs out ends the process", q->id,
+             q->job_depth, q->stack_size / 1024, (size_t)(here - q->stack_lo) / 1024);
+}
+
 /* Runs tasks until the counter reads zero (find_wait_task says which). With nothing to
  * run it spins as an idle worker does (worker_idle: sys->idle_spin_ns), then sleeps
  * (wait_sleep) until the counter's zero or new work wakes it; after a sleep that timed
@@ -853,6 +884,7 @@ static void wait_counter(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_s
                          bool background) {
     wait_idle idle;
     bool idled = false;
+    if (kiln_unlikely(q->job_depth >= KILN_WAIT_DEPTH_CHECK)) check_stack(sys, q);
     while (kiln_counter_busy(kiln_load_acquire(&counter->pending))) {
         kiln_task task;
         if (!find_wait_task(sys, q, counter, background, &task)) {

@@ -139,6 +139,10 @@ struct kiln_job_queue {
                                             tag, and what it submits carries it */
     bool                steals;          /* takes other queues' jobs; false only while the
                                             context retires (it runs its own jobs, no more) */
+    bool                deep_warned;     /* JOB_WAIT_TOO_DEEP said for this thread */
+    uintptr_t           stack_lo;        /* the owner thread's stack: its lowest address
+                                            (0: not read yet) and size, for nested waits */
+    size_t              stack_size;
     _Atomic(kiln_job_hook) hook;         /* NULL: none (one relaxed load and a branch per
                                             task); stored by kiln_jobs_set_hook, any thread */
 

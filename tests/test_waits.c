@@ -327,3 +327,50 @@ Test(waits, a_wait_nested_in_an_isolated_one_runs_the_jobs_it_waits_for) {
         kiln_destroy(rt);
     }
 }
+
+/* ---- nested waits and the stack ---- */
+
+/* Each level is a job that submits the next and waits on it; its thread's wait runs
+ * that job nested, one level deeper on the stack. It stops once kiln has said the stack
+ * is three quarters used (or at a depth no 1 MiB stack could reach). */
+typedef struct deep_chain {
+    _Atomic unsigned deepest;
+} deep_chain;
+
+static void deep_level(kiln_ctx *ctx, void *arg) {
+    deep_chain *chain = arg;
+    unsigned depth = atomic_fetch_add(&chain->deepest, 1) + 1;
+    if (depth >= 100000 || count_items(rec, KILN_LOGITEM_JOB_WAIT_TOO_DEEP) > 0) return;
+    kiln_counter next = { { 0 } };
+    kiln_run(ctx, &(kiln_job){ deep_level, chain }, 1, &next);
+    kiln_wait(ctx, &next);
+}
+
+static void *deep_thread(void *arg) {
+    kiln_runtime *rt = arg;
+    kiln_ctx *ctx = kiln_attach(rt);
+    deep_chain chain = { 0 };
+    kiln_counter done = { { 0 } };
+    kiln_run(ctx, &(kiln_job){ deep_level, &chain }, 1, &done);
+    kiln_wait(ctx, &done);
+    kiln_detach(ctx);
+    return (void *)(uintptr_t)atomic_load(&chain.deepest);
+}
+
+Test(waits, waits_nested_deep_say_so_before_the_stack_runs_out) {
+    kiln_runtime *rt = make_runtime(KILN_NO_WORKERS, 0);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, (size_t)1 << 20);
+    pthread_t thread;
+    cr_assert_eq(pthread_create(&thread, &attr, deep_thread, rt), 0);
+    pthread_attr_destroy(&attr);
+    void *deepest;
+    pthread_join(thread, &deepest);
+    cr_assert_lt((uintptr_t)deepest, 100000, "no warning before depth 100000");
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_JOB_WAIT_TOO_DEEP), 1, "once per thread:%s",
+                 recorded_summary(rec));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_JOB_WAIT_TOO_DEEP, "of its 1024 KiB stack"), 1,
+                 "log:%s", recorded_summary(rec));
+    kiln_destroy(rt);
+}

@@ -25,6 +25,10 @@
  *   a thread that never waits, and isolated waits whose jobs can only be reached by
  *   another isolated wait can still wait for ever; such a wait says so (JOB_WAIT_STUCK)
  *   instead of hanging silently.
+ * - kiln_wait does not bound how deep waits nest: a job whose wait runs a job that waits
+ *   ... takes a few hundred bytes of the thread's stack per level (about 300 on x86-64,
+ *   more under sanitizers), so 8 MiB holds some 25 000 levels. Once nested waits have
+ *   used three quarters of a thread's stack, it says so, once (JOB_WAIT_TOO_DEEP).
  * - kiln_frame_end never resets frame memory under a running job (see "The frame a job
  *   belongs to"), and neither waits for a background job nor runs one, except that a
  *   frame job after a background one (kiln_run_desc.after) holds it until that job

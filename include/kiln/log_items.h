@@ -145,6 +145,7 @@
     X(JOB_AFTER_FOREIGN, ERROR, "kiln_run_ex after a counter that counts jobs of another runtime") \
     X(JOB_WAIT_NULL_COUNTER, ERROR, "kiln_wait with a NULL counter") \
     X(JOBS_RAN_AT_DESTROY, INFO, "kiln_destroy ran queued jobs (workers' and still attached contexts' leftovers) before the runtime went: how many") \
+    X(JOB_WAIT_TOO_DEEP, WARN, "waits nested in jobs have used three quarters of the thread's stack (once per thread)") \
     X(JOB_WAIT_STUCK, WARN, "a wait made no progress for desc.stuck_wait_ms: where its counter's jobs are; it keeps waiting") \
     X(JOB_BACKGROUND_FRAME_ALLOC, ERROR, "a background job asked for frame memory") \
     X(JOB_FRAME_MEMORY_NONE, ERROR, "a job asked for frame memory of a frame whose job arena could not be made (memory limit, heap)") \
