@@ -808,7 +808,7 @@ static bool wait_sleep(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_sta
 /* A wait's progress, for the stuck-wait warning: a task it ran, or a change of the
  * counter's word. None for sys->stuck_wait_ns: one JOB_WAIT_STUCK per wait. */
 typedef struct wait_watch {
-    uint64_t word;     /* the counter's word at the last progress */
+    uint64_t word;     /* the counter's word (a drain: the frame's jobs left) at the last progress */
     uint64_t since;    /* the clock then; 0: not read since the last progress */
     bool     warned;
 } wait_watch;
@@ -917,10 +917,12 @@ void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state 
     leave_jobs(sys, q);
 }
 
-/* Every completed count of the parity first, then every submitted count (the header
- * says why; model step "drain"). The driver's fence after its close orders the
- * submitters' seq_cst counts before these loads. */
-static bool frame_quiet(kiln_job_system *sys, unsigned parity) {
+/* The frame jobs of the parity submitted and not yet completed: every completed count
+ * first, then every submitted count (the header says why; model step "drain"), so that
+ * zero is never read too early. The driver's fence after its close orders the
+ * submitters' seq_cst counts before these loads. A non-zero figure is a snapshot (mod
+ * 2^64: counts move while it reads). */
+static uint64_t frame_left(kiln_job_system *sys, unsigned parity) {
     pthread_mutex_lock(&sys->table_lock);
     uint32_t limit = kiln_load_acquire(&sys->queue_limit);
     uint64_t completed = sys->retired_completed[parity], submitted = sys->retired_submitted[parity];
@@ -933,8 +935,10 @@ static bool frame_quiet(kiln_job_system *sys, unsigned parity) {
         if (q) submitted += kiln_load_acquire(&q->submitted[parity]);
     }
     pthread_mutex_unlock(&sys->table_lock);
-    return completed == submitted;
+    return submitted - completed;
 }
+
+static bool frame_quiet(kiln_job_system *sys, unsigned parity) { return frame_left(sys, parity) == 0; }
 
 /* find_task for the drain of epoch tag: pinned frame tasks (any epoch: only q runs
  * them), its own deques (what q submitted, or the children of what it runs), and of
@@ -987,11 +991,29 @@ static bool drain_sleep(kiln_job_system *sys, kiln_job_queue *q, uint32_t tag, u
     return found;
 }
 
+/* At an idle moment of the drain (a spin's end, a sleep's): progress is a task it ran
+ * (the caller restarts the watch) or a change of the frame's outstanding count; none
+ * for sys->stuck_wait_ns logs one JOB_WAIT_STUCK per frame end. Cold. */
+static KILN_COLD void watch_drain(kiln_job_system *sys, kiln_job_queue *q, uint64_t epoch,
+                                  wait_watch *watch) {
+    uint64_t left = frame_left(sys, (unsigned)(epoch & 1)), now = kiln_now_ns();
+    if (watch->since == 0 || left != watch->word) {
+        watch->word = left;
+        watch->since = now;
+        return;
+    }
+    if (watch->warned || now - watch->since < sys->stuck_wait_ns) return;
+    watch->warned = true;
+    kiln_owner_inc(&q->waits_stuck);
+    kiln_jobs_report_stuck_frame(sys, q, epoch, left, now - watch->since);
+}
+
 void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q, uint64_t epoch) {
     uint32_t tag = kiln_epoch_tag(epoch);
     unsigned parity = (unsigned)(epoch & 1);
     bool alone = sys->threads == 1;
     idle_spin spin = { 0, false, 0, 0 };
+    wait_watch watch = { 0, 0, false };
     bool resting = false;
     for (;;) {
         kiln_task task;
@@ -1003,13 +1025,16 @@ void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q, uint64_t epo
         } else if (frame_quiet(sys, parity)) {
             break;
         } else if (alone && kiln_jobs_run_one(sys, q, true)) {
+            watch.since = 0;
             continue;
         } else if (resting || !worker_idle(sys, q, &spin)) {
+            watch_drain(sys, q, epoch, &watch);
             if (!drain_sleep(sys, q, tag, parity, &task, resting, &resting)) continue;
         } else {
             continue;
         }
         resting = false;
+        watch.since = 0;
         bool other = kiln_task_epoch(&task) != tag;
         run_task(sys, q, &task);
         if (other && frame_quiet(sys, parity)) break;

@@ -362,6 +362,12 @@ KILN_INTERNAL void kiln_jobs_set_hook(kiln_job_system *sys, kiln_job_hook hook);
 KILN_INTERNAL void kiln_jobs_report_stuck(kiln_job_system *sys, kiln_job_queue *q,
                                           const kiln_counter_state *counter, uint64_t waited_ns);
 
+/* JOB_WAIT_STUCK for the drain of frame epoch by q's owner (kiln_frame_end), which has
+ * made no progress for waited_ns with left jobs of it not done: where they are. Owner of
+ * q; cold (jobs/wait_stuck.c). */
+KILN_INTERNAL void kiln_jobs_report_stuck_frame(kiln_job_system *sys, kiln_job_queue *q, uint64_t epoch,
+                                                uint64_t left, uint64_t waited_ns);
+
 /* Wakes every sleeper and makes worker loops return. */
 KILN_INTERNAL void kiln_jobs_shutdown(kiln_job_system *sys);
 

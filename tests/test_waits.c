@@ -280,6 +280,29 @@ Test(waits, a_job_waiting_on_a_counter_nobody_decrements_says_so) {
     kiln_destroy(rt);
 }
 
+/* A frame end whose frame's job is pinned to a thread that does not run it yet: the
+ * drain says so, once, naming where the job is, and returns once the job has run. */
+Test(waits, a_stuck_frame_end_names_where_its_frames_jobs_are) {
+    kiln_runtime *rt;
+    kiln_ctx *driver;
+    holder h;
+    pthread_t thread;
+    start_holding(&rt, &driver, &h, "kiln_frame_end", &thread);
+    kiln_frame_begin(driver);
+    kiln_run_ex(driver, &(kiln_job){ nop, NULL }, 1, NULL, &(kiln_run_desc){ .pinned_to = h.ctx });
+    kiln_frame_end(driver);
+    pthread_join(thread, NULL);
+    cr_assert_eq(atomic_load(&h.gave_up), 0, "no JOB_WAIT_STUCK within 30 s");
+    char where[96];
+    snprintf(where, sizeof where, "kiln_frame_end: context %u has waited", kiln_ctx_id(driver));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_JOB_WAIT_STUCK, where), 1, "log:%s", recorded_summary(rec));
+    snprintf(where, sizeof where, "context %u: 1 pinned to it", kiln_ctx_id(h.ctx));
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_JOB_WAIT_STUCK, where), 1, "log:%s", recorded_summary(rec));
+    cr_assert_eq(stats_of(rt, kiln_ctx_id(driver)).waits_stuck, 1);
+    kiln_detach(driver);
+    kiln_destroy(rt);
+}
+
 /* ---- isolated waits and the jobs they wait for ---- */
 
 /* The pattern that once hung for ever: the worker's job waits isolated on cA; main

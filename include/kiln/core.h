@@ -263,11 +263,12 @@ typedef struct kiln_desc {
                                   beyond); 0: 50. A thread in kiln_wait that finds nothing
                                   it may run spins the same way, then sleeps until its
                                   counter reaches zero or work it may run is queued. */
-    uint32_t    stuck_wait_ms; /* a wait (kiln_wait, kiln_wait_ex) that has made no progress
-                                  this long (its counter unchanged, no job run by it) logs
-                                  one JOB_WAIT_STUCK warning saying where the counter's jobs
-                                  are, counts it (kiln_ctx_stats.waits_stuck), and keeps
-                                  waiting. 0: 2000 */
+    uint32_t    stuck_wait_ms; /* a wait (kiln_wait, kiln_wait_ex, kiln_frame_end's wait for
+                                  its frame's jobs) that has made no progress this long (its
+                                  counter, or the frame's count of jobs left, unchanged, no
+                                  job run by it) logs one JOB_WAIT_STUCK warning saying where
+                                  the jobs are, counts it (kiln_ctx_stats.waits_stuck), and
+                                  keeps waiting. 0: 2000 */
 } kiln_desc;
 
 /* Creates a runtime. NULL on failure, with the reason logged as one ERROR (through

@@ -10,7 +10,7 @@
  *   nothing it may run it spins for kiln_desc.idle_spin_us, then sleeps until the
  *   counter reaches zero or a job it may run is queued: a thread waiting on a long job
  *   does not burn a core. kiln_frame_end's wait for its frame's jobs does the same,
- *   woken by the frame's last job. A wait that makes no progress for kiln_desc.stuck_wait_ms
+ *   woken by the frame's last job, and says so when it is stuck (JOB_WAIT_STUCK). A wait that makes no progress for kiln_desc.stuck_wait_ms
  *   (2 s by default) logs one JOB_WAIT_STUCK warning saying where the counter's jobs
  *   are, and keeps waiting.
  * - kiln_frame_end runs and waits for every job of its frame, with or without a
