@@ -743,8 +743,24 @@ static bool worker_idle(kiln_job_system *sys, kiln_job_queue *q, idle_spin *spin
  * without them), and when none is found and there are no workers (background), any
  * task: the counter's jobs may wait for prerequisites of other tags
  * (kiln_run_desc.after), which nobody else would run. Without background, still the
- * background jobs pinned to this thread that count on this very counter: nobody else
- * may run them, and the waiter asked for them (one hint load when there are none). */
+ * background jobs of this very counter (wait_own_background): the wait cannot end
+ * without them, and the workers may all be waiting the same way. */
+/* The background jobs of the counter a wait is on, which a wait that leaves background
+ * jobs to the workers still takes: those pinned to this thread (nobody else may run
+ * them; one hint load when there are none), and on a worker those on any background
+ * deque that carry the counter's address (submitted outside isolated waits): a worker's
+ * background job that waits on background children it queued would otherwise wait for
+ * ever once every worker did the same. Other threads leave those to the workers, as
+ * jobs.h says. Only after an empty look. */
+static bool wait_own_background(kiln_job_system *sys, kiln_job_queue *q, const kiln_counter_state *counter,
+                                kiln_task *task) {
+    uint64_t own = (uint64_t)(uintptr_t)counter;
+    if (take_pinned_counted(q, counter, task)) return true;
+    return kiln_load_relaxed(&q->is_worker) &&
+           (take_own_tagged(&q->deques[KILN_DEQUE_BACKGROUND], task, own) ||
+            steal_matching(sys, q, KILN_DEQUE_BACKGROUND, task, KILN_STEAL_ISOLATION, own));
+}
+
 static inline __attribute__((always_inline)) bool find_wait_task(kiln_job_system *sys, kiln_job_queue *q,
                                                                  const kiln_counter_state *counter,
                                                                  bool background, kiln_task *task) {
@@ -754,7 +770,7 @@ static inline __attribute__((always_inline)) bool find_wait_task(kiln_job_system
                   (background && find_task(sys, q, task, background))
             : find_task(sys, q, task, background))
         return true;
-    return !background && take_pinned_counted(q, counter, task);
+    return !background && wait_own_background(sys, q, counter, task);
 }
 
 /* Flags the counter as slept on, so that the decrement that makes its count zero wakes

@@ -126,9 +126,12 @@ static void report_where(kiln_job_system *sys, report *r, const wanted *w, size_
             queued_other, pinned_other, running_other);
     size_t held = held_of(sys, w);
     seen += held;
-    if (held) say(r, "; %zu held by prerequisites (kiln_run_desc.after)", held);
+    if (held) {
+        say(r, "%s%zu held by prerequisites (kiln_run_desc.after)", sep, held);
+        sep = "; ";
+    }
     if (left > seen)
-        say(r, "; %zu not seen (%s)", left - seen,
+        say(r, "%s%zu not seen (%s)", sep, left - seen,
             w->counter ? "moving between threads, or running nested under other jobs"
                        : "running, or moving between threads");
     if (named == 0 && held == 0 && left > 0 && w->counter)
@@ -143,8 +146,9 @@ void kiln_jobs_report_stuck(kiln_job_system *sys, kiln_job_queue *q, const kiln_
     report r = { text, sizeof text, 0 };
     size_t left = (size_t)KILN_COUNTER_COUNT(kiln_load_acquire(&counter->pending));
     say(&r, "context %u has waited %.1f s on counter %p without progress%s; it still counts %zu "
-            "jobs:", q->id, (double)waited_ns / 1e9, (const void *)counter,
-        q->isolated ? " (in an isolated wait: it runs only that wait's jobs)" : "", left);
+            "job%s:", q->id, (double)waited_ns / 1e9, (const void *)counter,
+        q->isolated ? " (in an isolated wait: it runs only that wait's jobs)" : "", left,
+        left == 1 ? "" : "s");
     report_where(sys, &r, &(wanted){ .counter = counter }, left);
 }
 

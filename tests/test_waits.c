@@ -303,6 +303,38 @@ Test(waits, a_stuck_frame_end_names_where_its_frames_jobs_are) {
     kiln_destroy(rt);
 }
 
+/* A background job that queues background jobs and waits for them: once every worker
+ * runs one, nobody else would take the children (kiln_wait leaves background jobs to
+ * idle workers), and all hung. A wait runs the background jobs of the counter it waits
+ * on: it cannot return without them. */
+static void bg_leaf(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    atomic_fetch_add((_Atomic int *)arg, 1);
+}
+
+static void bg_outer(kiln_ctx *ctx, void *arg) {
+    kiln_counter c = { { 0 } };
+    kiln_job leaves[2] = { { bg_leaf, arg }, { bg_leaf, arg } };
+    kiln_run_ex(ctx, leaves, 2, &c, &(kiln_run_desc){ .background = true });
+    kiln_wait(ctx, &c);
+}
+
+Test(waits, background_jobs_waiting_on_their_own_background_children_finish) {
+    for (uint32_t workers = 1; workers <= 2; workers++) {
+        kiln_runtime *rt = make_runtime(workers, 0);
+        kiln_ctx *main_ctx = kiln_attach(rt);
+        _Atomic int leaves = 0;
+        kiln_counter c = { { 0 } };
+        kiln_job outers[4] = { { bg_outer, &leaves }, { bg_outer, &leaves }, { bg_outer, &leaves },
+                               { bg_outer, &leaves } };
+        kiln_run_ex(main_ctx, outers, 4, &c, &(kiln_run_desc){ .background = true });
+        kiln_wait(main_ctx, &c);
+        cr_assert_eq(atomic_load(&leaves), 8);
+        kiln_detach(main_ctx);
+        kiln_destroy(rt);
+    }
+}
+
 /* ---- isolated waits and the jobs they wait for ---- */
 
 /* The pattern that once hung for ever: the worker's job waits isolated on cA; main

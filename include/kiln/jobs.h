@@ -39,7 +39,10 @@
  * - They sit on a deque of their own that only workers take from, so frame end neither
  *   waits for them nor runs one, and neither does kiln_wait (with KILN_NO_WORKERS,
  *   kiln_wait runs them: nobody else would; and so does frame end while frame jobs
- *   wait for their prerequisites, see "Dependencies").
+ *   wait for their prerequisites, see "Dependencies"). A wait on a worker (inside a
+ *   job) also runs the background jobs of the counter it waits on: a background job
+ *   that waits on background children would otherwise wait for ever once every worker
+ *   did the same.
  * - Wait for them with a counter.
  * - They must not use frame memory: with KILN_DEBUG_CHECKS, kiln_frame_alloc and the
  *   other kiln_frame_* calls inside one are refused (JOB_BACKGROUND_FRAME_ALLOC). The arena
