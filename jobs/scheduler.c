@@ -102,10 +102,11 @@ bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, u
     kiln_store_relaxed(&q->sleeps, 0);
     kiln_store_relaxed(&q->idle_spin_ns, 0);
     if (!kiln_load_relaxed(&q->deques[0].ring)) {   /* a reused queue keeps its rings */
-        if (!kiln_deque_init(&q->deques[0], 256) || !kiln_deque_init(&q->deques[1], 64) ||
-            !kiln_deque_init(&q->deques[2], 16)) {
-            kiln_deque_fini(&q->deques[0]);
-            kiln_deque_fini(&q->deques[1]);
+        static const int64_t capacity[KILN_DEQUES] = { 256, 64, 16, 16 };   /* they grow */
+        bool made = true;
+        for (int d = 0; d < KILN_DEQUES && made; d++) made = kiln_deque_init(&q->deques[d], capacity[d]);
+        if (!made) {
+            for (int d = 0; d < KILN_DEQUES; d++) kiln_deque_fini(&q->deques[d]);   /* NULL rings: nothing */
             kiln_log(&sys->log, KILN_LOGITEM_JOB_OUT_OF_MEMORY,
                      "context %u: no memory for its job deques", id);
             return false;
@@ -153,6 +154,7 @@ void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q) {
     kiln_task task;
     uint64_t ran = 0;
     while (take_pinned(q, &task, true) || kiln_deque_take(&q->deques[KILN_DEQUE_HIGH], &task) ||
+           kiln_deque_take(&q->deques[KILN_DEQUE_BACKGROUND_HIGH], &task) ||
            kiln_deque_take(&q->deques[KILN_DEQUE_NORMAL], &task) ||
            kiln_deque_take(&q->deques[KILN_DEQUE_BACKGROUND], &task)) {
         run_task(sys, q, &task);
@@ -175,7 +177,7 @@ void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q) {
 
 void kiln_job_queue_fini(kiln_job_queue *q) {
     if (!kiln_load_relaxed(&q->deques[0].ring)) return;
-    for (int i = 0; i < 3; i++) kiln_deque_fini(&q->deques[i]);
+    for (int i = 0; i < KILN_DEQUES; i++) kiln_deque_fini(&q->deques[i]);
     kiln_inbox_fini(&q->inbox);
     kiln_lanes_fini(&q->background);
     pthread_mutex_destroy(&q->inbox_lock);
@@ -263,8 +265,9 @@ static bool push_tasks(kiln_job_system *sys, kiln_job_queue *q, const kiln_task 
         }
         return true;
     }
-    kiln_deque *deque = &q->deques[(tasks[0].flags & KILN_TASK_BACKGROUND) ? KILN_DEQUE_BACKGROUND
-                                   : priority ? KILN_DEQUE_HIGH : KILN_DEQUE_NORMAL];
+    kiln_deque *deque = &q->deques[(tasks[0].flags & KILN_TASK_BACKGROUND)
+                                       ? (priority ? KILN_DEQUE_BACKGROUND_HIGH : KILN_DEQUE_BACKGROUND)
+                                       : priority ? KILN_DEQUE_HIGH : KILN_DEQUE_NORMAL];
     for (size_t i = 0; i < count; i++) {
         if (kiln_unlikely(!kiln_deque_push(deque, &tasks[i]))) {
             kiln_log(&sys->log, KILN_LOGITEM_JOB_OUT_OF_MEMORY,
@@ -454,15 +457,24 @@ static bool take_own(kiln_deque *deque, kiln_task *task) {
     return kiln_deque_looks_busy(deque) && kiln_deque_take(deque, task);
 }
 
+/* A task of deque d: q's own (newest first), else one stolen (oldest first). */
+static inline bool take_one(kiln_job_system *sys, kiln_job_queue *q, int d, kiln_task *task) {
+    return take_own(&q->deques[d], task) || steal(sys, q, d, task);
+}
+
 static bool find_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task, bool background) {
     if (take_pinned(q, task, background)) return true;
-    if (take_own(&q->deques[KILN_DEQUE_HIGH], task) || steal(sys, q, KILN_DEQUE_HIGH, task))
-        return true;
-    if (take_own(&q->deques[KILN_DEQUE_NORMAL], task) || steal(sys, q, KILN_DEQUE_NORMAL, task))
-        return true;
-    if (background && (take_own(&q->deques[KILN_DEQUE_BACKGROUND], task) ||
-                       steal(sys, q, KILN_DEQUE_BACKGROUND, task)))
-        return true;
+    if (take_one(sys, q, KILN_DEQUE_HIGH, task)) return true;
+    if (background) {
+        /* High background jobs before normal frame jobs, as jobs.h promises; and once in
+         * KILN_BACKGROUND_TURN looks the normal background ones too, so that a frame that
+         * never runs dry cannot starve them. */
+        if (take_one(sys, q, KILN_DEQUE_BACKGROUND_HIGH, task)) return true;
+        if (++q->looks % KILN_BACKGROUND_TURN == 0 && take_one(sys, q, KILN_DEQUE_BACKGROUND, task))
+            return true;
+    }
+    if (take_one(sys, q, KILN_DEQUE_NORMAL, task)) return true;
+    if (background && take_one(sys, q, KILN_DEQUE_BACKGROUND, task)) return true;
     kiln_owner_inc(&q->steal_misses);
     return false;
 }
@@ -694,9 +706,9 @@ static bool find_task_isolated(kiln_job_system *sys, kiln_job_queue *q, kiln_tas
     for (int d = KILN_DEQUE_HIGH; d >= KILN_DEQUE_NORMAL; d--)
         if (take_own_tagged(&q->deques[d], task, tag) || steal_matching(sys, q, d, task, KILN_STEAL_ISOLATION, tag))
             return true;
-    if (background && (take_own_tagged(&q->deques[KILN_DEQUE_BACKGROUND], task, tag) ||
-                       steal_matching(sys, q, KILN_DEQUE_BACKGROUND, task, KILN_STEAL_ISOLATION, tag)))
-        return true;
+    for (int d = KILN_DEQUE_BACKGROUND_HIGH; background && d >= KILN_DEQUE_BACKGROUND; d--)
+        if (take_own_tagged(&q->deques[d], task, tag) || steal_matching(sys, q, d, task, KILN_STEAL_ISOLATION, tag))
+            return true;
     kiln_owner_inc(&q->steal_misses);
     return false;
 }
@@ -756,9 +768,11 @@ static bool wait_own_background(kiln_job_system *sys, kiln_job_queue *q, const k
                                 kiln_task *task) {
     uint64_t own = (uint64_t)(uintptr_t)counter;
     if (take_pinned_counted(q, counter, task)) return true;
-    return kiln_load_relaxed(&q->is_worker) &&
-           (take_own_tagged(&q->deques[KILN_DEQUE_BACKGROUND], task, own) ||
-            steal_matching(sys, q, KILN_DEQUE_BACKGROUND, task, KILN_STEAL_ISOLATION, own));
+    if (!kiln_load_relaxed(&q->is_worker)) return false;
+    for (int d = KILN_DEQUE_BACKGROUND_HIGH; d >= KILN_DEQUE_BACKGROUND; d--)
+        if (take_own_tagged(&q->deques[d], task, own) || steal_matching(sys, q, d, task, KILN_STEAL_ISOLATION, own))
+            return true;
+    return false;
 }
 
 static inline __attribute__((always_inline)) bool find_wait_task(kiln_job_system *sys, kiln_job_queue *q,
@@ -1068,7 +1082,7 @@ static bool work_visible(kiln_job_system *sys, kiln_job_queue *q) {
     for (uint32_t i = 0; i < limit; i++) {
         kiln_job_queue *other = kiln_load_acquire(&sys->queues[i]);
         if (!other) continue;
-        for (int d = 0; d < 3; d++)
+        for (int d = 0; d < KILN_DEQUES; d++)
             if (kiln_deque_looks_busy(&other->deques[d])) return true;
     }
     return false;

@@ -67,7 +67,18 @@ typedef void (*kiln_background_fn)(void *owner, bool running);
 /* The deques of a queue. Background jobs have their own, which only workers take from
  * (and waits on a runtime without workers): frame end and kiln_wait must never start
  * an asset load that would stall the frame. */
-enum { KILN_DEQUE_NORMAL = 0, KILN_DEQUE_HIGH = 1, KILN_DEQUE_BACKGROUND = 2 };
+enum {
+    KILN_DEQUE_NORMAL = 0,
+    KILN_DEQUE_HIGH = 1,
+    KILN_DEQUE_BACKGROUND = 2,
+    KILN_DEQUE_BACKGROUND_HIGH = 3,   /* background jobs of KILN_PRIORITY_HIGH */
+    KILN_DEQUES = 4
+};
+
+/* A worker takes a normal background job before a normal frame job once in this many
+ * looks for work (find_task): background jobs get a bounded share of the workers while
+ * a frame's stream of jobs never runs dry. */
+#define KILN_BACKGROUND_TURN 8
 
 enum { KILN_INBOX_FRAME = 0, KILN_INBOX_BACKGROUND = 1 };
 
@@ -87,7 +98,8 @@ static inline uint32_t kiln_task_epoch(const kiln_task *task) {
 #define KILN_FRAME_MEMORY_OWN 0u
 
 struct kiln_job_queue {
-    kiln_deque          deques[3];       /* [KILN_DEQUE_NORMAL], [KILN_DEQUE_HIGH], [KILN_DEQUE_BACKGROUND] */
+    kiln_deque          deques[KILN_DEQUES];  /* by KILN_DEQUE_*: frame jobs normal and high,
+                                            background jobs normal and high */
 
     /* Pinned jobs: other threads append under the lock; only the owner runs them. A
      * closed inbox (its context is detaching) refuses new ones. */
@@ -140,6 +152,8 @@ struct kiln_job_queue {
     bool                steals;          /* takes other queues' jobs; false only while the
                                             context retires (it runs its own jobs, no more) */
     bool                deep_warned;     /* JOB_WAIT_TOO_DEEP said for this thread */
+    uint32_t            looks;           /* find_task calls that may take background jobs:
+                                            every KILN_BACKGROUND_TURN-th looks there first */
     uintptr_t           stack_lo;        /* the owner thread's stack: its lowest address
                                             (0: not read yet) and size, for nested waits */
     size_t              stack_size;

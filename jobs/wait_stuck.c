@@ -70,7 +70,7 @@ static size_t deque_count_of(kiln_deque *deque, const wanted *w) {
 /* Where the wanted jobs are, on queue q: running is known for a counter's only. */
 static place place_of(kiln_job_queue *q, const wanted *w) {
     place p = { .id = q->id };
-    for (int d = 0; d < 3; d++) p.queued += deque_count_of(&q->deques[d], w);
+    for (int d = 0; d < KILN_DEQUES; d++) p.queued += deque_count_of(&q->deques[d], w);
     pthread_mutex_lock(&q->inbox_lock);
     if (w->counter) {
         p.pinned = kiln_inbox_count_of(&q->inbox, w->counter) + kiln_lanes_count_of(&q->background, w->counter);

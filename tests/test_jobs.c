@@ -1601,3 +1601,48 @@ Test(jobs, helping_thread_keeps_no_frame_memory) {
     cr_assert_geq(own_clock.own_after.bytes_in_use, 108);
     kiln_detach(own_clock.render);
 }
+
+/* ---- background jobs under a frame that never runs dry ---- */
+
+/* A stream of 5000 frame jobs of 20 us on main's deque, and then one background job;
+ * the one worker is the only thread that runs any of them (main waits isolated on the
+ * background job's counter, which runs neither). A HIGH background job runs before the
+ * stream's normal jobs, as jobs.h promises, and a normal one gets its turn within a few
+ * looks: both once waited for the whole stream (3 s of 50 us jobs in the review). */
+static _Atomic int stream_done;
+static _Atomic int stream_done_when_bg_ran;
+
+static void stream_job(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    (void)arg;
+    busy_ns(20000);
+    atomic_fetch_add(&stream_done, 1);
+}
+
+static void background_marker(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    (void)arg;
+    atomic_store(&stream_done_when_bg_ran, atomic_load(&stream_done));
+}
+
+Test(jobs, background_jobs_progress_under_a_frame_that_never_runs_dry) {
+    start(1, 0);
+    static kiln_job stream[5000];
+    for (int i = 0; i < 5000; i++) stream[i] = (kiln_job){ stream_job, NULL };
+    for (int high = 1; high >= 0; high--) {
+        atomic_store(&stream_done, 0);
+        atomic_store(&stream_done_when_bg_ran, -1);
+        kiln_counter frame = { { 0 } }, bg = { { 0 } };
+        kiln_run(main_ctx, stream, 5000, &frame);
+        kiln_run_ex(main_ctx, &(kiln_job){ background_marker, NULL }, 1, &bg,
+                    &(kiln_run_desc){ .background = true,
+                                      .priority = high ? KILN_PRIORITY_HIGH : KILN_PRIORITY_NORMAL });
+        kiln_wait_ex(main_ctx, &bg, &(kiln_wait_desc){ .isolate = true });
+        int when = atomic_load(&stream_done_when_bg_ran);
+        cr_assert(when >= 0 && when < 2500, "%s background job ran after %d of 5000 stream jobs",
+                  high ? "a HIGH" : "a normal", when);
+        kiln_wait(main_ctx, &frame);
+        cr_assert_eq(atomic_load(&stream_done), 5000);
+    }
+    assert_no_log();
+}

@@ -39,7 +39,10 @@
  * - They sit on a deque of their own that only workers take from, so frame end neither
  *   waits for them nor runs one, and neither does kiln_wait (with KILN_NO_WORKERS,
  *   kiln_wait runs them: nobody else would; and so does frame end while frame jobs
- *   wait for their prerequisites, see "Dependencies"). A wait on a worker (inside a
+ *   wait for their prerequisites, see "Dependencies"). Workers take HIGH background
+ *   jobs before normal frame jobs, and a normal background job before a normal frame job
+ *   once in every 8 looks for work (KILN_BACKGROUND_TURN): a frame whose jobs never run
+ *   out cannot starve them. A wait on a worker (inside a
  *   job) also runs the background jobs of the counter it waits on: a background job
  *   that waits on background children would otherwise wait for ever once every worker
  *   did the same.
@@ -151,7 +154,8 @@ typedef struct kiln_counter { uint64_t opaque[3]; } kiln_counter;  /* zero-initi
 
 typedef enum kiln_priority {
     KILN_PRIORITY_NORMAL = 0,
-    KILN_PRIORITY_HIGH   = 1    /* every thread looking for work takes these first */
+    KILN_PRIORITY_HIGH   = 1    /* every thread looking for work takes these first (a
+                                   background one: every worker, before normal frame jobs) */
 } kiln_priority;
 
 typedef struct kiln_run_desc {
