@@ -41,7 +41,7 @@
  *   kiln_wait runs them: nobody else would; and so does frame end while frame jobs
  *   wait for their prerequisites, see "Dependencies"). Workers take HIGH background
  *   jobs before normal frame jobs, and a normal background job before a normal frame job
- *   once in every 8 looks for work (KILN_BACKGROUND_TURN): a frame whose jobs never run
+ *   once in every 8 looks for work: a frame whose jobs never run
  *   out cannot starve them. A wait on a worker (inside a
  *   job) also runs the background jobs of the counter it waits on: a background job
  *   that waits on background children would otherwise wait for ever once every worker
