@@ -140,6 +140,14 @@ bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, u
 static bool take_pinned(kiln_job_queue *q, kiln_task *task, bool background);
 static void run_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task);
 
+static inline bool took(kiln_job_system *sys, int d);
+
+/* Owner: one of its own HIGH background tasks, counted off the hint. */
+static bool take_high_background_own(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
+    return kiln_deque_take(&q->deques[KILN_DEQUE_BACKGROUND_HIGH], task) &&
+           took(sys, KILN_DEQUE_BACKGROUND_HIGH);
+}
+
 void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q) {
     /* Closed first: a pin that comes after this is refused (and its submitter told), so
      * nothing lands in an inbox that nobody will ever run. */
@@ -154,7 +162,7 @@ void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q) {
     kiln_task task;
     uint64_t ran = 0;
     while (take_pinned(q, &task, true) || kiln_deque_take(&q->deques[KILN_DEQUE_HIGH], &task) ||
-           kiln_deque_take(&q->deques[KILN_DEQUE_BACKGROUND_HIGH], &task) ||
+           take_high_background_own(sys, q, &task) ||
            kiln_deque_take(&q->deques[KILN_DEQUE_NORMAL], &task) ||
            kiln_deque_take(&q->deques[KILN_DEQUE_BACKGROUND], &task)) {
         run_task(sys, q, &task);
@@ -265,9 +273,11 @@ static bool push_tasks(kiln_job_system *sys, kiln_job_queue *q, const kiln_task 
         }
         return true;
     }
-    kiln_deque *deque = &q->deques[(tasks[0].flags & KILN_TASK_BACKGROUND)
-                                       ? (priority ? KILN_DEQUE_BACKGROUND_HIGH : KILN_DEQUE_BACKGROUND)
-                                       : priority ? KILN_DEQUE_HIGH : KILN_DEQUE_NORMAL];
+    int d = (tasks[0].flags & KILN_TASK_BACKGROUND)
+                ? (priority ? KILN_DEQUE_BACKGROUND_HIGH : KILN_DEQUE_BACKGROUND)
+                : priority ? KILN_DEQUE_HIGH : KILN_DEQUE_NORMAL;
+    kiln_deque *deque = &q->deques[d];
+    if (kiln_unlikely(d == KILN_DEQUE_BACKGROUND_HIGH)) kiln_add_relaxed(&sys->high_background, (int64_t)count);
     for (size_t i = 0; i < count; i++) {
         if (kiln_unlikely(!kiln_deque_push(deque, &tasks[i]))) {
             kiln_log(&sys->log, KILN_LOGITEM_JOB_OUT_OF_MEMORY,
@@ -457,9 +467,15 @@ static bool take_own(kiln_deque *deque, kiln_task *task) {
     return kiln_deque_looks_busy(deque) && kiln_deque_take(deque, task);
 }
 
+/* Counts a task taken from deque d off the HIGH background hint. */
+static inline bool took(kiln_job_system *sys, int d) {
+    if (d == KILN_DEQUE_BACKGROUND_HIGH) kiln_sub_relaxed(&sys->high_background, 1);
+    return true;
+}
+
 /* A task of deque d: q's own (newest first), else one stolen (oldest first). */
 static inline bool take_one(kiln_job_system *sys, kiln_job_queue *q, int d, kiln_task *task) {
-    return take_own(&q->deques[d], task) || steal(sys, q, d, task);
+    return (take_own(&q->deques[d], task) || steal(sys, q, d, task)) && took(sys, d);
 }
 
 static bool find_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task, bool background) {
@@ -469,18 +485,22 @@ static bool find_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task, 
         /* High background jobs before normal frame jobs, as jobs.h promises; and once in
          * KILN_BACKGROUND_TURN looks the normal background ones too, so that a frame that
          * never runs dry cannot starve them. */
-        if (take_one(sys, q, KILN_DEQUE_BACKGROUND_HIGH, task)) return true;
+        if (kiln_load_relaxed(&sys->high_background) > 0 &&
+            take_one(sys, q, KILN_DEQUE_BACKGROUND_HIGH, task))
+            return true;
         if (++q->looks % KILN_BACKGROUND_TURN == 0 && take_one(sys, q, KILN_DEQUE_BACKGROUND, task))
             return true;
     }
     if (take_one(sys, q, KILN_DEQUE_NORMAL, task)) return true;
-    if (background && take_one(sys, q, KILN_DEQUE_BACKGROUND, task)) return true;
+    if (background && (take_one(sys, q, KILN_DEQUE_BACKGROUND_HIGH, task) ||
+                       take_one(sys, q, KILN_DEQUE_BACKGROUND, task)))
+        return true;
     kiln_owner_inc(&q->steal_misses);
     return false;
 }
 
-static void wait_counter(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
-                         bool background);
+static void wait_pieces(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
+                        bool background);
 
 /* Halves task down to its grain, and submits the upper halves together, largest first
  * (what thieves take first), counted on pieces: one counter write and one wake-up
@@ -522,7 +542,7 @@ static void run_range(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) 
     kiln_counter_state pieces = { 0, 0, NULL };
     split_range(sys, q, task, &pieces);
     task->fn.range((kiln_ctx *)q->owner, (size_t)task->begin, (size_t)task->end, task->arg);
-    wait_counter(sys, q, &pieces, sys->threads == 1 || (task->flags & KILN_TASK_BACKGROUND));
+    wait_pieces(sys, q, &pieces, sys->threads == 1 || (task->flags & KILN_TASK_BACKGROUND));
 }
 
 static inline void call_fn(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
@@ -708,7 +728,7 @@ static bool find_task_isolated(kiln_job_system *sys, kiln_job_queue *q, kiln_tas
             return true;
     for (int d = KILN_DEQUE_BACKGROUND_HIGH; background && d >= KILN_DEQUE_BACKGROUND; d--)
         if (take_own_tagged(&q->deques[d], task, tag) || steal_matching(sys, q, d, task, KILN_STEAL_ISOLATION, tag))
-            return true;
+            return took(sys, d);
     kiln_owner_inc(&q->steal_misses);
     return false;
 }
@@ -771,7 +791,7 @@ static bool wait_own_background(kiln_job_system *sys, kiln_job_queue *q, const k
     if (!kiln_load_relaxed(&q->is_worker)) return false;
     for (int d = KILN_DEQUE_BACKGROUND_HIGH; d >= KILN_DEQUE_BACKGROUND; d--)
         if (take_own_tagged(&q->deques[d], task, own) || steal_matching(sys, q, d, task, KILN_STEAL_ISOLATION, own))
-            return true;
+            return took(sys, d);
     return false;
 }
 
@@ -910,8 +930,8 @@ static KILN_COLD void check_stack(kiln_job_system *sys, kiln_job_queue *q) {
  * (wait_sleep) until the counter's zero or new work wakes it; after a sleep that timed
  * out it looks once and sleeps again, without a new spin. A task run is progress: the
  * idle state starts afresh after it. */
-static void wait_counter(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
-                         bool background) {
+static inline __attribute__((always_inline)) void wait_counter(kiln_job_system *sys, kiln_job_queue *q,
+                                                               kiln_counter_state *counter, bool background) {
     wait_idle idle;
     bool idled = false;
     if (kiln_unlikely(q->job_depth >= KILN_WAIT_DEPTH_CHECK)) check_stack(sys, q);
@@ -931,19 +951,24 @@ static void wait_counter(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_s
     if (idled && idle.spin.round) count_idle(q, &idle.spin, kiln_now_ns());
 }
 
+/* run_range's wait for its upper halves: the wait loop, out of line (one copy of it
+ * inlined per kind of wait). */
+static void wait_pieces(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
+                        bool background) {
+    wait_counter(sys, q, counter, background);
+}
+
 void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
                     bool isolate) {
-    /* Background jobs only where no worker would ever take them. */
-    bool background = sys->threads == 1;
-    if (!isolate || q->isolated) {
-        wait_counter(sys, q, counter, background);
-    } else {
-        /* The counter's jobs carry its address (kiln_jobs_isolation), and so does what
-         * they submit while running here. */
-        q->isolated = (uint64_t)(uintptr_t)counter;
-        wait_counter(sys, q, counter, background);
-        q->isolated = 0;
-    }
+    /* Background jobs only where no worker would ever take them. An isolated wait's tag
+     * is the counter's address: its jobs carry it (kiln_jobs_isolation), and so does what
+     * they submit while running here; inside an isolated wait the outer tag stays. One
+     * call site, so that the wait loop is inlined here (a call cost J2 a dozen
+     * instructions per wait). */
+    uint64_t outer = q->isolated;
+    if (isolate && !outer) q->isolated = (uint64_t)(uintptr_t)counter;
+    wait_counter(sys, q, counter, sys->threads == 1);
+    q->isolated = outer;
     leave_jobs(sys, q);
 }
 

@@ -207,6 +207,10 @@ typedef struct kiln_job_system {
      * wakes the waiters. Read after every frame job, written twice per sleep: on this
      * read-mostly line, not on the sleepers' one. */
     _Atomic uint32_t    drain_asleep;
+    /* HIGH background tasks queued on the KILN_DEQUE_BACKGROUND_HIGH deques: a hint, so
+     * that looks for work scan those deques only when there are some (relaxed; a task
+     * missed by a stale hint is found where normal background ones are). */
+    _Atomic int64_t     high_background;
 
     _Alignas(KILN_CACHE_LINE) _Atomic uint32_t sleepers;   /* workers, and threads in a wait
                                             (wait_sleep), asleep or about to be */
