@@ -863,20 +863,30 @@ typedef struct wait_watch {
     bool     warned;
 } wait_watch;
 
-/* At an idle moment of the wait (a spin's end, a sleep's): checks the watch. Cold
- * enough for a clock read: once per spin or sleep. */
-static void watch_wait(kiln_job_system *sys, kiln_job_queue *q, const kiln_counter_state *counter,
-                       wait_watch *watch) {
-    uint64_t word = kiln_load_relaxed(&counter->pending), now = kiln_now_ns();
-    if (watch->since == 0 || word != watch->word) {
-        watch->word = word;
+/* A watch's step at an idle moment (a spin's end, a sleep's), seen the figure whose
+ * change is progress: true, once, when there has been none for sys->stuck_wait_ns (then
+ * counted; *waited says how long). Cold enough for a clock read: once per spin or sleep. */
+static bool watch_stuck(kiln_job_system *sys, kiln_job_queue *q, wait_watch *watch, uint64_t seen,
+                        uint64_t *waited) {
+    uint64_t now = kiln_now_ns();
+    if (watch->since == 0 || seen != watch->word) {
+        watch->word = seen;
         watch->since = now;
-        return;
+        return false;
     }
-    if (watch->warned || now - watch->since < sys->stuck_wait_ns) return;
+    if (watch->warned || now - watch->since < sys->stuck_wait_ns) return false;
     watch->warned = true;
     kiln_owner_inc(&q->waits_stuck);
-    kiln_jobs_report_stuck(sys, q, counter, now - watch->since);
+    *waited = now - watch->since;
+    return true;
+}
+
+/* The wait's watch: its counter's word is its progress. */
+static void watch_wait(kiln_job_system *sys, kiln_job_queue *q, const kiln_counter_state *counter,
+                       wait_watch *watch) {
+    uint64_t waited;
+    if (watch_stuck(sys, q, watch, kiln_load_relaxed(&counter->pending), &waited))
+        kiln_jobs_report_stuck(sys, q, counter, waited);
 }
 
 /* A wait's idle state (owner-only, on the waiter's stack), set up at its first empty
@@ -1051,16 +1061,8 @@ static bool drain_sleep(kiln_job_system *sys, kiln_job_queue *q, uint32_t tag, u
  * for sys->stuck_wait_ns logs one JOB_WAIT_STUCK per frame end. Cold. */
 static KILN_COLD void watch_drain(kiln_job_system *sys, kiln_job_queue *q, uint64_t epoch,
                                   wait_watch *watch) {
-    uint64_t left = frame_left(sys, (unsigned)(epoch & 1)), now = kiln_now_ns();
-    if (watch->since == 0 || left != watch->word) {
-        watch->word = left;
-        watch->since = now;
-        return;
-    }
-    if (watch->warned || now - watch->since < sys->stuck_wait_ns) return;
-    watch->warned = true;
-    kiln_owner_inc(&q->waits_stuck);
-    kiln_jobs_report_stuck_frame(sys, q, epoch, left, now - watch->since);
+    uint64_t left = frame_left(sys, (unsigned)(epoch & 1)), waited;
+    if (watch_stuck(sys, q, watch, left, &waited)) kiln_jobs_report_stuck_frame(sys, q, epoch, left, waited);
 }
 
 void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q, uint64_t epoch) {
