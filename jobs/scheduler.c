@@ -786,12 +786,17 @@ static bool worker_idle(kiln_job_system *sys, kiln_job_queue *q, idle_spin *spin
  * jobs.h says. Only after an empty look. */
 static bool wait_own_background(kiln_job_system *sys, kiln_job_queue *q, const kiln_counter_state *counter,
                                 kiln_task *task) {
-    uint64_t own = (uint64_t)(uintptr_t)counter;
     if (take_pinned_counted(q, counter, task)) return true;
     if (!kiln_load_relaxed(&q->is_worker)) return false;
-    for (int d = KILN_DEQUE_BACKGROUND_HIGH; d >= KILN_DEQUE_BACKGROUND; d--)
-        if (take_own_tagged(&q->deques[d], task, own) || steal_matching(sys, q, d, task, KILN_STEAL_ISOLATION, own))
-            return took(sys, d);
+    /* Its counter's, and inside an isolated wait the isolated wait's: what the jobs this
+     * wait runs submit carries that tag (kiln_jobs_isolation), their background children
+     * too, which nobody else would then run. */
+    uint64_t tags[2] = { (uint64_t)(uintptr_t)counter, q->isolated };
+    for (int t = 0; t < 2 && tags[t] != 0 && (t == 0 || tags[1] != tags[0]); t++)
+        for (int d = KILN_DEQUE_BACKGROUND_HIGH; d >= KILN_DEQUE_BACKGROUND; d--)
+            if (take_own_tagged(&q->deques[d], task, tags[t]) ||
+                steal_matching(sys, q, d, task, KILN_STEAL_ISOLATION, tags[t]))
+                return took(sys, d);
     return false;
 }
 
@@ -906,8 +911,10 @@ static KILN_COLD bool wait_idle_step(kiln_job_system *sys, kiln_job_queue *q, ki
     return wait_sleep(sys, q, counter, background, task, idle->resting, &idle->resting);
 }
 
-/* Waits nested this deep (jobs run by waits inside jobs) look at their stack. */
-#define KILN_WAIT_DEPTH_CHECK 64
+/* Waits nested a multiple of this deep (jobs run by waits inside jobs) look at their
+ * stack: often enough for a 32 KiB stack (some 60 levels), rarely enough to cost a fib
+ * tree nothing. */
+#define KILN_WAIT_DEPTH_CHECK 16
 
 /* A wait nested KILN_WAIT_DEPTH_CHECK or more jobs deep: once a quarter or less of the
  * thread's stack is left, says so once per thread (JOB_WAIT_TOO_DEEP): each level of
@@ -944,7 +951,8 @@ static inline __attribute__((always_inline)) void wait_counter(kiln_job_system *
                                                                kiln_counter_state *counter, bool background) {
     wait_idle idle;
     bool idled = false;
-    if (kiln_unlikely(q->job_depth >= KILN_WAIT_DEPTH_CHECK)) check_stack(sys, q);
+    if (kiln_unlikely(q->job_depth >= KILN_WAIT_DEPTH_CHECK && q->job_depth % KILN_WAIT_DEPTH_CHECK == 0))
+        check_stack(sys, q);
     while (kiln_counter_busy(kiln_load_acquire(&counter->pending))) {
         kiln_task task;
         if (!find_wait_task(sys, q, counter, background, &task)) {

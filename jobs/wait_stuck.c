@@ -145,8 +145,8 @@ void kiln_jobs_report_stuck(kiln_job_system *sys, kiln_job_queue *q, const kiln_
     char text[512];   /* kiln_log formats at most 511 bytes */
     report r = { text, sizeof text, 0 };
     size_t left = (size_t)KILN_COUNTER_COUNT(kiln_load_acquire(&counter->pending));
-    say(&r, "context %u has waited %.1f s on counter %p without progress%s; it still counts %zu "
-            "job%s:", q->id, (double)waited_ns / 1e9, (const void *)counter,
+    say(&r, "context %u has waited %llu ms on counter %p without progress%s; it still counts %zu "
+            "job%s:", q->id, (unsigned long long)(waited_ns / 1000000u), (const void *)counter,
         q->isolated ? " (in an isolated wait: it runs only that wait's jobs)" : "", left,
         left == 1 ? "" : "s");
     report_where(sys, &r, &(wanted){ .counter = counter }, left);
@@ -156,8 +156,8 @@ void kiln_jobs_report_stuck_frame(kiln_job_system *sys, kiln_job_queue *q, uint6
                                   uint64_t waited_ns) {
     char text[512];
     report r = { text, sizeof text, 0 };
-    say(&r, "kiln_frame_end: context %u has waited %.1f s for the jobs of frame epoch %llu without "
-            "progress; %llu of them are not done:", q->id, (double)waited_ns / 1e9,
-        (unsigned long long)epoch, (unsigned long long)left);
+    say(&r, "kiln_frame_end: context %u has waited %llu ms for the jobs of frame epoch %llu without "
+            "progress; %llu of them %s not done:", q->id, (unsigned long long)(waited_ns / 1000000u),
+        (unsigned long long)epoch, (unsigned long long)left, left == 1 ? "is" : "are");
     report_where(sys, &r, &(wanted){ .epoch = kiln_epoch_tag(epoch) }, (size_t)left);
 }

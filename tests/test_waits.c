@@ -335,6 +335,45 @@ Test(waits, background_jobs_waiting_on_their_own_background_children_finish) {
     }
 }
 
+/* A background job A waits isolated on its background child B; B, run inside that wait,
+ * waits (plainly or isolated) on its own background child C, which carries A's
+ * isolation. With one worker, nobody ran C and both hung (the second hostile review). */
+static _Atomic int iso_bg_isolate_inner;
+
+static void iso_bg_c(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    atomic_fetch_add((_Atomic int *)arg, 1);
+}
+
+static void iso_bg_b(kiln_ctx *ctx, void *arg) {
+    kiln_counter c = { { 0 } };
+    kiln_run_ex(ctx, &(kiln_job){ iso_bg_c, arg }, 1, &c, &(kiln_run_desc){ .background = true });
+    kiln_wait_ex(ctx, &c, &(kiln_wait_desc){ .isolate = atomic_load(&iso_bg_isolate_inner) != 0 });
+}
+
+static void iso_bg_a(kiln_ctx *ctx, void *arg) {
+    kiln_counter c = { { 0 } };
+    kiln_run_ex(ctx, &(kiln_job){ iso_bg_b, arg }, 1, &c, &(kiln_run_desc){ .background = true });
+    kiln_wait_ex(ctx, &c, &(kiln_wait_desc){ .isolate = true });
+}
+
+Test(waits, background_grandchildren_of_an_isolated_wait_run_on_its_worker) {
+    for (int inner = 0; inner < 2; inner++) {
+        atomic_store(&iso_bg_isolate_inner, inner);
+        kiln_runtime *rt = make_runtime(1, 0);
+        kiln_ctx *main_ctx = kiln_attach(rt);
+        _Atomic int ran = 0;
+        kiln_counter root = { { 0 } };
+        kiln_frame_begin(main_ctx);
+        kiln_run_ex(main_ctx, &(kiln_job){ iso_bg_a, &ran }, 1, &root, &(kiln_run_desc){ .background = true });
+        kiln_wait(main_ctx, &root);
+        kiln_frame_end(main_ctx);
+        cr_assert_eq(atomic_load(&ran), 1, "inner wait %s", inner ? "isolated" : "plain");
+        kiln_detach(main_ctx);
+        kiln_destroy(rt);
+    }
+}
+
 /* ---- isolated waits and the jobs they wait for ---- */
 
 /* The pattern that once hung for ever: the worker's job waits isolated on cA; main

@@ -41,11 +41,12 @@
  *   kiln_wait runs them: nobody else would; and so does frame end while frame jobs
  *   wait for their prerequisites, see "Dependencies"). Workers take HIGH background
  *   jobs before normal frame jobs, and a normal background job before a normal frame job
- *   once in every 8 looks for work: a frame whose jobs never run
- *   out cannot starve them. A wait on a worker (inside a
- *   job) also runs the background jobs of the counter it waits on: a background job
- *   that waits on background children would otherwise wait for ever once every worker
- *   did the same.
+ *   about once in every 8 looks for work between jobs (a frame job's own waits on a
+ *   worker do not count): a frame whose jobs never run
+ *   out cannot starve them. A wait on a worker (inside a job) also runs the background
+ *   jobs of the counter it waits on, and inside an isolated wait those that the
+ *   isolated wait's jobs submitted: a background job that waits on background children
+ *   would otherwise wait for ever once every worker did the same.
  * - Wait for them with a counter.
  * - They must not use frame memory: with KILN_DEBUG_CHECKS, kiln_frame_alloc and the
  *   other kiln_frame_* calls inside one are refused (JOB_BACKGROUND_FRAME_ALLOC). The arena
@@ -161,9 +162,11 @@ typedef enum kiln_priority {
 typedef struct kiln_run_desc {
     kiln_priority priority;     /* 0: normal */
     /* pinned_to: NULL for any thread. Else only that context runs the jobs:
-     * - frame jobs: when it waits (kiln_wait on any counter) and, for the driver, at frame
-     *   end. Frame end waits for every frame job, so a frame job pinned to a thread that
-     *   does not wait holds frame end until it does.
+     * - frame jobs: while it waits (kiln_wait on any counter; a wait whose counter is
+     *   zero already, or reaches zero before the wait looks, returns without running
+     *   them), for the driver at frame end, and at kiln_detach. Frame end waits for every
+     *   frame job, so a frame job pinned to a thread that does not wait holds frame end
+     *   until it does (JOB_WAIT_STUCK says so after stuck_wait_ms).
      * - background jobs: only when it waits on the job's own counter, never at frame end.
      *   - In submission order for each counter, in O(1) per job however many other
      *     counters' jobs are parked.
