@@ -133,10 +133,10 @@ bool kiln_lanes_pop_any(kiln_lanes *lanes, kiln_task *task) {
     return true;
 }
 
-size_t kiln_inbox_count_of(const kiln_inbox *inbox, const kiln_counter_state *counter) {
+size_t kiln_inbox_count_if(const kiln_inbox *inbox, bool (*match)(const kiln_task *task, const void *arg),
+                           const void *arg) {
     size_t n = 0;
-    for (size_t i = 0; i < inbox->count; i++)
-        n += inbox->slots[(inbox->head + i) & (inbox->cap - 1)].counter == counter;
+    for (size_t i = 0; i < inbox->count; i++) n += match(&inbox->slots[(inbox->head + i) & (inbox->cap - 1)], arg);
     return n;
 }
 

@@ -26,8 +26,10 @@ KILN_INTERNAL bool kiln_inbox_pop(kiln_inbox *inbox, kiln_task *task);
 /* Frees the ring. */
 KILN_INTERNAL void kiln_inbox_fini(kiln_inbox *inbox);
 
-/* How many of its tasks count on counter (a stuck wait's report: O(count)). */
-KILN_INTERNAL size_t kiln_inbox_count_of(const kiln_inbox *inbox, const kiln_counter_state *counter);
+/* How many of its tasks match says are wanted (a stuck wait's report: O(count)). */
+KILN_INTERNAL size_t kiln_inbox_count_if(const kiln_inbox *inbox,
+                                         bool (*match)(const kiln_task *task, const void *arg),
+                                         const void *arg);
 
 /* The background jobs pinned to one context: a ring per counter (a lane; NULL is a
  * counter too), found by the counter in an open-addressing table (linear probing), so

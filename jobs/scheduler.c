@@ -140,7 +140,11 @@ bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, u
 static bool take_pinned(kiln_job_queue *q, kiln_task *task, bool background);
 static void run_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task);
 
-static inline bool took(kiln_job_system *sys, int d);
+/* Counts a task taken from deque d off the HIGH background hint. */
+static inline bool took(kiln_job_system *sys, int d) {
+    if (d == KILN_DEQUE_BACKGROUND_HIGH) kiln_sub_relaxed(&sys->high_background, 1);
+    return true;
+}
 
 /* Owner: one of its own HIGH background tasks, counted off the hint. */
 static bool take_high_background_own(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
@@ -282,6 +286,7 @@ static bool push_tasks(kiln_job_system *sys, kiln_job_queue *q, const kiln_task 
         if (kiln_unlikely(!kiln_deque_push(deque, &tasks[i]))) {
             kiln_log(&sys->log, KILN_LOGITEM_JOB_OUT_OF_MEMORY,
                      "context %u: the job deque could not grow; running the job here", q->id);
+            took(sys, d);   /* counted in the hint above, never queued */
             run_here(sys, q, &tasks[i], 1);
         }
     }
@@ -465,12 +470,6 @@ static bool steal(kiln_job_system *sys, kiln_job_queue *q, int priority, kiln_ta
  * empty look at its own deque is exact). */
 static bool take_own(kiln_deque *deque, kiln_task *task) {
     return kiln_deque_looks_busy(deque) && kiln_deque_take(deque, task);
-}
-
-/* Counts a task taken from deque d off the HIGH background hint. */
-static inline bool took(kiln_job_system *sys, int d) {
-    if (d == KILN_DEQUE_BACKGROUND_HIGH) kiln_sub_relaxed(&sys->high_background, 1);
-    return true;
 }
 
 /* A task of deque d: q's own (newest first), else one stolen (oldest first). */
@@ -769,14 +768,6 @@ static bool worker_idle(kiln_job_system *sys, kiln_job_queue *q, idle_spin *spin
     return false;
 }
 
-/* A task a wait on counter may run: any, and background ones too when background;
- * inside an isolated wait (q->isolated), only tasks of its tag, the ones of the counter
- * waited on (submitted outside isolation, they carry its address: the wait cannot end
- * without them), and when none is found and there are no workers (background), any
- * task: the counter's jobs may wait for prerequisites of other tags
- * (kiln_run_desc.after), which nobody else would run. Without background, still the
- * background jobs of this very counter (wait_own_background): the wait cannot end
- * without them, and the workers may all be waiting the same way. */
 /* The background jobs of the counter a wait is on, which a wait that leaves background
  * jobs to the workers still takes: those pinned to this thread (nobody else may run
  * them; one hint load when there are none), and on a worker those on any background
@@ -800,6 +791,14 @@ static bool wait_own_background(kiln_job_system *sys, kiln_job_queue *q, const k
     return false;
 }
 
+/* A task a wait on counter may run: any, and background ones too when background;
+ * inside an isolated wait (q->isolated), only tasks of its tag, the ones of the counter
+ * waited on (submitted outside isolation, they carry its address: the wait cannot end
+ * without them), and when none is found and there are no workers (background), any
+ * task: the counter's jobs may wait for prerequisites of other tags
+ * (kiln_run_desc.after), which nobody else would run. Without background, still the
+ * background jobs of this very counter (wait_own_background): the wait cannot end
+ * without them, and the workers may all be waiting the same way. */
 static inline __attribute__((always_inline)) bool find_wait_task(kiln_job_system *sys, kiln_job_queue *q,
                                                                  const kiln_counter_state *counter,
                                                                  bool background, kiln_task *task) {
@@ -838,25 +837,42 @@ static bool flag_sleepers(kiln_counter_state *counter) {
  *   worker (sleep_once).
  * Returns true with *task when the look found one; *timed_out when the sleep ended with
  * the word unchanged (the safety net's timeout, or a stuck wait's clock). */
+/* A waiter (a wait, a drain) announces itself to the threads that queue work: sleepers
+ * (wake's first load) and waiters_asleep (so that wake bumps the waiters' word), then a
+ * fence before its look, which pairs with wake's fence. */
+static void waiter_announce(kiln_job_system *sys) {
+    kiln_add_seq_cst(&sys->sleepers, 1);
+    kiln_add_seq_cst(&sys->waiters_asleep, 1);
+    kiln_fence_seq_cst();
+}
+
+static void waiter_withdraw(kiln_job_system *sys) {
+    kiln_sub_seq_cst(&sys->waiters_asleep, 1);
+    kiln_sub_seq_cst(&sys->sleepers, 1);
+}
+
+/* Sleeps on the waiters' word unless it moved from seen, at most timeout_ns, counted in
+ * q's sleeps (unless again: a sleep after one that timed out) and sleep_ns. true when it
+ * ended with the word unchanged (timed out). */
+static bool waiter_futex(kiln_job_queue *q, uint32_t seen, long timeout_ns, bool again) {
+    uint64_t start = kiln_now_ns();
+    if (!again) kiln_owner_inc(&q->sleeps);
+    kiln_futex_wait(&waiters_word, seen, timeout_ns);
+    kiln_owner_add(&q->sleep_ns, kiln_now_ns() - start);
+    return kiln_load_acquire(&waiters_word) == seen;
+}
+
 static bool wait_sleep(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
                        bool background, kiln_task *task, bool again, bool *timed_out) {
     *timed_out = false;
     if (!flag_sleepers(counter)) return false;                               /* [flag] */
     uint32_t seen = kiln_load_acquire(&waiters_word);                        /* [read] */
-    kiln_add_seq_cst(&sys->sleepers, 1);                                     /* [announce] */
-    kiln_add_seq_cst(&sys->waiters_asleep, 1);
-    kiln_fence_seq_cst();
+    waiter_announce(sys);                                                    /* [announce] */
     bool found = find_wait_task(sys, q, counter, background, task);          /* [look] */
     if (!found && kiln_counter_busy(kiln_load_acquire(&counter->pending)) &&  /* [check] */
-        !kiln_load_acquire(&sys->shutdown)) {
-        uint64_t start = kiln_now_ns();
-        if (!again) kiln_owner_inc(&q->sleeps);
-        kiln_futex_wait(&waiters_word, seen, KILN_SLEEP_TIMEOUT_NS);        /* [sleep] */
-        kiln_owner_add(&q->sleep_ns, kiln_now_ns() - start);
-        *timed_out = kiln_load_acquire(&waiters_word) == seen;
-    }
-    kiln_sub_seq_cst(&sys->waiters_asleep, 1);
-    kiln_sub_seq_cst(&sys->sleepers, 1);
+        !kiln_load_acquire(&sys->shutdown))
+        *timed_out = waiter_futex(q, seen, KILN_SLEEP_TIMEOUT_NS, again);    /* [sleep] */
+    waiter_withdraw(sys);
     return found;
 }
 
@@ -1046,21 +1062,13 @@ static bool drain_sleep(kiln_job_system *sys, kiln_job_queue *q, uint32_t tag, u
     *timed_out = false;
     uint32_t seen = kiln_load_acquire(&waiters_word);
     kiln_store_relaxed(&sys->drain_asleep, 1);
-    kiln_add_seq_cst(&sys->sleepers, 1);
-    kiln_add_seq_cst(&sys->waiters_asleep, 1);
-    kiln_fence_seq_cst();
+    waiter_announce(sys);
     bool exact = kiln_membarrier();
     bool found = find_frame_task(sys, q, task, tag);
-    if (!found && !frame_quiet(sys, parity) && !kiln_load_acquire(&sys->shutdown)) {
-        uint64_t start = kiln_now_ns();
-        if (!again) kiln_owner_inc(&q->sleeps);
-        kiln_futex_wait(&waiters_word, seen, exact ? KILN_SLEEP_TIMEOUT_NS : KILN_DRAIN_POLL_NS);
-        kiln_owner_add(&q->sleep_ns, kiln_now_ns() - start);
-        *timed_out = kiln_load_acquire(&waiters_word) == seen;
-    }
+    if (!found && !frame_quiet(sys, parity) && !kiln_load_acquire(&sys->shutdown))
+        *timed_out = waiter_futex(q, seen, exact ? KILN_SLEEP_TIMEOUT_NS : KILN_DRAIN_POLL_NS, again);
     kiln_store_relaxed(&sys->drain_asleep, 0);
-    kiln_sub_seq_cst(&sys->waiters_asleep, 1);
-    kiln_sub_seq_cst(&sys->sleepers, 1);
+    waiter_withdraw(sys);
     return found;
 }
 

@@ -52,6 +52,11 @@ static bool task_wanted(const wanted *w, uint64_t counter_word, uint64_t flags) 
                       : !(flags & KILN_TASK_BACKGROUND) && (uint32_t)(flags >> KILN_TASK_EPOCH_SHIFT) == w->epoch;
 }
 
+/* task_wanted for a pinned task (kiln_inbox_count_if). */
+static bool pinned_wanted(const kiln_task *task, const void *w) {
+    return task_wanted(w, (uint64_t)(uintptr_t)task->counter, task->flags);
+}
+
 /* How many tasks of [top, bottom) are wanted. */
 static size_t deque_count_of(kiln_deque *deque, const wanted *w) {
     int64_t top = kiln_load_acquire(&deque->top), bottom = kiln_load_acquire(&deque->bottom);
@@ -72,14 +77,8 @@ static place place_of(kiln_job_queue *q, const wanted *w) {
     place p = { .id = q->id };
     for (int d = 0; d < KILN_DEQUES; d++) p.queued += deque_count_of(&q->deques[d], w);
     pthread_mutex_lock(&q->inbox_lock);
-    if (w->counter) {
-        p.pinned = kiln_inbox_count_of(&q->inbox, w->counter) + kiln_lanes_count_of(&q->background, w->counter);
-    } else {
-        for (size_t i = 0; i < q->inbox.count; i++) {
-            const kiln_task *t = &q->inbox.slots[(q->inbox.head + i) & (q->inbox.cap - 1)];
-            p.pinned += task_wanted(w, (uint64_t)(uintptr_t)t->counter, t->flags);
-        }
-    }
+    p.pinned = kiln_inbox_count_if(&q->inbox, pinned_wanted, w);
+    if (w->counter) p.pinned += kiln_lanes_count_of(&q->background, w->counter);   /* background lanes */
     pthread_mutex_unlock(&q->inbox_lock);
     p.running = w->counter && kiln_load_relaxed(&q->running_counter) == w->counter;
     return p;
