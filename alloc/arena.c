@@ -796,6 +796,13 @@ bool kiln_arena_reserve_bytes(kiln_arena *arena, size_t bytes) {
         arena->spare = block;
         arena->spare_blocks++;
     }
+    if (bytes != 0 && (arena->debug & KILN_ARENA_RECORD_BITS) &&
+        !arena->hooks->reserve_records(arena, bytes / KILN_RESERVE_BYTES_PER_RECORD + 1)) {
+        kiln_log(&arena->log, KILN_LOGITEM_ARENA_RESERVE_FAILED,
+                 "arena '%s': kiln_arena_reserve of %zu bytes: the block pool refused a block "
+                 "for the debug records; the arena keeps what it took", arena->name, bytes);
+        return false;
+    }
     if (floor_blocks > kiln_load_relaxed(&arena->reserved_blocks))
         kiln_store_relaxed(&arena->reserved_blocks, (uint32_t)floor_blocks);
     if (floor_blocks > arena->keep_blocks) arena->keep_blocks = (uint32_t)floor_blocks;

@@ -302,7 +302,15 @@ typedef struct kiln_arena_hooks {
      * block allocation of old_size bytes), moves its end through kiln_arena_move_end and
      * its back guard, fill and poisoning with it; false, changing nothing, otherwise. */
     bool  (*grow)(kiln_arena *arena, char *object, size_t old_size, size_t new_size);
+    /* kiln_arena_reserve with a record bit: holds record room for records more
+     * allocations (blocks taken now, kept until destroy), so that the reserve's
+     * allocations take no block for their records; false when the pool refuses (logged). */
+    bool  (*reserve_records)(kiln_arena *arena, size_t records);
 } kiln_arena_hooks;
+
+/* A reserve with a record bit holds a record for every KILN_RESERVE_BYTES_PER_RECORD
+ * bytes it reserves (kiln/memory.h says so). */
+#define KILN_RESERVE_BYTES_PER_RECORD 256
 
 /* ---- the debug layer (arena_debug.c; see KILN_DEBUG_* in kiln/core.h) ----
  * Besides kiln_arena_init and kiln_arena_fini above, what the runtime calls. */
@@ -325,6 +333,11 @@ KILN_INTERNAL void kiln_arena_audit(kiln_arena *arena);
 /* KILN_DEBUG_SITES: logs the live allocations grouped by site (ARENA_LEAK_SITE, then
  * ARENA_LEAK_SUMMARY). The owner, or anyone once the owner is done with the arena. */
 KILN_INTERNAL void kiln_arena_report_leaks(kiln_arena *arena);
+
+/* KILN_DEBUG_SITES: the site recorded for the live allocation at object ({NULL, 0}
+ * without the bit, or when object is no live allocation's start), so that a grow that
+ * must move gives its copy the same site. Searches newest first. Owner thread only. */
+KILN_INTERNAL kiln_debug_site kiln_arena_site_of(const kiln_arena *arena, const void *object);
 
 /* ---- growing the last allocation (kiln_arena_grow; arena.c's end) ---- */
 

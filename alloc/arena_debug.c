@@ -220,6 +220,31 @@ void kiln_arena_report_leaks(kiln_arena *arena) {
                            "allocations");
 }
 
+kiln_debug_site kiln_arena_site_of(const kiln_arena *arena, const void *object) {
+    if (arena->debug & KILN_DEBUG_SITES)
+        for (const kiln_record_block *b = arena->records; b; b = b->below)
+            for (size_t i = b->count; i-- > 0;)
+                if (b->records[i].object == object)
+                    return (kiln_debug_site){ b->records[i].file, b->records[i].line };
+    return (kiln_debug_site){ NULL, 0 };
+}
+
+/* The reserve_records hook: record blocks on the spare list until the top block's room
+ * and the spares hold records more. */
+static bool debug_reserve_records(kiln_arena *arena, size_t records) {
+    size_t per_block = records_per_block(arena), room = 0;
+    if (arena->records) room = per_block - arena->records->count;
+    for (const kiln_record_block *b = arena->record_spare; b; b = b->below) room += per_block;
+    while (room < records) {
+        kiln_record_block *fresh = kiln_arena_take_block(arena);
+        if (!fresh) return false;
+        fresh->below = arena->record_spare;
+        arena->record_spare = fresh;
+        room += per_block;
+    }
+    return true;
+}
+
 /* ---- ownership ---- */
 
 void kiln_arena_debug_claim(kiln_arena *arena) {
@@ -252,6 +277,7 @@ static const kiln_arena_hooks debug_hooks = {
     .use = debug_use,
     .release = debug_release,
     .grow = debug_grow,
+    .reserve_records = debug_reserve_records,
 };
 
 /* The creating thread owns the arena, the first block gets its guard page, the arena

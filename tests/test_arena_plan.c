@@ -81,6 +81,47 @@ Test(arena_plan, reserve_takes_touched_blocks_the_frame_then_uses) {
     kiln_destroy(rt);
 }
 
+/* The debug bits that keep a record of every allocation (FILL, POISON, SITES) cost no
+ * block the reserve did not take: 400 KiB reserved serves 400 allocations of 1 KiB, in a
+ * user arena and in the first frame of a frame_reserve arena. */
+static const uint32_t record_bits[] = { KILN_DEBUG_FILL, KILN_DEBUG_POISON, KILN_DEBUG_SITES };
+
+Test(arena_plan, reserve_holds_under_record_debug_bits) {
+    for (size_t b = 0; b < sizeof record_bits / sizeof record_bits[0]; b++) {
+        kiln_desc desc = plan_desc();
+        desc.debug = record_bits[b];
+        kiln_runtime *rt = create(&desc);
+        kiln_arena *a = kiln_arena_create(rt, "level");
+        cr_assert(kiln_arena_reserve(a, 400 << 10), "log:%s", recorded_summary(rec));
+        uint64_t taken = arena_stats(a).blocks_taken;
+        for (int i = 0; i < 400; i++) cr_assert_not_null(kiln_arena_alloc(a, 1024, 8));
+        cr_assert_eq(arena_stats(a).blocks_taken, taken, "debug bits 0x%x: a block past the reserve",
+                     (unsigned)record_bits[b]);
+        kiln_arena_destroy(a);
+        kiln_destroy(rt);
+    }
+}
+
+Test(arena_plan, frame_reserve_holds_under_record_debug_bits) {
+    for (size_t b = 0; b < sizeof record_bits / sizeof record_bits[0]; b++) {
+        kiln_desc desc = plan_desc();
+        desc.debug = record_bits[b];
+        desc.frame_reserve = 400 << 10;
+        kiln_runtime *rt = create(&desc);
+        kiln_ctx *ctx = kiln_attach(rt);
+        cr_assert_not_null(ctx);
+        uint64_t taken = arena_stats(kiln_frame_arena(ctx)).blocks_taken;
+        kiln_frame_begin(ctx);
+        for (int i = 0; i < 400; i++) cr_assert_not_null(kiln_frame_alloc(ctx, 1024, 8));
+        kiln_frame_end(ctx);
+        cr_assert_eq(arena_stats(kiln_frame_arena(ctx)).blocks_taken, taken,
+                     "debug bits 0x%x: the first frame took a block past the reserve",
+                     (unsigned)record_bits[b]);
+        kiln_detach(ctx);
+        kiln_destroy(rt);
+    }
+}
+
 Test(arena_plan, reserve_is_kept_across_resets) {
     kiln_desc desc = plan_desc();
     kiln_runtime *rt = create(&desc);

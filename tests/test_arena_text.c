@@ -515,6 +515,30 @@ Test(arena_text_debug, grow_with_records_moves_when_not_newest) {
     cr_assert_eq(count_items(rec, KILN_LOGITEM_ARENA_GUARD_DAMAGED), 0, "log:%s", recorded_summary(rec));
 }
 
+/* A grow that must move keeps the allocation's site: the copy is counted under it, never
+ * under no site, and a guard report on the copy names it. */
+Test(arena_text_debug, grow_that_moves_keeps_the_site) {
+    start(KILN_DEBUG_SITES | KILN_DEBUG_GUARDS, 0);
+    char *p = kiln_arena_alloc_at(level, 32, 0, "grow-site.c", 11);
+    cr_assert_not_null(kiln_arena_alloc_at(level, 8, 0, "other-site.c", 3));   /* p is not last */
+    char *q = kiln_arena_grow(level, p, 32, 200, 0);
+    cr_assert(q && q != p, "moved");
+    kiln_site_stats sites[8];
+    size_t n = kiln_sites_top(rt, sites, 8);
+    cr_assert_leq(n, 8);
+    uint64_t at_site = 0;
+    for (size_t i = 0; i < n; i++) {
+        cr_assert_not_null(sites[i].file, "the moved copy is counted under no site (%zu allocs)",
+                           (size_t)sites[i].allocs);
+        if (strcmp(sites[i].file, "grow-site.c") == 0 && sites[i].line == 11) at_site = sites[i].allocs;
+    }
+    cr_assert_eq(at_site, 2, "the allocation and its moved copy");
+    q[200] = 1;   /* past the grown size: the copy's back guard */
+    kiln_arena_reset(level);
+    cr_assert_eq(count_items_with(rec, KILN_LOGITEM_ARENA_GUARD_DAMAGED, "grow-site.c:11"), 1,
+                 "log:%s", recorded_summary(rec));
+}
+
 /* KILN_DEBUG_OWNERSHIP without records: the plain in-place path, its use checked. */
 Test(arena_text_debug, grow_with_ownership_only) {
     start(KILN_DEBUG_OWNERSHIP, 0);

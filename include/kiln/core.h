@@ -95,7 +95,11 @@ typedef void (*kiln_log_item_fn)(void *user, kiln_log_level level, kiln_log_item
  *   bit sends every arena allocation out of line (through the bump limit), and pools
  *   test the flag word their fast paths test already.
  * - Every report is one log message "ITEM: details"; ERROR ones also reach
- *   desc.error_hook. */
+ *   desc.error_hook.
+ * - Memory: FILL, GUARDS, POISON and SITES keep a record of every live arena allocation
+ *   (about 48 bytes each) in blocks the arena takes from the block pool and keeps until
+ *   it is destroyed; kiln_arena_reserve holds that room too (kiln/memory.h). GUARDS
+ *   also adds its guard bytes to every allocation, which no reserve counts. */
 enum {
     KILN_DEBUG_NONE        = 0,
     /* Pool frees are checked for double frees and interior pointers (POOL_DOUBLE_FREE,

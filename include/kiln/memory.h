@@ -134,6 +134,11 @@ KILN_API void kiln_arena_reset(kiln_arena *arena);
  * pages now rather than in the first frame that uses them. Every later reset keeps at
  * least the blocks that hold bytes from an empty arena (the largest reserve asked so far
  * stays: it never decays). kiln_desc.frame_reserve does this for every frame arena.
+ * - Debug bits that keep a record of every allocation (FILL, GUARDS, POISON, SITES;
+ *   kiln/core.h): the reserve also holds room for one record per 256 bytes reserved, so
+ *   allocations of 256 bytes or more on average take no block past the reserve for their
+ *   records (smaller ones may take record blocks once; they are kept). GUARDS' guard
+ *   bytes come out of the reserved bytes.
  * - true when the blocks are held (bytes 0: always).
  * - false, logged, the arena left usable:
  *   - memory_limit reached or the OS refused a block: ARENA_RESERVE_FAILED (after the
