@@ -872,7 +872,7 @@ static bool wait_sleep(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_sta
     if (!found && kiln_counter_busy(kiln_load_acquire(&counter->pending)) &&  /* [check] */
         !kiln_load_acquire(&sys->shutdown))
         *timed_out = waiter_futex(q, seen, KILN_SLEEP_TIMEOUT_NS, again);    /* [sleep] */
-    waiter_withdraw(sys);
+    waiter_withdraw(sys);                                                    /* [withdraw] */
     return found;
 }
 
@@ -1047,7 +1047,8 @@ static bool find_frame_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *
  * submitted by a job this drain runs. Without workers, any job once none of the epoch
  * is runnable and it is not done: a frame job may wait for a background job or a job
  * of the next epoch (kiln_run_desc.after), and nobody else would run those. */
-/* The drain's sleep, once it has spun with nothing to run and the frame is not done.
+/* The drain's sleep, once it has spun with nothing to run and the frame is not done
+ * (model: jobs/wait_sleep.pml, -DWITH_DRAIN; its step names are in brackets).
  * As wait_sleep, with the frame's counts for the counter: read the waiters' word,
  * announce (drain_asleep for the threads that complete frame jobs, sleepers for those
  * that queue work), make every other thread pass a barrier (kiln_membarrier: the heavy
@@ -1060,15 +1061,15 @@ static bool find_frame_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *
 static bool drain_sleep(kiln_job_system *sys, kiln_job_queue *q, uint32_t tag, unsigned parity,
                         kiln_task *task, bool again, bool *timed_out) {
     *timed_out = false;
-    uint32_t seen = kiln_load_acquire(&waiters_word);
-    kiln_store_relaxed(&sys->drain_asleep, 1);
-    waiter_announce(sys);
-    bool exact = kiln_membarrier();
-    bool found = find_frame_task(sys, q, task, tag);
-    if (!found && !frame_quiet(sys, parity) && !kiln_load_acquire(&sys->shutdown))
+    uint32_t seen = kiln_load_acquire(&waiters_word);                        /* [read] */
+    kiln_store_relaxed(&sys->drain_asleep, 1);                               /* [dstore] */
+    waiter_announce(sys);                                                    /* [announce] */
+    bool exact = kiln_membarrier();                                          /* [barrier] */
+    bool found = find_frame_task(sys, q, task, tag);                         /* [look] */
+    if (!found && !frame_quiet(sys, parity) && !kiln_load_acquire(&sys->shutdown))   /* [dcheck] */
         *timed_out = waiter_futex(q, seen, exact ? KILN_SLEEP_TIMEOUT_NS : KILN_DRAIN_POLL_NS, again);
     kiln_store_relaxed(&sys->drain_asleep, 0);
-    waiter_withdraw(sys);
+    waiter_withdraw(sys);                                                    /* [withdraw] */
     return found;
 }
 

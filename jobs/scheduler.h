@@ -344,9 +344,9 @@ KILN_INTERNAL void kiln_jobs_wake_waiters(void);
 static inline void kiln_jobs_count_completed(kiln_job_system *sys, kiln_job_queue *q, uint32_t epoch,
                                              uint64_t count) {
     _Atomic uint64_t *completed = &q->completed[epoch & 1];
-    kiln_store_release(completed, kiln_load_relaxed(completed) + count);
+    kiln_store_release(completed, kiln_load_relaxed(completed) + count);   /* [count] (wait_sleep.pml) */
     kiln_membarrier_light();
-    if (kiln_unlikely(kiln_load_relaxed(&sys->drain_asleep))) kiln_jobs_wake_waiters();
+    if (kiln_unlikely(kiln_load_relaxed(&sys->drain_asleep))) kiln_jobs_wake_waiters();   /* [dload] */
 }
 
 /* Writes a frame epoch tag into the flags of count tasks. */

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Model-checks the sleeping wait (jobs/wait_sleep.pml) with SPIN, exhaustively, and
-# proves the check can fail: each mutation of the protocol (MUTATION_W1Mn in the model)
-# must end in an invalid end state (a waiter asleep for ever: a lost wake-up).
+# Model-checks the waits that sleep (jobs/wait_sleep.pml: two waiters on one counter and
+# frame end's drain) with SPIN, exhaustively, and proves the check can fail: each
+# mutation of the protocol (MUTATION_xxx in the model) must end in an invalid end state
+# (a waiter or the drain asleep for ever: a lost wake-up).
 #
 #   scripts/check-wait-model.sh        needs spin and a C compiler (cc, or $CC)
 #
@@ -41,7 +42,7 @@ check() {
     states=$(awk '/states, stored/ { print $1; exit }' "$out")
     if [ "$expect" = pass ]; then
         if [ -z "$err" ] && grep -q "errors: 0" "$out" && ! grep -q "max search depth too small" "$out"; then
-            echo "ok   $name: no lost wake-up, W1 holds ($states states)"
+            echo "ok   $name: no lost wake-up, its assertions hold ($states states)"
         else
             echo "FAIL $name: ${err:-no verdict}"
             failed=1
@@ -54,10 +55,17 @@ check() {
     fi
 }
 
-check "wait model" pass
-check "W1M1 (the finisher ignores the flag)" "invalid end state" -DMUTATION_W1M1
-check "W1M2 (the word read after the check)" "invalid end state" -DMUTATION_W1M2
-check "W1M3 (the submitter wakes no waiter)" "invalid end state" -DMUTATION_W1M3
-check "W1M4 (announced after the look)" "invalid end state" -DMUTATION_W1M4
-check "W1M5 (the counter not flagged)" "invalid end state" -DMUTATION_W1M5
+check "wait model, two waiters" pass -DTWO_WAITERS
+check "wait model, a waiter and the drain" pass -DWITH_DRAIN
+check "W1M1 (the finisher ignores the flag)" "invalid end state" -DTWO_WAITERS -DMUTATION_W1M1
+check "W1M2 (the word read after the check)" "invalid end state" -DTWO_WAITERS -DMUTATION_W1M2
+check "W1M3 (the submitter wakes no waiter)" "invalid end state" -DTWO_WAITERS -DMUTATION_W1M3
+check "W1M4 (announced after the look)" "invalid end state" -DTWO_WAITERS -DMUTATION_W1M4
+check "W1M5 (the counter not flagged)" "invalid end state" -DTWO_WAITERS -DMUTATION_W1M5
+check "W2M1 (a wake-up wakes one sleeper)" "invalid end state" -DTWO_WAITERS -DMUTATION_W2M1
+check "W2M2 (a leaving waiter clears the flag)" "invalid end state" -DTWO_WAITERS -DMUTATION_W2M2
+check "W2M1 with the drain (its wake-up wakes the waiter)" "invalid end state" -DWITH_DRAIN -DMUTATION_W2M1
+check "D1M1 (the drain skips the membarrier)" "invalid end state" -DWITH_DRAIN -DMUTATION_D1M1
+check "D1M2 (drain_asleep set after the check)" "invalid end state" -DWITH_DRAIN -DMUTATION_D1M2
+check "D1M3 (the completer ignores drain_asleep)" "invalid end state" -DWITH_DRAIN -DMUTATION_D1M3
 exit "$failed"
