@@ -82,7 +82,7 @@ bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, u
     q->owner = owner;
     q->id = id;
     kiln_store_relaxed(&q->is_worker, is_worker);
-    q->job_depth = q->frame_depth = q->background_depth = 0;
+    q->job_depth = q->background_depth = 0;
     q->deep_warned = false;
     q->stack_lo = 0;   /* a reused queue may serve another thread */
     q->running_epoch = 0;
@@ -140,9 +140,12 @@ bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, u
 static bool take_pinned(kiln_job_queue *q, kiln_task *task, bool background);
 static void run_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task);
 
-/* Counts a task taken from deque d off the HIGH background hint. */
+/* Counts a task taken from deque d off the background hints. */
 static inline bool took(kiln_job_system *sys, int d) {
-    if (d == KILN_DEQUE_BACKGROUND_HIGH) kiln_sub_relaxed(&sys->high_background, 1);
+    if (kiln_unlikely(d >= KILN_DEQUE_BACKGROUND)) {
+        kiln_sub_relaxed(&sys->background_queued, 1);
+        if (d == KILN_DEQUE_BACKGROUND_HIGH) kiln_sub_relaxed(&sys->high_background, 1);
+    }
     return true;
 }
 
@@ -168,7 +171,8 @@ void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q) {
     while (take_pinned(q, &task, true) || kiln_deque_take(&q->deques[KILN_DEQUE_HIGH], &task) ||
            take_high_background_own(sys, q, &task) ||
            kiln_deque_take(&q->deques[KILN_DEQUE_NORMAL], &task) ||
-           kiln_deque_take(&q->deques[KILN_DEQUE_BACKGROUND], &task)) {
+           (kiln_deque_take(&q->deques[KILN_DEQUE_BACKGROUND], &task) &&
+            took(sys, KILN_DEQUE_BACKGROUND))) {
         run_task(sys, q, &task);
         ran++;
     }
@@ -281,7 +285,10 @@ static bool push_tasks(kiln_job_system *sys, kiln_job_queue *q, const kiln_task 
                 ? (priority ? KILN_DEQUE_BACKGROUND_HIGH : KILN_DEQUE_BACKGROUND)
                 : priority ? KILN_DEQUE_HIGH : KILN_DEQUE_NORMAL;
     kiln_deque *deque = &q->deques[d];
-    if (kiln_unlikely(d == KILN_DEQUE_BACKGROUND_HIGH)) kiln_add_relaxed(&sys->high_background, (int64_t)count);
+    if (kiln_unlikely(d >= KILN_DEQUE_BACKGROUND)) {
+        kiln_add_relaxed(&sys->background_queued, (int64_t)count);
+        if (d == KILN_DEQUE_BACKGROUND_HIGH) kiln_add_relaxed(&sys->high_background, (int64_t)count);
+    }
     for (size_t i = 0; i < count; i++) {
         if (kiln_unlikely(!kiln_deque_push(deque, &tasks[i]))) {
             kiln_log(&sys->log, KILN_LOGITEM_JOB_OUT_OF_MEMORY,
@@ -477,19 +484,23 @@ static inline bool take_one(kiln_job_system *sys, kiln_job_queue *q, int d, kiln
     return (take_own(&q->deques[d], task) || steal(sys, q, d, task)) && took(sys, d);
 }
 
+/* find_task's turn for background jobs before normal frame jobs, while some are queued:
+ * HIGH ones first, as jobs.h promises; and once in KILN_BACKGROUND_TURN looks the
+ * normal ones too, so that a frame that never runs dry cannot starve them. Out of line:
+ * a look with no background job queued pays one load for it. */
+static __attribute__((noinline)) bool take_background_turn(kiln_job_system *sys, kiln_job_queue *q,
+                                                           kiln_task *task) {
+    if (kiln_load_relaxed(&sys->high_background) > 0 && take_one(sys, q, KILN_DEQUE_BACKGROUND_HIGH, task))
+        return true;
+    return ++q->looks % KILN_BACKGROUND_TURN == 0 && take_one(sys, q, KILN_DEQUE_BACKGROUND, task);
+}
+
 static bool find_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task, bool background) {
     if (take_pinned(q, task, background)) return true;
     if (take_one(sys, q, KILN_DEQUE_HIGH, task)) return true;
-    if (background) {
-        /* High background jobs before normal frame jobs, as jobs.h promises; and once in
-         * KILN_BACKGROUND_TURN looks the normal background ones too, so that a frame that
-         * never runs dry cannot starve them. */
-        if (kiln_load_relaxed(&sys->high_background) > 0 &&
-            take_one(sys, q, KILN_DEQUE_BACKGROUND_HIGH, task))
-            return true;
-        if (++q->looks % KILN_BACKGROUND_TURN == 0 && take_one(sys, q, KILN_DEQUE_BACKGROUND, task))
-            return true;
-    }
+    if (background && kiln_unlikely(kiln_load_relaxed(&sys->background_queued) > 0) &&
+        take_background_turn(sys, q, task))
+        return true;
     if (take_one(sys, q, KILN_DEQUE_NORMAL, task)) return true;
     if (background && (take_one(sys, q, KILN_DEQUE_BACKGROUND_HIGH, task) ||
                        take_one(sys, q, KILN_DEQUE_BACKGROUND, task)))
@@ -602,10 +613,8 @@ static inline void call_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task 
     } else {
         uint32_t outer_epoch = q->running_epoch, epoch = kiln_task_epoch(task);
         q->running_epoch = epoch;
-        q->frame_depth++;
         if (kiln_unlikely(q->memory_epoch != epoch)) enter_job_frame(sys, q, epoch);
         call_fn(sys, q, task);
-        q->frame_depth--;
         q->running_epoch = outer_epoch;
         /* Back to the enclosing frame job's memory. After the outermost job the memory
          * stays: the next job is likely of the same epoch, and a thread with code of its
@@ -624,7 +633,7 @@ static inline void call_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task 
  * either; it was never submitted, so nothing counts it as run or completed, and the
  * hook does not record it. */
 void kiln_jobs_run_range(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
-    if ((task->flags & KILN_TASK_BACKGROUND) || q->frame_depth > 0) {
+    if ((task->flags & KILN_TASK_BACKGROUND) || q->running_epoch != 0) {
         /* Inside a frame job the root is that job's: its epoch, counted with it. */
         if (!(task->flags & KILN_TASK_BACKGROUND))
             kiln_tasks_set_epoch(task, 1, q->running_epoch);
@@ -910,8 +919,9 @@ static void watch_wait(kiln_job_system *sys, kiln_job_queue *q, const kiln_count
         kiln_jobs_report_stuck(sys, q, counter, waited);
 }
 
-/* A wait's idle state (owner-only, on the waiter's stack), set up at its first empty
- * look after a task, so that a wait that keeps finding work pays nothing for it. */
+/* A wait's idle state (owner-only, on the waiter's stack), set up afresh for each
+ * stretch of empty looks (wait_for_work), so that a wait that keeps finding work pays
+ * nothing for it. */
 typedef struct wait_idle {
     idle_spin  spin;
     wait_watch watch;
@@ -958,31 +968,47 @@ static KILN_COLD void check_stack(kiln_job_system *sys, kiln_job_queue *q) {
              q->job_depth, q->stack_size / 1024, (size_t)(here - q->stack_lo) / 1024);
 }
 
-/* Runs tasks until the counter reads zero (find_wait_task says which). With nothing to
- * run it spins as an idle worker does (worker_idle: sys->idle_spin_ns), then sleeps
+/* A wait's stretch of empty looks, out of line so that the wait loop carries no idle
+ * state: spins as an idle worker does (worker_idle: sys->idle_spin_ns), then sleeps
  * (wait_sleep) until the counter's zero or new work wakes it; after a sleep that timed
- * out it looks once and sleeps again, without a new spin. A task run is progress: the
- * idle state starts afresh after it. */
+ * out it looks once and sleeps again, without a new spin. true with *task when a look
+ * found one (the stretch ends: a task run is progress), false once the counter reads
+ * zero. Cold: the wait has nothing to run. */
+static KILN_COLD bool wait_for_work(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
+                                    bool background, kiln_task *task) {
+    wait_idle idle = { .spin = { 0, false, 0, 0 } };
+    bool found;
+    for (;;) {
+        if (wait_idle_step(sys, q, counter, background, &idle, task)) {
+            found = true;
+            break;
+        }
+        if (!kiln_counter_busy(kiln_load_acquire(&counter->pending))) {
+            found = false;
+            break;
+        }
+        if (find_wait_task(sys, q, counter, background, task)) {
+            found = true;
+            break;
+        }
+    }
+    if (idle.spin.round) count_idle(q, &idle.spin, kiln_now_ns());
+    return found;
+}
+
+/* Runs tasks until the counter reads zero (find_wait_task says which; wait_for_work
+ * when it finds none). */
 static inline __attribute__((always_inline)) void wait_counter(kiln_job_system *sys, kiln_job_queue *q,
                                                                kiln_counter_state *counter, bool background) {
-    wait_idle idle;
-    bool idled = false;
     if (kiln_unlikely(q->job_depth >= KILN_WAIT_DEPTH_CHECK && q->job_depth % KILN_WAIT_DEPTH_CHECK == 0))
         check_stack(sys, q);
     while (kiln_counter_busy(kiln_load_acquire(&counter->pending))) {
         kiln_task task;
-        if (!find_wait_task(sys, q, counter, background, &task)) {
-            if (!idled) idle = (wait_idle){ .spin = { 0, false, 0, 0 } };
-            idled = true;
-            if (!wait_idle_step(sys, q, counter, background, &idle, &task)) continue;
-        }
-        if (kiln_unlikely(idled)) {   /* work after empty looks: the spin ends here */
-            if (idle.spin.round) count_idle(q, &idle.spin, kiln_now_ns());
-            idled = false;
-        }
+        if (!find_wait_task(sys, q, counter, background, &task) &&
+            !wait_for_work(sys, q, counter, background, &task))
+            break;
         run_task(sys, q, &task);
     }
-    if (idled && idle.spin.round) count_idle(q, &idle.spin, kiln_now_ns());
 }
 
 /* run_range's wait for its upper halves: the wait loop, out of line (one copy of it

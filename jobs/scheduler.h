@@ -76,8 +76,8 @@ enum {
 };
 
 /* A worker takes a normal background job before a normal frame job once in this many
- * looks for work (find_task): background jobs get a bounded share of the workers while
- * a frame's stream of jobs never runs dry. */
+ * looks for work (find_task) made while background jobs are queued: background jobs
+ * get a bounded share of the workers while a frame's stream of jobs never runs dry. */
 #define KILN_BACKGROUND_TURN 8
 
 enum { KILN_INBOX_FRAME = 0, KILN_INBOX_BACKGROUND = 1 };
@@ -134,12 +134,12 @@ struct kiln_job_queue {
     uint64_t            rng;             /* victim choice */
     uint32_t            running_flags;   /* KILN_TASK_* of the job running now */
     uint32_t            job_depth;       /* jobs running on this thread, nested ones included */
-    uint32_t            frame_depth;     /* of them, frame (not background) jobs */
     uint32_t            background_depth;  /* of them, background jobs: a worker is in
                                             background (handle reclaim) from its outermost
                                             one's start to its end, whatever runs between */
     uint32_t            running_epoch;   /* the epoch of the innermost frame job running
-                                            (0: none): what a job's children belong to */
+                                            (0: none runs, its tags are never 0): what a
+                                            job's children belong to */
     uint32_t            memory_epoch;    /* the epoch whose frame memory the owner uses now
                                             (KILN_FRAME_MEMORY_OWN: its own, outside jobs) */
     uint32_t            fenced_epoch;    /* the newest epoch this thread fenced for (a
@@ -152,8 +152,9 @@ struct kiln_job_queue {
     bool                steals;          /* takes other queues' jobs; false only while the
                                             context retires (it runs its own jobs, no more) */
     bool                deep_warned;     /* JOB_WAIT_TOO_DEEP said for this thread */
-    uint32_t            looks;           /* find_task calls that may take background jobs:
-                                            every KILN_BACKGROUND_TURN-th looks there first */
+    uint32_t            looks;           /* find_task calls that may take background jobs
+                                            while some are queued: every
+                                            KILN_BACKGROUND_TURN-th looks there first */
     uintptr_t           stack_lo;        /* the owner thread's stack: its lowest address
                                             (0: not read yet) and size, for nested waits */
     size_t              stack_size;
@@ -207,9 +208,14 @@ typedef struct kiln_job_system {
      * wakes the waiters. Read after every frame job, written twice per sleep: on this
      * read-mostly line, not on the sleepers' one. */
     _Atomic uint32_t    drain_asleep;
-    /* HIGH background tasks queued on the KILN_DEQUE_BACKGROUND_HIGH deques: a hint, so
-     * that looks for work scan those deques only when there are some (relaxed; a task
-     * missed by a stale hint is found where normal background ones are). */
+    /* Background tasks queued on the background deques, and of them the HIGH ones: hints,
+     * so that a look for work (find_task) gives background jobs their turn before frame
+     * jobs only while there are some, and scans the HIGH background deques only then
+     * (relaxed: each is added to before its tasks are pushed and taken from after one is
+     * taken, so it only lags; a task missed by a stale hint is found where a look that
+     * finds no frame job looks). Written once per background job: on a line of their own,
+     * away from drain_asleep, which every frame job reads. */
+    _Alignas(KILN_CACHE_LINE) _Atomic int64_t background_queued;
     _Atomic int64_t     high_background;
 
     _Alignas(KILN_CACHE_LINE) _Atomic uint32_t sleepers;   /* workers, and threads in a wait
@@ -309,7 +315,7 @@ static inline void kiln_jobs_count_submitted(kiln_job_queue *q, uint32_t epoch, 
  * load and a store; other threads outside jobs take kiln_jobs_count_frame_outside. */
 static inline uint32_t kiln_jobs_count_frame(kiln_job_system *sys, kiln_job_queue *q, uint64_t count) {
     uint32_t epoch;
-    if (q->frame_depth > 0) {
+    if (q->running_epoch != 0) {
         /* A child: counted before its parent completes, so no drain misses it. */
         epoch = q->running_epoch;
     } else if (q->drives_clock) {
