@@ -140,10 +140,10 @@ bool kiln_job_queue_init(kiln_job_system *sys, kiln_job_queue *q, void *owner, u
 static bool take_pinned(kiln_job_queue *q, kiln_task *task, bool background);
 static void run_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task);
 
-/* Counts a task taken from deque d off the background hints. */
+/* Counts a task taken from deque d off the hints (priority_queued, high_background). */
 static inline bool took(kiln_job_system *sys, int d) {
-    if (kiln_unlikely(d >= KILN_DEQUE_BACKGROUND)) {
-        kiln_sub_relaxed(&sys->background_queued, 1);
+    if (kiln_unlikely(d != KILN_DEQUE_NORMAL)) {
+        kiln_sub_relaxed(&sys->priority_queued, 1);
         if (d == KILN_DEQUE_BACKGROUND_HIGH) kiln_sub_relaxed(&sys->high_background, 1);
     }
     return true;
@@ -168,7 +168,8 @@ void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q) {
     q->steals = false;
     kiln_task task;
     uint64_t ran = 0;
-    while (take_pinned(q, &task, true) || kiln_deque_take(&q->deques[KILN_DEQUE_HIGH], &task) ||
+    while (take_pinned(q, &task, true) ||
+           (kiln_deque_take(&q->deques[KILN_DEQUE_HIGH], &task) && took(sys, KILN_DEQUE_HIGH)) ||
            take_high_background_own(sys, q, &task) ||
            kiln_deque_take(&q->deques[KILN_DEQUE_NORMAL], &task) ||
            (kiln_deque_take(&q->deques[KILN_DEQUE_BACKGROUND], &task) &&
@@ -285,8 +286,8 @@ static bool push_tasks(kiln_job_system *sys, kiln_job_queue *q, const kiln_task 
                 ? (priority ? KILN_DEQUE_BACKGROUND_HIGH : KILN_DEQUE_BACKGROUND)
                 : priority ? KILN_DEQUE_HIGH : KILN_DEQUE_NORMAL;
     kiln_deque *deque = &q->deques[d];
-    if (kiln_unlikely(d >= KILN_DEQUE_BACKGROUND)) {
-        kiln_add_relaxed(&sys->background_queued, (int64_t)count);
+    if (kiln_unlikely(d != KILN_DEQUE_NORMAL)) {
+        kiln_add_relaxed(&sys->priority_queued, (int64_t)count);
         if (d == KILN_DEQUE_BACKGROUND_HIGH) kiln_add_relaxed(&sys->high_background, (int64_t)count);
     }
     for (size_t i = 0; i < count; i++) {
@@ -484,12 +485,15 @@ static inline bool take_one(kiln_job_system *sys, kiln_job_queue *q, int d, kiln
     return (take_own(&q->deques[d], task) || steal(sys, q, d, task)) && took(sys, d);
 }
 
-/* find_task's turn for background jobs before normal frame jobs, while some are queued:
- * HIGH ones first, as jobs.h promises; and once in KILN_BACKGROUND_TURN looks the
- * normal ones too, so that a frame that never runs dry cannot starve them. Out of line:
- * a look with no background job queued pays one load for it. */
-static __attribute__((noinline)) bool take_background_turn(kiln_job_system *sys, kiln_job_queue *q,
-                                                           kiln_task *task) {
+/* find_task's look at the jobs that go before normal frame jobs, while priority_queued
+ * says some are queued: HIGH frame jobs, then (background) HIGH background ones, as
+ * jobs.h promises, and once in KILN_BACKGROUND_TURN looks the normal background ones
+ * too, so that a frame that never runs dry cannot starve them. Out of line: a look with
+ * none queued pays one load for all this. */
+static __attribute__((noinline)) bool take_priority(kiln_job_system *sys, kiln_job_queue *q,
+                                                    kiln_task *task, bool background) {
+    if (take_one(sys, q, KILN_DEQUE_HIGH, task)) return true;
+    if (!background) return false;
     if (kiln_load_relaxed(&sys->high_background) > 0 && take_one(sys, q, KILN_DEQUE_BACKGROUND_HIGH, task))
         return true;
     return ++q->looks % KILN_BACKGROUND_TURN == 0 && take_one(sys, q, KILN_DEQUE_BACKGROUND, task);
@@ -497,13 +501,14 @@ static __attribute__((noinline)) bool take_background_turn(kiln_job_system *sys,
 
 static bool find_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task, bool background) {
     if (take_pinned(q, task, background)) return true;
-    if (take_one(sys, q, KILN_DEQUE_HIGH, task)) return true;
-    if (background && kiln_unlikely(kiln_load_relaxed(&sys->background_queued) > 0) &&
-        take_background_turn(sys, q, task))
+    if (kiln_unlikely(kiln_load_relaxed(&sys->priority_queued) > 0) &&
+        take_priority(sys, q, task, background))
         return true;
     if (take_one(sys, q, KILN_DEQUE_NORMAL, task)) return true;
-    if (background && (take_one(sys, q, KILN_DEQUE_BACKGROUND_HIGH, task) ||
-                       take_one(sys, q, KILN_DEQUE_BACKGROUND, task)))
+    /* No normal job: every other deque, whatever the hints say (they lag). */
+    if (take_one(sys, q, KILN_DEQUE_HIGH, task) ||
+        (background && (take_one(sys, q, KILN_DEQUE_BACKGROUND_HIGH, task) ||
+                        take_one(sys, q, KILN_DEQUE_BACKGROUND, task))))
         return true;
     kiln_owner_inc(&q->steal_misses);
     return false;
@@ -733,7 +738,7 @@ static bool find_task_isolated(kiln_job_system *sys, kiln_job_queue *q, kiln_tas
     if (take_pinned(q, task, background)) return true;
     for (int d = KILN_DEQUE_HIGH; d >= KILN_DEQUE_NORMAL; d--)
         if (take_own_tagged(&q->deques[d], task, tag) || steal_matching(sys, q, d, task, KILN_STEAL_ISOLATION, tag))
-            return true;
+            return took(sys, d);
     for (int d = KILN_DEQUE_BACKGROUND_HIGH; background && d >= KILN_DEQUE_BACKGROUND; d--)
         if (take_own_tagged(&q->deques[d], task, tag) || steal_matching(sys, q, d, task, KILN_STEAL_ISOLATION, tag))
             return took(sys, d);
@@ -1062,17 +1067,11 @@ static bool find_frame_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *
     if (take_pinned(q, task, false)) return true;
     for (int d = KILN_DEQUE_HIGH; d >= KILN_DEQUE_NORMAL; d--)
         if (take_own(&q->deques[d], task) || steal_matching(sys, q, d, task, KILN_STEAL_EPOCH, tag))
-            return true;
+            return took(sys, d);
     kiln_owner_inc(&q->steal_misses);
     return false;
 }
 
-/* Jobs of the closed epoch until every one of them has finished. A job of the next
- * epoch runs here only when it was pinned to q (then the drain looks at the counts
- * again right after it, so it never runs more than one after the frame is done) or
- * submitted by a job this drain runs. Without workers, any job once none of the epoch
- * is runnable and it is not done: a frame job may wait for a background job or a job
- * of the next epoch (kiln_run_desc.after), and nobody else would run those. */
 /* The drain's sleep, once it has spun with nothing to run and the frame is not done
  * (model: jobs/wait_sleep.pml, -DWITH_DRAIN; its step names are in brackets).
  * As wait_sleep, with the frame's counts for the counter: read the waiters' word,
@@ -1108,6 +1107,12 @@ static KILN_COLD void watch_drain(kiln_job_system *sys, kiln_job_queue *q, uint6
     if (watch_stuck(sys, q, watch, left, &waited)) kiln_jobs_report_stuck_frame(sys, q, epoch, left, waited);
 }
 
+/* Jobs of the closed epoch until every one of them has finished. A job of the next
+ * epoch runs here only when it was pinned to q (then the drain looks at the counts
+ * again right after it, so it never runs more than one after the frame is done) or
+ * submitted by a job this drain runs. Without workers, any job once none of the epoch
+ * is runnable and it is not done: a frame job may wait for a background job or a job
+ * of the next epoch (kiln_run_desc.after), and nobody else would run those. */
 void kiln_jobs_drain_frame(kiln_job_system *sys, kiln_job_queue *q, uint64_t epoch) {
     uint32_t tag = kiln_epoch_tag(epoch);
     unsigned parity = (unsigned)(epoch & 1);

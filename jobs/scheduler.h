@@ -153,8 +153,9 @@ struct kiln_job_queue {
                                             context retires (it runs its own jobs, no more) */
     bool                deep_warned;     /* JOB_WAIT_TOO_DEEP said for this thread */
     uint32_t            looks;           /* find_task calls that may take background jobs
-                                            while some are queued: every
-                                            KILN_BACKGROUND_TURN-th looks there first */
+                                            while priority_queued says some jobs are not
+                                            normal: every KILN_BACKGROUND_TURN-th looks at
+                                            the background ones first */
     uintptr_t           stack_lo;        /* the owner thread's stack: its lowest address
                                             (0: not read yet) and size, for nested waits */
     size_t              stack_size;
@@ -208,14 +209,15 @@ typedef struct kiln_job_system {
      * wakes the waiters. Read after every frame job, written twice per sleep: on this
      * read-mostly line, not on the sleepers' one. */
     _Atomic uint32_t    drain_asleep;
-    /* Background tasks queued on the background deques, and of them the HIGH ones: hints,
-     * so that a look for work (find_task) gives background jobs their turn before frame
-     * jobs only while there are some, and scans the HIGH background deques only then
+    /* Tasks queued on every deque but the NORMAL ones (HIGH frame jobs, background jobs),
+     * and of them the HIGH background ones: hints, so that a look for work (find_task)
+     * scans the HIGH deques and gives background jobs their turn before normal frame jobs
+     * only while there are some, and scans the HIGH background deques only then
      * (relaxed: each is added to before its tasks are pushed and taken from after one is
-     * taken, so it only lags; a task missed by a stale hint is found where a look that
-     * finds no frame job looks). Written once per background job: on a line of their own,
-     * away from drain_asleep, which every frame job reads. */
-    _Alignas(KILN_CACHE_LINE) _Atomic int64_t background_queued;
+     * taken, so it only lags; a look that finds no normal job looks everywhere). Written
+     * once per such job: on a line of their own, away from drain_asleep, which every
+     * frame job reads. */
+    _Alignas(KILN_CACHE_LINE) _Atomic int64_t priority_queued;
     _Atomic int64_t     high_background;
 
     _Alignas(KILN_CACHE_LINE) _Atomic uint32_t sleepers;   /* workers, and threads in a wait
