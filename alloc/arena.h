@@ -334,10 +334,13 @@ KILN_INTERNAL void kiln_arena_audit(kiln_arena *arena);
  * ARENA_LEAK_SUMMARY). The owner, or anyone once the owner is done with the arena. */
 KILN_INTERNAL void kiln_arena_report_leaks(kiln_arena *arena);
 
-/* KILN_DEBUG_SITES: the site recorded for the live allocation at object ({NULL, 0}
- * without the bit, or when object is no live allocation's start), so that a grow that
- * must move gives its copy the same site. Searches newest first. Owner thread only. */
-KILN_INTERNAL kiln_debug_site kiln_arena_site_of(const kiln_arena *arena, const void *object);
+/* KILN_DEBUG_SITES: the site recorded for the live allocation of size bytes at object,
+ * so that a grow that must move gives its copy the same site. Allocations of 0 bytes
+ * share their address with the next one: the record of that size wins, else the newest
+ * at object; {NULL, 0} without the bit or when object is no live allocation's start.
+ * Searches newest first. Owner thread only. */
+KILN_INTERNAL kiln_debug_site kiln_arena_site_of(const kiln_arena *arena, const void *object,
+                                                 size_t size);
 
 /* ---- growing the last allocation (kiln_arena_grow; arena.c's end) ---- */
 

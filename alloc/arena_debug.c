@@ -220,13 +220,17 @@ void kiln_arena_report_leaks(kiln_arena *arena) {
                            "allocations");
 }
 
-kiln_debug_site kiln_arena_site_of(const kiln_arena *arena, const void *object) {
+kiln_debug_site kiln_arena_site_of(const kiln_arena *arena, const void *object, size_t size) {
+    const kiln_arena_record *at = NULL;   /* the newest record at object, whatever its size */
     if (arena->debug & KILN_DEBUG_SITES)
         for (const kiln_record_block *b = arena->records; b; b = b->below)
-            for (size_t i = b->count; i-- > 0;)
-                if (b->records[i].object == object)
-                    return (kiln_debug_site){ b->records[i].file, b->records[i].line };
-    return (kiln_debug_site){ NULL, 0 };
+            for (size_t i = b->count; i-- > 0;) {
+                const kiln_arena_record *r = &b->records[i];
+                if (r->object != object) continue;
+                if (r->size == size) return (kiln_debug_site){ r->file, r->line };
+                if (!at) at = r;
+            }
+    return at ? (kiln_debug_site){ at->file, at->line } : (kiln_debug_site){ NULL, 0 };
 }
 
 /* The reserve_records hook: record blocks on the spare list until the top block's room

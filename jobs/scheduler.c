@@ -812,10 +812,17 @@ static bool wait_own_background(kiln_job_system *sys, kiln_job_queue *q, const k
  * task: the counter's jobs may wait for prerequisites of other tags
  * (kiln_run_desc.after), which nobody else would run. Without background, still the
  * background jobs of this very counter (wait_own_background): the wait cannot end
- * without them, and the workers may all be waiting the same way. */
+ * without them, and the workers may all be waiting the same way. Those come first while
+ * the hints say background jobs are queued (on a deque, or pinned to q): a frame whose
+ * jobs never run out would otherwise hold the wait for as long as it lasts. */
 static inline __attribute__((always_inline)) bool find_wait_task(kiln_job_system *sys, kiln_job_queue *q,
                                                                  const kiln_counter_state *counter,
                                                                  bool background, kiln_task *task) {
+    if (!background &&
+        kiln_unlikely(kiln_load_relaxed(&sys->priority_queued) > 0 ||
+                      kiln_load_relaxed(&q->inbox_hint[KILN_INBOX_BACKGROUND]) != 0) &&
+        wait_own_background(sys, q, counter, task))
+        return true;
     uint64_t tag = q->isolated, own = (uint64_t)(uintptr_t)counter;
     if (tag ? find_task_isolated(sys, q, task, background, tag) ||
                   (own != tag && find_task_isolated(sys, q, task, background, own)) ||

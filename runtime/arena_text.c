@@ -181,7 +181,7 @@ void *kiln_arena_grow(kiln_arena *arena, void *ptr, size_t old_size, size_t new_
     if (kiln_arena_grow_in_place(arena, ptr, old_size, new_size, align)) return ptr;
     size_t effective = align ? align : alignof(max_align_t);
     if (new_size <= old_size && ((uintptr_t)ptr & (effective - 1)) == 0) return ptr;
-    char *moved = kiln_arena_alloc_site(arena, new_size, align, kiln_arena_site_of(arena, ptr));
+    char *moved = kiln_arena_alloc_site(arena, new_size, align, kiln_arena_site_of(arena, ptr, old_size));
     if (moved) memcpy(moved, ptr, old_size < new_size ? old_size : new_size);
     return moved;
 }

@@ -539,6 +539,24 @@ Test(arena_text_debug, grow_that_moves_keeps_the_site) {
                  "log:%s", recorded_summary(rec));
 }
 
+/* An empty vector (0 bytes) shares its address with the allocation after it: its grow
+ * keeps its own site, not that one's (the third hostile review). */
+Test(arena_text_debug, grow_of_an_empty_allocation_keeps_its_own_site) {
+    start(KILN_DEBUG_SITES, 0);
+    char *empty = kiln_arena_alloc_at(level, 0, 8, "vec.c", 1);
+    char *next = kiln_arena_alloc_at(level, 8, 8, "other.c", 2);
+    cr_assert(empty && next);
+    char *grown = kiln_arena_grow(level, empty, 0, 64, 8);
+    cr_assert(grown && grown != next);
+    kiln_site_stats sites[8];
+    size_t n = kiln_sites_top(rt, sites, 8);
+    for (size_t i = 0; i < n && i < 8; i++) {
+        cr_assert_not_null(sites[i].file);
+        if (strcmp(sites[i].file, "vec.c") == 0) cr_assert_eq(sites[i].allocs, 2, "the empty one and its copy");
+        if (strcmp(sites[i].file, "other.c") == 0) cr_assert_eq(sites[i].allocs, 1, "the copy counted here");
+    }
+}
+
 /* KILN_DEBUG_OWNERSHIP without records: the plain in-place path, its use checked. */
 Test(arena_text_debug, grow_with_ownership_only) {
     start(KILN_DEBUG_OWNERSHIP, 0);

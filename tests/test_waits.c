@@ -335,6 +335,69 @@ Test(waits, background_jobs_waiting_on_their_own_background_children_finish) {
     }
 }
 
+/* A background job on a worker waits on its own background child while the frame's
+ * stream of jobs never runs dry: the wait runs the child, not the stream (jobs.h: a
+ * frame that never runs out cannot starve background jobs). The wait used to take frame
+ * jobs first and reached the child only once the stream ended (the third hostile
+ * review). The stream stops when the parent is done, or at STREAM_CAP jobs, so both
+ * ways end; the stream jobs that ran inside the parent's wait are counted, exactly. */
+#define STREAM_CAP 200000
+
+static _Atomic int stream_total, stream_in_wait, stream_parent_done;
+static _Thread_local bool in_parent_wait;
+
+static void stream_job(kiln_ctx *ctx, void *arg) {
+    (void)arg;
+    if (in_parent_wait) atomic_fetch_add(&stream_in_wait, 1);
+    if (atomic_load(&stream_parent_done) || atomic_fetch_add(&stream_total, 2) >= STREAM_CAP) return;
+    kiln_job next[2] = { { stream_job, NULL }, { stream_job, NULL } };
+    kiln_run(ctx, next, 2, NULL);
+}
+
+static void stream_child(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    atomic_store((_Atomic int *)arg, 1);
+}
+
+static void stream_parent(kiln_ctx *ctx, void *arg) {
+    kiln_priority priority = (kiln_priority)(intptr_t)arg;
+    _Atomic int child_ran = 0;
+    kiln_counter c = { { 0 } };
+    kiln_run_ex(ctx, &(kiln_job){ stream_child, &child_ran }, 1, &c,
+                &(kiln_run_desc){ .background = true, .priority = priority });
+    in_parent_wait = true;
+    kiln_wait(ctx, &c);
+    in_parent_wait = false;
+    cr_assert_eq(atomic_load(&child_ran), 1);
+    atomic_store(&stream_parent_done, 1);
+}
+
+Test(waits, a_background_jobs_wait_runs_its_child_before_an_endless_frame) {
+    for (int high = 0; high <= 1; high++) {
+        atomic_store(&stream_total, 0);
+        atomic_store(&stream_in_wait, 0);
+        atomic_store(&stream_parent_done, 0);
+        kiln_runtime *rt = make_runtime(1, 0);
+        kiln_ctx *main_ctx = kiln_attach(rt);
+        kiln_frame_begin(main_ctx);
+        kiln_run(main_ctx, &(kiln_job){ stream_job, NULL }, 1, NULL);
+        kiln_counter parent = { { 0 } };
+        kiln_run_ex(main_ctx,
+                    &(kiln_job){ stream_parent,
+                                 (void *)(intptr_t)(high ? KILN_PRIORITY_HIGH : KILN_PRIORITY_NORMAL) },
+                    1, &parent, &(kiln_run_desc){ .background = true });
+        kiln_frame_end(main_ctx);   /* runs the stream until the parent is done */
+        kiln_wait(main_ctx, &parent);
+        cr_assert_eq(atomic_load(&stream_parent_done), 1);
+        cr_assert_eq(atomic_load(&stream_in_wait), 0,
+                     "%s child: the parent's wait ran %d frame jobs of the stream (of %d) before it",
+                     high ? "HIGH" : "normal", atomic_load(&stream_in_wait), atomic_load(&stream_total));
+        kiln_detach(main_ctx);
+        kiln_destroy(rt);
+        cr_assert_eq(recorded_count(rec), 0, "log:%s", recorded_summary(rec));
+    }
+}
+
 /* A background job A waits isolated on its background child B; B, run inside that wait,
  * waits (plainly or isolated) on its own background child C, which carries A's
  * isolation. With one worker, nobody ran C and both hung (the second hostile review). */
