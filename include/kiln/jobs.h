@@ -42,11 +42,11 @@
  *   wait for their prerequisites, see "Dependencies"). Workers take HIGH background
  *   jobs before normal frame jobs, and a normal background job before a normal frame job
  *   about once in every 8 looks for work between jobs (a frame job's own waits on a
- *   worker do not count): a frame whose jobs never run
- *   out cannot starve them. A wait on a worker (inside a job) also runs the background
- *   jobs of the counter it waits on, and inside an isolated wait those that the
- *   isolated wait's jobs submitted: a background job that waits on background children
- *   would otherwise wait for ever once every worker did the same.
+ *   worker do not count): a frame whose jobs never run out cannot starve them. A wait on
+ *   a worker (inside a job) also runs the background jobs of the counter it waits on,
+ *   before any frame job, and inside an isolated wait those that the isolated wait's
+ *   jobs submitted: a background job that waits on background children would otherwise
+ *   wait for ever once every worker did the same, or for as long as a frame lasts.
  * - Wait for them with a counter.
  * - They must not use frame memory: with KILN_DEBUG_CHECKS, kiln_frame_alloc and the
  *   other kiln_frame_* calls inside one are refused (JOB_BACKGROUND_FRAME_ALLOC). The arena
