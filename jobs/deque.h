@@ -90,9 +90,24 @@ static inline bool kiln_deque_take(kiln_deque *deque, kiln_task *task) {
 }
 
 /* What a steal looks at in the oldest task before it claims it: nothing, its
- * isolation, or its frame epoch tag (a constant at each call: the check folds away). */
-typedef enum { KILN_STEAL_ANY, KILN_STEAL_ISOLATION, KILN_STEAL_EPOCH } kiln_steal_match;
+ * isolation, its frame epoch tag, or the counter it is counted on (the address as tag).
+ * A constant at each call: the check folds away. */
+typedef enum { KILN_STEAL_ANY, KILN_STEAL_ISOLATION, KILN_STEAL_EPOCH, KILN_STEAL_COUNTER } kiln_steal_match;
 
+static inline bool kiln_task_matches(const kiln_task *task, kiln_steal_match match, uint64_t tag) {
+    switch (match) {
+    case KILN_STEAL_ISOLATION: return task->isolation == tag;
+    case KILN_STEAL_EPOCH: return (task->flags >> 32) == tag;
+    case KILN_STEAL_COUNTER: return (uint64_t)(uintptr_t)task->counter == tag;
+    default: return true;
+    }
+}
+
+/* Any thread, the owner included (an isolated wait looks at the oldest task of its own
+ * deque too; the owner never pushes or takes at the same time as it steals): the oldest
+ * task, only when it matches (kiln_task_matches); KILN_STEAL_EMPTY (empty for this
+ * match), leaving it in place, when it does not: the slot is read before the CAS, and a
+ * task that is not taken is not claimed. */
 static inline kiln_steal_result kiln_deque_steal_if(kiln_deque *deque, kiln_task *task,
                                                     kiln_steal_match match, uint64_t tag) {
     int64_t t = kiln_load_acquire(&deque->top);
@@ -102,8 +117,7 @@ static inline kiln_steal_result kiln_deque_steal_if(kiln_deque *deque, kiln_task
     kiln_deque_ring *ring = kiln_load_acquire(&deque->ring);
     kiln_slot_read(ring, t, task);
     /* A torn read is harmless: a task that is not claimed is not used. */
-    if (match == KILN_STEAL_ISOLATION && task->isolation != tag) return KILN_STEAL_EMPTY;
-    if (match == KILN_STEAL_EPOCH && (task->flags >> 32) != tag) return KILN_STEAL_EMPTY;
+    if (!kiln_task_matches(task, match, tag)) return KILN_STEAL_EMPTY;
     if (!kiln_cas_strong_seq_cst(&deque->top, &t, t + 1))
         return KILN_STEAL_ABORT;
     return KILN_STEAL_OK;
@@ -114,15 +128,6 @@ static inline kiln_steal_result kiln_deque_steal(kiln_deque *deque, kiln_task *t
     return kiln_deque_steal_if(deque, task, KILN_STEAL_ANY, 0);
 }
 
-/* Any thread, the owner included (an isolated wait looks at the oldest task of its own
- * deque too; the owner never pushes or takes at the same time as it steals): the oldest
- * task, only when its isolation is tag; KILN_STEAL_EMPTY (empty for this tag), leaving
- * it in place, when it is not: the slot is read before the CAS, as kiln_deque_steal
- * reads it, and a task that is not taken is not claimed. */
-static inline kiln_steal_result kiln_deque_steal_tagged(kiln_deque *deque, kiln_task *task,
-                                                        uint64_t tag) {
-    return kiln_deque_steal_if(deque, task, KILN_STEAL_ISOLATION, tag);
-}
 
 /* Whether the deque looked non-empty at some instant (a hint for idle workers). */
 static inline bool kiln_deque_looks_busy(kiln_deque *deque) {

@@ -684,21 +684,21 @@ bool kiln_jobs_run_one(kiln_job_system *sys, kiln_job_queue *q, bool background)
 }
 
 /* ---- Isolated waits: only tasks of one isolation tag (scheduler.h) ----
- * Other queues: the oldest task, only when it carries the tag (kiln_deque_steal_tagged
+ * Other queues: the oldest task, only when it carries the tag (kiln_deque_steal_if
  * leaves any other in place). Its own deque: the newest ones, setting aside (on the
  * stack) up to KILN_ISOLATED_REACH of other tags to reach one with the tag below them,
  * all put back in their order before the task runs or the search moves on, so no task
  * is hidden from thieves while this thread runs or spins; then its oldest one. */
 #define KILN_ISOLATED_REACH 32
 
-static __attribute__((noinline)) bool take_own_tagged(kiln_deque *deque, kiln_task *task,
-                                                      uint64_t tag) {
+static __attribute__((noinline)) bool take_own_matching(kiln_deque *deque, kiln_task *task,
+                                                        kiln_steal_match match, uint64_t tag) {
     if (!kiln_deque_looks_busy(deque)) return false;
     kiln_task aside[KILN_ISOLATED_REACH];
     size_t set_aside = 0;
     bool found = false;
     while (set_aside < KILN_ISOLATED_REACH && kiln_deque_take(deque, task)) {
-        if (task->isolation == tag) {
+        if (kiln_task_matches(task, match, tag)) {
             found = true;
             break;
         }
@@ -708,8 +708,12 @@ static __attribute__((noinline)) bool take_own_tagged(kiln_deque *deque, kiln_ta
     while (set_aside > 0) kiln_deque_push(deque, &aside[--set_aside]);
     if (found) return true;
     kiln_steal_result r;
-    while ((r = kiln_deque_steal_tagged(deque, task, tag)) == KILN_STEAL_ABORT) kiln_cpu_pause();
+    while ((r = kiln_deque_steal_if(deque, task, match, tag)) == KILN_STEAL_ABORT) kiln_cpu_pause();
     return r == KILN_STEAL_OK;
+}
+
+static bool take_own_tagged(kiln_deque *deque, kiln_task *task, uint64_t tag) {
+    return take_own_matching(deque, task, KILN_STEAL_ISOLATION, tag);
 }
 
 /* One pass over the other queues' oldest tasks, as steal() makes, for those whose
@@ -793,14 +797,17 @@ static bool wait_own_background(kiln_job_system *sys, kiln_job_queue *q, const k
                                 kiln_task *task) {
     if (take_pinned_counted(q, counter, task)) return true;
     if (!kiln_load_relaxed(&q->is_worker)) return false;
-    /* Its counter's, and inside an isolated wait the isolated wait's: what the jobs this
-     * wait runs submit carries that tag (kiln_jobs_isolation), their background children
-     * too, which nobody else would then run. */
-    uint64_t tags[2] = { (uint64_t)(uintptr_t)counter, q->isolated };
-    for (int t = 0; t < 2 && tags[t] != 0 && (t == 0 || tags[1] != tags[0]); t++)
+    /* Those counted on its counter, whatever isolation they carry (one submitted inside
+     * another thread's isolated wait carries that wait's tag); and inside an isolated
+     * wait those of its tag: what the jobs this wait runs submit carries it
+     * (kiln_jobs_isolation), their background children too, which nobody else would
+     * then run. */
+    const kiln_steal_match match[2] = { KILN_STEAL_COUNTER, KILN_STEAL_ISOLATION };
+    const uint64_t tags[2] = { (uint64_t)(uintptr_t)counter, q->isolated };
+    for (int t = 0; t < 2 && tags[t] != 0; t++)
         for (int d = KILN_DEQUE_BACKGROUND_HIGH; d >= KILN_DEQUE_BACKGROUND; d--)
-            if (take_own_tagged(&q->deques[d], task, tags[t]) ||
-                steal_matching(sys, q, d, task, KILN_STEAL_ISOLATION, tags[t]))
+            if (take_own_matching(&q->deques[d], task, match[t], tags[t]) ||
+                steal_matching(sys, q, d, task, match[t], tags[t]))
                 return took(sys, d);
     return false;
 }

@@ -398,6 +398,61 @@ Test(waits, a_background_jobs_wait_runs_its_child_before_an_endless_frame) {
     }
 }
 
+/* A background job C submitted by a job run inside an isolated wait carries that wait's
+ * tag, not its counter's; a frame job F on the worker waits on C's counter. The wait
+ * runs its counter's background jobs (jobs.h), whatever tag they carry: it looked for
+ * C by tag only, found nothing, and with one worker nobody ran C; frame end hung for
+ * ever (the fourth hostile review). F starts on the worker before C is queued, so the
+ * worker cannot have taken C first. */
+static kiln_counter iso_child_counter;
+static _Atomic int iso_f_started, iso_c_queued, iso_c_ran, iso_gave_up;
+
+static void iso_child_c(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    (void)arg;
+    atomic_store(&iso_c_ran, 1);
+}
+
+static void iso_child_f(kiln_ctx *ctx, void *arg) {
+    (void)arg;
+    atomic_store(&iso_f_started, 1);
+    while (!atomic_load(&iso_c_queued)) sched_yield();
+    kiln_wait(ctx, &iso_child_counter);
+}
+
+static void iso_child_j(kiln_ctx *ctx, void *arg) {
+    (void)arg;
+    kiln_run(ctx, &(kiln_job){ iso_child_f, NULL }, 1, NULL);
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while (!atomic_load(&iso_f_started)) {   /* the worker steals F: nothing else is queued */
+        if (seconds_since(&start) > 30) {
+            atomic_store(&iso_gave_up, 1);
+            break;
+        }
+        sched_yield();
+    }
+    kiln_run_ex(ctx, &(kiln_job){ iso_child_c, NULL }, 1, &iso_child_counter,
+                &(kiln_run_desc){ .background = true });
+    atomic_store(&iso_c_queued, 1);
+}
+
+Test(waits, a_workers_wait_runs_its_counters_background_job_queued_in_an_isolated_wait) {
+    kiln_runtime *rt = make_runtime(1, 0);
+    kiln_ctx *main_ctx = kiln_attach(rt);
+    kiln_frame_begin(main_ctx);
+    kiln_counter j = { { 0 } };
+    kiln_run_ex(main_ctx, &(kiln_job){ iso_child_j, NULL }, 1, &j, &(kiln_run_desc){ .pinned_to = main_ctx });
+    kiln_wait_ex(main_ctx, &j, &(kiln_wait_desc){ .isolate = true });
+    kiln_frame_end(main_ctx);   /* waits for F, whose wait must run C */
+    cr_assert_eq(atomic_load(&iso_gave_up), 0, "the worker never took F");
+    cr_assert_eq(atomic_load(&iso_c_ran), 1);
+    kiln_wait(main_ctx, &iso_child_counter);
+    kiln_detach(main_ctx);
+    kiln_destroy(rt);
+    cr_assert_eq(recorded_count(rec), 0, "log:%s", recorded_summary(rec));
+}
+
 /* A background job A waits isolated on its background child B; B, run inside that wait,
  * waits (plainly or isolated) on its own background child C, which carries A's
  * isolation. With one worker, nobody ran C and both hung (the second hostile review). */
