@@ -31,6 +31,16 @@
  * uniqueness matters. */
 static _Atomic uint32_t system_tags;
 
+/* Isolated waits handed a tag so far. relaxed: only its uniqueness matters. */
+static _Atomic uint64_t isolated_waits;
+
+/* A tag no other isolated wait of the process has had, nor any counter's address (odd;
+ * counters are 8-byte aligned): a job left queued by an earlier isolated wait whose
+ * counter had the same address is no job of this one. 2^63 waits before it wraps. */
+static uint64_t isolation_token(void) {
+    return (kiln_add_relaxed(&isolated_waits, 1) << 1) | 1;
+}
+
 /* The word that threads asleep in a wait (wait_sleep) sleep on, for every job system at
  * once: a counter's last decrement wakes its sleepers without knowing their system (a
  * thread of one runtime may wait on a counter that another's jobs count). Bumped, then
@@ -1040,12 +1050,13 @@ static void wait_pieces(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_st
 void kiln_jobs_wait(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
                     bool isolate) {
     /* Background jobs only where no worker would ever take them. An isolated wait's tag
-     * is the counter's address: its jobs carry it (kiln_jobs_isolation), and so does what
-     * they submit while running here; inside an isolated wait the outer tag stays. One
-     * call site, so that the wait loop is inlined here (a call cost J2 a dozen
-     * instructions per wait). */
+     * is a token of its own (isolation_token): what its jobs submit while running here
+     * carries it (kiln_jobs_isolation), and the counter's own jobs, submitted outside,
+     * carry the counter's address, which it looks for too; inside an isolated wait the
+     * outer tag stays. One call site, so that the wait loop is inlined here (a call cost
+     * J2 a dozen instructions per wait). */
     uint64_t outer = q->isolated;
-    if (isolate && !outer) q->isolated = (uint64_t)(uintptr_t)counter;
+    if (isolate && !outer) q->isolated = isolation_token();
     wait_counter(sys, q, counter, sys->threads == 1);
     q->isolated = outer;
     leave_jobs(sys, q);

@@ -453,6 +453,89 @@ Test(waits, a_workers_wait_runs_its_counters_background_job_queued_in_an_isolate
     cr_assert_eq(recorded_count(rec), 0, "log:%s", recorded_summary(rec));
 }
 
+/* An isolated wait runs only its own jobs (jobs.h), even when an earlier isolated wait
+ * used a counter at the same address: a job B queued inside the first wait (and left
+ * queued when it ended) must not run inside the second. Isolation tags were the
+ * counters' addresses, so the second wait took B as its own (the fourth hostile
+ * review's suspicion). The only worker is held by a blocker meanwhile, so nobody else
+ * runs B; the second wait's job runs on another thread, which gives the wait up to
+ * 200 ms to take B first (how long does not decide the test: a correct wait never
+ * takes B, and a plain wait runs it afterwards). */
+static kiln_counter same_address;
+static _Atomic int reused_b_ran, reused_blocking, reused_release;
+
+static void reused_blocker(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    (void)arg;
+    atomic_store(&reused_blocking, 1);
+    while (!atomic_load(&reused_release)) sched_yield();
+}
+
+static void reused_b(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    (void)arg;
+    atomic_store(&reused_b_ran, 1);
+}
+
+static void reused_first(kiln_ctx *ctx, void *arg) {
+    kiln_run(ctx, &(kiln_job){ reused_b, NULL }, 1, (kiln_counter *)arg);
+}
+
+static void reused_second(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    (void)arg;
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    while (!atomic_load(&reused_b_ran) && seconds_since(&start) < 0.2) sched_yield();
+}
+
+typedef struct reused_helper {
+    kiln_runtime *rt;
+    kiln_ctx     *ctx;   /* written before go is 1 */
+    _Atomic int   go;
+} reused_helper;
+
+static void *reused_thread(void *arg) {
+    reused_helper *h = arg;
+    kiln_ctx *ctx = h->ctx = kiln_attach(h->rt);
+    atomic_store(&h->go, 1);
+    while (atomic_load(&h->go) != 2) sched_yield();
+    kiln_wait(ctx, &same_address);   /* runs reused_second, pinned here */
+    kiln_detach(ctx);
+    return NULL;
+}
+
+Test(waits, an_isolated_wait_never_runs_an_earlier_isolated_waits_jobs) {
+    kiln_runtime *rt = make_runtime(1, 0);
+    kiln_ctx *main_ctx = kiln_attach(rt);
+    kiln_counter blocker = { { 0 } };
+    kiln_run_ex(main_ctx, &(kiln_job){ reused_blocker, NULL }, 1, &blocker,
+                &(kiln_run_desc){ .background = true });
+    while (!atomic_load(&reused_blocking)) sched_yield();
+    reused_helper h = { rt, NULL, 0 };
+    pthread_t thread;
+    cr_assert_eq(pthread_create(&thread, NULL, reused_thread, &h), 0);
+    while (atomic_load(&h.go) != 1) sched_yield();
+
+    kiln_counter b_counter = { { 0 } };
+    kiln_run(main_ctx, &(kiln_job){ reused_first, &b_counter }, 1, &same_address);
+    kiln_wait_ex(main_ctx, &same_address, &(kiln_wait_desc){ .isolate = true });
+    cr_assert_eq(atomic_load(&reused_b_ran), 0, "B is queued, not run");
+    kiln_run_ex(main_ctx, &(kiln_job){ reused_second, NULL }, 1, &same_address,
+                &(kiln_run_desc){ .pinned_to = h.ctx });
+    atomic_store(&h.go, 2);
+    kiln_wait_ex(main_ctx, &same_address, &(kiln_wait_desc){ .isolate = true });
+    cr_assert_eq(atomic_load(&reused_b_ran), 0, "the second isolated wait ran the first one's job");
+    kiln_wait(main_ctx, &b_counter);   /* a plain wait runs B */
+    cr_assert_eq(atomic_load(&reused_b_ran), 1);
+    atomic_store(&reused_release, 1);
+    kiln_wait(main_ctx, &blocker);
+    pthread_join(thread, NULL);
+    kiln_detach(main_ctx);
+    kiln_destroy(rt);
+    cr_assert_eq(recorded_count(rec), 0, "log:%s", recorded_summary(rec));
+}
+
 /* A background job A waits isolated on its background child B; B, run inside that wait,
  * waits (plainly or isolated) on its own background child C, which carries A's
  * isolation. With one worker, nobody ran C and both hung (the second hostile review). */
