@@ -159,10 +159,15 @@ static inline bool took(kiln_job_system *sys, int d) {
     return true;
 }
 
-/* Owner: one of its own HIGH background tasks, counted off the hint. */
-static bool take_high_background_own(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
-    return kiln_deque_take(&q->deques[KILN_DEQUE_BACKGROUND_HIGH], task) &&
-           took(sys, KILN_DEQUE_BACKGROUND_HIGH);
+/* Owner: take, but skip the fence of an empty deque (only the owner pushes, so an
+ * empty look at its own deque is exact). */
+static bool take_own(kiln_deque *deque, kiln_task *task) {
+    return kiln_deque_looks_busy(deque) && kiln_deque_take(deque, task);
+}
+
+/* Owner: one of its own tasks of deque d, counted off the hints. */
+static bool take_own_counted(kiln_job_system *sys, kiln_job_queue *q, int d, kiln_task *task) {
+    return take_own(&q->deques[d], task) && took(sys, d);
 }
 
 void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q) {
@@ -178,12 +183,10 @@ void kiln_job_queue_retire(kiln_job_system *sys, kiln_job_queue *q) {
     q->steals = false;
     kiln_task task;
     uint64_t ran = 0;
-    while (take_pinned(q, &task, true) ||
-           (kiln_deque_take(&q->deques[KILN_DEQUE_HIGH], &task) && took(sys, KILN_DEQUE_HIGH)) ||
-           take_high_background_own(sys, q, &task) ||
-           kiln_deque_take(&q->deques[KILN_DEQUE_NORMAL], &task) ||
-           (kiln_deque_take(&q->deques[KILN_DEQUE_BACKGROUND], &task) &&
-            took(sys, KILN_DEQUE_BACKGROUND))) {
+    while (take_pinned(q, &task, true) || take_own_counted(sys, q, KILN_DEQUE_HIGH, &task) ||
+           take_own_counted(sys, q, KILN_DEQUE_BACKGROUND_HIGH, &task) ||
+           take_own_counted(sys, q, KILN_DEQUE_NORMAL, &task) ||
+           take_own_counted(sys, q, KILN_DEQUE_BACKGROUND, &task)) {
         run_task(sys, q, &task);
         ran++;
     }
@@ -484,12 +487,6 @@ static bool steal(kiln_job_system *sys, kiln_job_queue *q, int priority, kiln_ta
     return false;
 }
 
-/* Owner: take, but skip the fence of an empty deque (only the owner pushes, so an
- * empty look at its own deque is exact). */
-static bool take_own(kiln_deque *deque, kiln_task *task) {
-    return kiln_deque_looks_busy(deque) && kiln_deque_take(deque, task);
-}
-
 /* A task of deque d: q's own (newest first), else one stolen (oldest first). */
 static inline bool take_one(kiln_job_system *sys, kiln_job_queue *q, int d, kiln_task *task) {
     return (take_own(&q->deques[d], task) || steal(sys, q, d, task)) && took(sys, d);
@@ -722,12 +719,8 @@ static __attribute__((noinline)) bool take_own_matching(kiln_deque *deque, kiln_
     return r == KILN_STEAL_OK;
 }
 
-static bool take_own_tagged(kiln_deque *deque, kiln_task *task, uint64_t tag) {
-    return take_own_matching(deque, task, KILN_STEAL_ISOLATION, tag);
-}
-
-/* One pass over the other queues' oldest tasks, as steal() makes, for those whose
- * isolation (KILN_STEAL_ISOLATION) or frame epoch tag (KILN_STEAL_EPOCH) is tag. */
+/* One pass over the other queues' oldest tasks, as steal() makes, for those that match
+ * (kiln_task_matches: their isolation, frame epoch tag or counter is tag). */
 static bool steal_matching(kiln_job_system *sys, kiln_job_queue *q, int priority, kiln_task *task,
                            kiln_steal_match match, uint64_t tag) {
     if (!q->steals) return false;
@@ -746,16 +739,23 @@ static bool steal_matching(kiln_job_system *sys, kiln_job_queue *q, int priority
     return false;
 }
 
+/* A task of deque d that matches: q's own (take_own_matching), else another queue's
+ * oldest (steal_matching); counted off the hints. */
+static bool take_matching(kiln_job_system *sys, kiln_job_queue *q, int d, kiln_task *task,
+                          kiln_steal_match match, uint64_t tag) {
+    return (take_own_matching(&q->deques[d], task, match, tag) ||
+            steal_matching(sys, q, d, task, match, tag)) &&
+           took(sys, d);
+}
+
 /* find_task for an isolated wait: pinned tasks (any), then tagged ones by priority. */
 static bool find_task_isolated(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task,
                                bool background, uint64_t tag) {
     if (take_pinned(q, task, background)) return true;
     for (int d = KILN_DEQUE_HIGH; d >= KILN_DEQUE_NORMAL; d--)
-        if (take_own_tagged(&q->deques[d], task, tag) || steal_matching(sys, q, d, task, KILN_STEAL_ISOLATION, tag))
-            return took(sys, d);
+        if (take_matching(sys, q, d, task, KILN_STEAL_ISOLATION, tag)) return true;
     for (int d = KILN_DEQUE_BACKGROUND_HIGH; background && d >= KILN_DEQUE_BACKGROUND; d--)
-        if (take_own_tagged(&q->deques[d], task, tag) || steal_matching(sys, q, d, task, KILN_STEAL_ISOLATION, tag))
-            return took(sys, d);
+        if (take_matching(sys, q, d, task, KILN_STEAL_ISOLATION, tag)) return true;
     kiln_owner_inc(&q->steal_misses);
     return false;
 }
@@ -799,10 +799,9 @@ static bool worker_idle(kiln_job_system *sys, kiln_job_queue *q, idle_spin *spin
 /* The background jobs of the counter a wait is on, which a wait that leaves background
  * jobs to the workers still takes: those pinned to this thread (nobody else may run
  * them; one hint load when there are none), and on a worker those on any background
- * deque that carry the counter's address (submitted outside isolated waits): a worker's
- * background job that waits on background children it queued would otherwise wait for
- * ever once every worker did the same. Other threads leave those to the workers, as
- * jobs.h says. Only after an empty look. */
+ * deque that are counted on the counter: a worker's background job that waits on
+ * background children it queued would otherwise wait for ever once every worker did
+ * the same. Other threads leave those to the workers, as jobs.h says. */
 static bool wait_own_background(kiln_job_system *sys, kiln_job_queue *q, const kiln_counter_state *counter,
                                 kiln_task *task) {
     if (take_pinned_counted(q, counter, task)) return true;
@@ -816,37 +815,48 @@ static bool wait_own_background(kiln_job_system *sys, kiln_job_queue *q, const k
     const uint64_t tags[2] = { (uint64_t)(uintptr_t)counter, q->isolated };
     for (int t = 0; t < 2 && tags[t] != 0; t++)
         for (int d = KILN_DEQUE_BACKGROUND_HIGH; d >= KILN_DEQUE_BACKGROUND; d--)
-            if (take_own_matching(&q->deques[d], task, match[t], tags[t]) ||
-                steal_matching(sys, q, d, task, match[t], tags[t]))
-                return took(sys, d);
+            if (take_matching(sys, q, d, task, match[t], tags[t])) return true;
     return false;
 }
 
 /* A task a wait on counter may run: any, and background ones too when background;
  * inside an isolated wait (q->isolated), only tasks of its tag, the ones of the counter
  * waited on (submitted outside isolation, they carry its address: the wait cannot end
- * without them), and when none is found and there are no workers (background), any
- * task: the counter's jobs may wait for prerequisites of other tags
- * (kiln_run_desc.after), which nobody else would run. Without background, still the
+ * without them; the tag itself is a token, never a counter's address, isolation_token),
+ * and when none is found and there are no workers (background), any task: the
+ * counter's jobs may wait for prerequisites of other tags (kiln_run_desc.after), which
+ * nobody else would run. */
+static inline __attribute__((always_inline)) bool find_wait_any(kiln_job_system *sys, kiln_job_queue *q,
+                                                                const kiln_counter_state *counter,
+                                                                bool background, kiln_task *task) {
+    uint64_t tag = q->isolated;
+    return tag ? find_task_isolated(sys, q, task, background, tag) ||
+                     find_task_isolated(sys, q, task, background, (uint64_t)(uintptr_t)counter) ||
+                     (background && find_task(sys, q, task, background))
+               : find_task(sys, q, task, background);
+}
+
+/* find_wait_task while the hints say background jobs are queued: the counter's own
+ * first (a frame whose jobs never run out would otherwise hold the wait for as long as
+ * it lasts), then the rest. Out of line: waits rarely meet background jobs. */
+static KILN_COLD bool find_wait_own_first(kiln_job_system *sys, kiln_job_queue *q,
+                                          const kiln_counter_state *counter, kiln_task *task) {
+    return wait_own_background(sys, q, counter, task) || find_wait_any(sys, q, counter, false, task);
+}
+
+/* A task a wait on counter may run (find_wait_any). Without background, still the
  * background jobs of this very counter (wait_own_background): the wait cannot end
  * without them, and the workers may all be waiting the same way. Those come first while
- * the hints say background jobs are queued (on a deque, or pinned to q): a frame whose
- * jobs never run out would otherwise hold the wait for as long as it lasts. */
+ * the hints say background jobs are queued (on a deque, or pinned to q), else last,
+ * since the hints lag. */
 static inline __attribute__((always_inline)) bool find_wait_task(kiln_job_system *sys, kiln_job_queue *q,
                                                                  const kiln_counter_state *counter,
                                                                  bool background, kiln_task *task) {
-    if (!background &&
-        kiln_unlikely(kiln_load_relaxed(&sys->priority_queued) > 0 ||
-                      kiln_load_relaxed(&q->inbox_hint[KILN_INBOX_BACKGROUND]) != 0) &&
-        wait_own_background(sys, q, counter, task))
-        return true;
-    uint64_t tag = q->isolated, own = (uint64_t)(uintptr_t)counter;
-    if (tag ? find_task_isolated(sys, q, task, background, tag) ||
-                  (own != tag && find_task_isolated(sys, q, task, background, own)) ||
-                  (background && find_task(sys, q, task, background))
-            : find_task(sys, q, task, background))
-        return true;
-    return !background && wait_own_background(sys, q, counter, task);
+    if (!background && kiln_unlikely(kiln_load_relaxed(&sys->priority_queued) > 0 ||
+                                     kiln_load_relaxed(&q->inbox_hint[KILN_INBOX_BACKGROUND]) != 0))
+        return find_wait_own_first(sys, q, counter, task);
+    return find_wait_any(sys, q, counter, background, task) ||
+           (!background && wait_own_background(sys, q, counter, task));
 }
 
 /* Flags the counter as slept on, so that the decrement that makes its count zero wakes
@@ -863,18 +873,6 @@ static bool flag_sleepers(kiln_counter_state *counter) {
     }
 }
 
-/* One sleep of a wait that found nothing to run (model: jobs/wait_sleep.pml, whose step
- * names are in brackets). Flag the counter [flag], read the waiters' word [read],
- * announce [announce], look again for a task [look] and at the counter [check], sleep
- * [sleep]. No wake-up is lost:
- * - the counter's zero: the last decrement reads the flag and bumps the word after it
- *   (release); a read that sees the bump sees the zero (acquire), so either the check
- *   reads zero, or the word read is older and the futex sees the bump or the wake;
- * - queued work: a submitter pushes, fences, then reads sleepers (wake); this thread
- *   announces, fences, then looks. One of them sees the other's store, as for an idle
- *   worker (sleep_once).
- * Returns true with *task when the look found one; *timed_out when the sleep ended with
- * the word unchanged (the safety net's timeout, or a stuck wait's clock). */
 /* A waiter (a wait, a drain) announces itself to the threads that queue work: sleepers
  * (wake's first load) and waiters_asleep (so that wake bumps the waiters' word), then a
  * fence before its look, which pairs with wake's fence. */
@@ -900,6 +898,18 @@ static bool waiter_futex(kiln_job_queue *q, uint32_t seen, long timeout_ns, bool
     return kiln_load_acquire(&waiters_word) == seen;
 }
 
+/* One sleep of a wait that found nothing to run (model: jobs/wait_sleep.pml, whose step
+ * names are in brackets). Flag the counter [flag], read the waiters' word [read],
+ * announce [announce], look again for a task [look] and at the counter [check], sleep
+ * [sleep]. No wake-up is lost:
+ * - the counter's zero: the last decrement reads the flag and bumps the word after it
+ *   (release); a read that sees the bump sees the zero (acquire), so either the check
+ *   reads zero, or the word read is older and the futex sees the bump or the wake;
+ * - queued work: a submitter pushes, fences, then reads sleepers (wake); this thread
+ *   announces, fences, then looks. One of them sees the other's store, as for an idle
+ *   worker (sleep_once).
+ * Returns true with *task when the look found one; *timed_out when the sleep ended with
+ * the word unchanged (the safety net's timeout, or a stuck wait's clock). */
 static bool wait_sleep(kiln_job_system *sys, kiln_job_queue *q, kiln_counter_state *counter,
                        bool background, kiln_task *task, bool again, bool *timed_out) {
     *timed_out = false;
