@@ -7,6 +7,7 @@
 #define KILN_TESTS_JOB_CHECK_H
 
 #include <kiln/jobs.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -43,6 +44,25 @@ static inline double seconds_since(const struct timespec *start) {
     struct timespec now;
     clock_gettime(CLOCK_MONOTONIC, &now);
     return (double)(now.tv_sec - start->tv_sec) + (double)(now.tv_nsec - start->tv_nsec) * 1e-9;
+}
+
+/* A job that sets the _Atomic int at arg to 1. */
+static inline void job_raise_flag(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    atomic_store((_Atomic int *)arg, 1);
+}
+
+/* A job that holds the thread running it (a test's only worker, say) until released:
+ * arg is a job_hold; started is 1 once it runs. */
+typedef struct job_hold {
+    _Atomic int started, release;
+} job_hold;
+
+static inline void job_hold_thread(kiln_ctx *ctx, void *arg) {
+    (void)ctx;
+    job_hold *hold = arg;
+    atomic_store(&hold->started, 1);
+    while (!atomic_load(&hold->release)) sched_yield();
 }
 
 #define assert_no_job_failures() \

@@ -967,15 +967,8 @@ Test(jobs, pinned_to_a_worker_runs_on_that_worker) {
 
 #define PRIO_N 200
 
-static _Atomic unsigned prio_started, prio_release, prio_claimed, prio_done;
+static _Atomic unsigned prio_claimed, prio_done;
 static int              prio_order[2 * PRIO_N];   /* 0: normal, 1: high, by execution order */
-
-static void prio_blocker(kiln_ctx *ctx, void *arg) {
-    (void)ctx;
-    (void)arg;
-    atomic_store(&prio_started, 1);
-    while (!atomic_load(&prio_release)) sched_yield();
-}
 
 static void prio_job(kiln_ctx *ctx, void *arg) {
     (void)ctx;
@@ -987,8 +980,9 @@ static void prio_job(kiln_ctx *ctx, void *arg) {
 Test(jobs, high_priority_runs_before_normal_on_one_worker) {
     start(1, 0);
     kiln_counter blocker_done = { { 0, 0 } };
-    kiln_run(main_ctx, &(kiln_job){ prio_blocker, NULL }, 1, &blocker_done);
-    spin_until(&prio_started, 1);   /* the only worker is busy from here on */
+    job_hold hold = { 0, 0 };
+    kiln_run(main_ctx, &(kiln_job){ job_hold_thread, &hold }, 1, &blocker_done);
+    while (!atomic_load(&hold.started)) sched_yield();   /* the only worker is busy from here on */
 
     kiln_job normal[PRIO_N], high[PRIO_N];
     for (int i = 0; i < PRIO_N; i++) {
@@ -998,7 +992,7 @@ Test(jobs, high_priority_runs_before_normal_on_one_worker) {
     kiln_counter done = { { 0, 0 } };
     kiln_run(main_ctx, normal, PRIO_N, &done);
     kiln_run_ex(main_ctx, high, PRIO_N, &done, &(kiln_run_desc){ .priority = KILN_PRIORITY_HIGH });
-    atomic_store(&prio_release, 1);
+    atomic_store(&hold.release, 1);
     spin_until(&prio_done, 2 * PRIO_N);   /* no kiln call: the worker runs them all */
     kiln_wait(main_ctx, &done);
     kiln_wait(main_ctx, &blocker_done);

@@ -354,16 +354,11 @@ static void stream_job(kiln_ctx *ctx, void *arg) {
     kiln_run(ctx, next, 2, NULL);
 }
 
-static void stream_child(kiln_ctx *ctx, void *arg) {
-    (void)ctx;
-    atomic_store((_Atomic int *)arg, 1);
-}
-
 static void stream_parent(kiln_ctx *ctx, void *arg) {
     kiln_priority priority = (kiln_priority)(intptr_t)arg;
     _Atomic int child_ran = 0;
     kiln_counter c = { { 0 } };
-    kiln_run_ex(ctx, &(kiln_job){ stream_child, &child_ran }, 1, &c,
+    kiln_run_ex(ctx, &(kiln_job){ job_raise_flag, &child_ran }, 1, &c,
                 &(kiln_run_desc){ .background = true, .priority = priority });
     in_parent_wait = true;
     kiln_wait(ctx, &c);
@@ -407,12 +402,6 @@ Test(waits, a_background_jobs_wait_runs_its_child_before_an_endless_frame) {
 static kiln_counter iso_child_counter;
 static _Atomic int iso_f_started, iso_c_queued, iso_c_ran, iso_gave_up;
 
-static void iso_child_c(kiln_ctx *ctx, void *arg) {
-    (void)ctx;
-    (void)arg;
-    atomic_store(&iso_c_ran, 1);
-}
-
 static void iso_child_f(kiln_ctx *ctx, void *arg) {
     (void)arg;
     atomic_store(&iso_f_started, 1);
@@ -432,7 +421,7 @@ static void iso_child_j(kiln_ctx *ctx, void *arg) {
         }
         sched_yield();
     }
-    kiln_run_ex(ctx, &(kiln_job){ iso_child_c, NULL }, 1, &iso_child_counter,
+    kiln_run_ex(ctx, &(kiln_job){ job_raise_flag, &iso_c_ran }, 1, &iso_child_counter,
                 &(kiln_run_desc){ .background = true });
     atomic_store(&iso_c_queued, 1);
 }
@@ -462,23 +451,10 @@ Test(waits, a_workers_wait_runs_its_counters_background_job_queued_in_an_isolate
  * 200 ms to take B first (how long does not decide the test: a correct wait never
  * takes B, and a plain wait runs it afterwards). */
 static kiln_counter same_address;
-static _Atomic int reused_b_ran, reused_blocking, reused_release;
-
-static void reused_blocker(kiln_ctx *ctx, void *arg) {
-    (void)ctx;
-    (void)arg;
-    atomic_store(&reused_blocking, 1);
-    while (!atomic_load(&reused_release)) sched_yield();
-}
-
-static void reused_b(kiln_ctx *ctx, void *arg) {
-    (void)ctx;
-    (void)arg;
-    atomic_store(&reused_b_ran, 1);
-}
+static _Atomic int reused_b_ran;
 
 static void reused_first(kiln_ctx *ctx, void *arg) {
-    kiln_run(ctx, &(kiln_job){ reused_b, NULL }, 1, (kiln_counter *)arg);
+    kiln_run(ctx, &(kiln_job){ job_raise_flag, &reused_b_ran }, 1, (kiln_counter *)arg);
 }
 
 static void reused_second(kiln_ctx *ctx, void *arg) {
@@ -509,9 +485,10 @@ Test(waits, an_isolated_wait_never_runs_an_earlier_isolated_waits_jobs) {
     kiln_runtime *rt = make_runtime(1, 0);
     kiln_ctx *main_ctx = kiln_attach(rt);
     kiln_counter blocker = { { 0 } };
-    kiln_run_ex(main_ctx, &(kiln_job){ reused_blocker, NULL }, 1, &blocker,
+    job_hold hold = { 0, 0 };
+    kiln_run_ex(main_ctx, &(kiln_job){ job_hold_thread, &hold }, 1, &blocker,
                 &(kiln_run_desc){ .background = true });
-    while (!atomic_load(&reused_blocking)) sched_yield();
+    while (!atomic_load(&hold.started)) sched_yield();
     reused_helper h = { rt, NULL, 0 };
     pthread_t thread;
     cr_assert_eq(pthread_create(&thread, NULL, reused_thread, &h), 0);
@@ -528,7 +505,7 @@ Test(waits, an_isolated_wait_never_runs_an_earlier_isolated_waits_jobs) {
     cr_assert_eq(atomic_load(&reused_b_ran), 0, "the second isolated wait ran the first one's job");
     kiln_wait(main_ctx, &b_counter);   /* a plain wait runs B */
     cr_assert_eq(atomic_load(&reused_b_ran), 1);
-    atomic_store(&reused_release, 1);
+    atomic_store(&hold.release, 1);
     kiln_wait(main_ctx, &blocker);
     pthread_join(thread, NULL);
     kiln_detach(main_ctx);
