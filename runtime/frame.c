@@ -5,6 +5,7 @@
 #include "context.h"
 #include "handle_reclaim.h"
 #include "history.h"
+#include "stats_print.h"
 #include "trace.h"
 
 /* Claims the clock for ctx if nobody drives it; whether ctx is the driver now. A claim
@@ -101,4 +102,6 @@ void kiln_frame_end(kiln_ctx *ctx) {
     kiln_history_frame_end(rt, ctx, &record);
     if (kiln_unlikely(kiln_tracing(&rt->trace))) kiln_trace_frame_end(ctx, &record);
     rt->frame_open = false;
+    uint32_t every = rt->desc.stats.every_frames;
+    if (kiln_unlikely(every != 0) && record.frame % every == 0) kiln_stats_log(rt);
 }

@@ -7,6 +7,7 @@
 #include "handle_reclaim.h"
 #include "handles.h"
 #include "pools.h"
+#include "stats_print.h"
 #include "trace.h"
 
 #include <string.h>
@@ -124,8 +125,13 @@ static void switch_frame_memory(void *owner, uint32_t epoch) {
 
 kiln_runtime *kiln_create(const kiln_desc *desc) {
     if (!kiln_outside_log_callback(NULL, "kiln_create")) return NULL;
-    kiln_desc d = desc_with_defaults(desc);
-    kiln_log_sink early = { d.log, d.log_user, NULL, d.error_hook, d.error_hook_user, d.log_item };
+    kiln_desc given = desc ? *desc : (kiln_desc){ 0 };
+    /* No layer changes a callback: the early sink is the runtime's. */
+    kiln_log_sink early = { given.log, given.log_user, NULL, given.error_hook,
+                            given.error_hook_user, given.log_item };
+    kiln_option_sources sources;
+    if (!kiln_options_apply(&given, &sources, &early)) return NULL;   /* logged; nothing made */
+    kiln_desc d = desc_with_defaults(&given);
     if (!desc_check(&d, &early)) return NULL;
     size_t size = kiln_align_up(sizeof(kiln_runtime), KILN_CACHE_LINE);
     kiln_runtime *rt = kiln_heap_aligned(KILN_CACHE_LINE, size);
@@ -136,6 +142,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     }
     memset(rt, 0, size);
     rt->desc = d;
+    rt->option_sources = sources;
     rt->log = (kiln_log_sink){ d.log, d.log_user, &rt->api_errors, d.error_hook, d.error_hook_user, d.log_item };
     kiln_block_pool_config pool_config = {
         .block_size = d.block_size,
@@ -194,6 +201,7 @@ void kiln_destroy(kiln_runtime *rt) {
     if (!rt) return;
     if (!kiln_runtime_check(rt, "kiln_destroy")) return;
     if (!kiln_outside_log_callback(&rt->log, "kiln_destroy")) return;
+    if (rt->desc.stats.at_exit) kiln_stats_log(rt);   /* before anything is torn down */
     uint64_t ran_before = kiln_load_relaxed(&rt->jobs.retire_runs);
     kiln_workers_stop(rt);
     while (rt->contexts) {
@@ -247,6 +255,32 @@ kiln_desc kiln_runtime_desc(const kiln_runtime *rt) {
     if (d.worker_count == 0) d.worker_count = KILN_NO_WORKERS;
     d.reserve_size = rt->blocks.reserve_blocks * rt->blocks.block_size;
     return d;
+}
+
+bool kiln_option_source(kiln_runtime *rt, const char *key, char *out, size_t cap) {
+    if (!kiln_runtime_check(rt, "kiln_option_source")) return false;
+    if (cap != 0 && !out) {
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_STATS_NULL_OUT,
+                        "kiln_option_source: out is NULL with cap %zu", cap);
+        return false;
+    }
+    if (cap) out[0] = '\0';
+    kiln_desc_field field = kiln_option_find(key);
+    if (field == KILN_FIELD_COUNT) {
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_OPTION_KEY_UNKNOWN,
+                        "kiln_option_source: '%s' is no option key", key ? key : "(null)");
+        return false;
+    }
+    const char *layer = kiln_option_layer_name((kiln_option_layer)rt->option_sources.layer[field]);
+    size_t length = strlen(layer);
+    if (length >= cap) {   /* no partial name */
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_OPTION_OUT_TOO_SMALL,
+                        "kiln_option_source: out holds %zu bytes; '%s' takes %zu "
+                        "(KILN_OPTION_SOURCE_MAX: %d)", cap, layer, length + 1, KILN_OPTION_SOURCE_MAX);
+        return false;
+    }
+    memcpy(out, layer, length + 1);
+    return true;
 }
 
 uint64_t kiln_frame_number(const kiln_runtime *rt) {

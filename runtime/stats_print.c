@@ -1,7 +1,11 @@
 /* runtime/stats_print.c — every figure at once: kiln_stats_print (tables for people)
  * and kiln_stats_write_json (one object for tools). Both walk one description of the
  * stats structs, a field table per struct made from the struct's X-macro list. */
+#define _POSIX_C_SOURCE 200809L   /* open_memstream */
+#include "stats_print.h"
+
 #include "check.h"
+#include "options.h"
 
 #include <inttypes.h>
 #include <stdlib.h>
@@ -240,12 +244,43 @@ void kiln_stats_print(kiln_runtime *rt, FILE *out) {
     snapshot snap;
     if (!snapshot_take(rt, out, &snap, "kiln_stats_print")) return;
     fprintf(out, "kiln stats, frame %" PRIu64 "\n", snap.stats.frame);
+    kiln_desc effective = kiln_runtime_desc(rt);
+    fputs("configuration (key = value (layer)):\n", out);
+    kiln_options_print(out, "  ", &effective, &rt->option_sources);
     for (int i = 0; i < S_COUNT; i++) {
         if (snap.sections[i].list) print_list(out, &snap.sections[i]);
         else print_struct(out, &snap.sections[i]);
     }
     if (rt->desc.debug & KILN_DEBUG_SITES) print_sites(rt, out);
     snapshot_free(&snap);
+}
+
+/* A log message holds 511 bytes: a longer line goes in pieces. */
+#define REPORT_PIECE 400
+
+void kiln_stats_log(kiln_runtime *rt) {
+    char *text = NULL;
+    size_t size = 0;
+    FILE *out = open_memstream(&text, &size);
+    if (!out) {
+        kiln_log(&rt->log, KILN_LOGITEM_STATS_OUT_OF_MEMORY,
+                 "desc.stats: no memory for the text of kiln_stats_print");
+        return;
+    }
+    kiln_stats_print(rt, out);
+    fclose(out);
+    for (char *line = text; line && *line;) {
+        char *end = strchr(line, '\n');
+        size_t length = end ? (size_t)(end - line) : strlen(line);
+        for (size_t at = 0; at < length || at == 0; at += REPORT_PIECE) {
+            int piece = (int)(length - at < REPORT_PIECE ? length - at : REPORT_PIECE);
+            kiln_log(&rt->log, KILN_LOGITEM_STATS_REPORT, "%s%.*s", at ? "... " : "", piece,
+                     line + at);
+            if (length == 0) break;
+        }
+        line = end ? end + 1 : line + length;
+    }
+    free(text);   /* open_memstream's: the C heap */
 }
 
 /* ---------- JSON ---------- */

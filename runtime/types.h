@@ -17,6 +17,7 @@
 #include "../base/log.h"
 #include "../jobs/scheduler.h"
 #include "../alloc/handle_table.h"
+#include "options.h"
 
 #define KILN_RUNTIME_MAGIC 0x6b696c6e52554e54ull   /* "kilnRUNT" */
 #define KILN_CTX_MAGIC     0x6b696c6e43545854ull   /* "kilnCTXT" */
@@ -192,6 +193,7 @@ struct kiln_runtime {
     struct kiln_runtime *live_next; /* the process's list of live runtimes (runtime/check.c),
                                        under that list's lock */
     kiln_desc        desc;          /* every default filled in; read-only */
+    kiln_option_sources option_sources;   /* each desc field's layer; read-only */
     kiln_log_sink    log;
     _Atomic uint64_t api_errors;    /* calls refused for misuse, any thread (relaxed) */
 

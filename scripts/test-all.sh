@@ -13,6 +13,8 @@
 # binary's and each stage's time is printed; the stages' again at the end.
 # The last line is "N passed, N failed"; skipped tests are counted apart, not as passed.
 set -uo pipefail
+# The tests set their own options: one from the caller's environment would change them.
+unset KILN_OPTIONS
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"

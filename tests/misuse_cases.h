@@ -292,6 +292,59 @@ ROW(runtime_desc_forged, "kiln_runtime_desc", "UNDOC forged runtime: {0}, RUNTIM
     WANT(all_zero(&d, sizeof d));
 })
 
+/* kiln_create: options strings (the rest of the kinds: tests/test_options.c) */
+ROW(create_option_bad_value, "kiln_create", "range: desc.options warn_percent=101", KILN_LOGITEM_OPTION_INVALID, SINK_A, NOT_COUNTED, 0, DOC, {
+    kiln_desc d = recording_desc(f->rec_a);
+    d.options = "warn_percent=101";
+    d.options_env = KILN_OPTIONS_ENV_IGNORE;
+    kiln_runtime *rt = kiln_create(&d);
+    WANT_NULL(rt);
+    kiln_destroy(rt);
+})
+ROW(create_option_no_value, "kiln_create", "format: desc.options pair without =", KILN_LOGITEM_OPTION_INVALID, SINK_A, NOT_COUNTED, 0, DOC, {
+    kiln_desc d = recording_desc(f->rec_a);
+    d.options = "debug";
+    d.options_env = KILN_OPTIONS_ENV_IGNORE;
+    kiln_runtime *rt = kiln_create(&d);
+    WANT_NULL(rt);
+    kiln_destroy(rt);
+})
+ROW(create_option_unknown_key, "kiln_create", "unknown: desc.options key that is none (warned; create goes on)", KILN_LOGITEM_OPTION_UNKNOWN, SINK_A, NOT_COUNTED, 0, DOC, {
+    kiln_desc d = recording_desc(f->rec_a);
+    d.options = "wokers=2";
+    d.options_env = KILN_OPTIONS_ENV_IGNORE;
+    kiln_runtime *rt = kiln_create(&d);
+    WANT_NOT_NULL(rt);
+    kiln_destroy(rt);
+})
+
+/* kiln_option_source */
+ROW(option_source_null_rt, "kiln_option_source", "NULL runtime: false, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    char out[KILN_OPTION_SOURCE_MAX];
+    WANT(!kiln_option_source(NULL, "workers", out, sizeof out));
+})
+ROW(option_source_forged_rt, "kiln_option_source", "forged runtime: false, RUNTIME_INVALID", KILN_LOGITEM_RUNTIME_INVALID, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    char out[KILN_OPTION_SOURCE_MAX];
+    WANT(!kiln_option_source(FORGED_RT, "workers", out, sizeof out));
+})
+ROW(option_source_unknown_key, "kiln_option_source", "unknown: a key that is none: false, out \"\"", KILN_LOGITEM_OPTION_KEY_UNKNOWN, SINK_A, COUNTED, 0, DOC, {
+    char out[KILN_OPTION_SOURCE_MAX] = "x";
+    WANT(!kiln_option_source(f->a, "wrkers", out, sizeof out));
+    WANT_EQ(out[0], '\0');
+})
+ROW(option_source_null_key, "kiln_option_source", "NULL key: false", KILN_LOGITEM_OPTION_KEY_UNKNOWN, SINK_A, COUNTED, 0, DOC, {
+    char out[KILN_OPTION_SOURCE_MAX];
+    WANT(!kiln_option_source(f->a, NULL, out, sizeof out));
+})
+ROW(option_source_null_out, "kiln_option_source", "NULL out with cap 8: false", KILN_LOGITEM_STATS_NULL_OUT, SINK_A, COUNTED, 0, DOC, {
+    WANT(!kiln_option_source(f->a, "workers", NULL, KILN_OPTION_SOURCE_MAX));
+})
+ROW(option_source_small_out, "kiln_option_source", "size: cap 1: false, out \"\"", KILN_LOGITEM_OPTION_OUT_TOO_SMALL, SINK_A, COUNTED, 0, DOC, {
+    char out[1] = { 'x' };
+    WANT(!kiln_option_source(f->a, "workers", out, sizeof out));
+    WANT_EQ(out[0], '\0');
+})
+
 /* kiln_trim */
 ROW(trim_null, "kiln_trim", "UNDOC NULL runtime: 0, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     WANT_EQ(kiln_trim(NULL), 0u);

@@ -203,6 +203,24 @@ static void scenario_stats(void) {
     end(rt, ctx);
 }
 
+/* A runtime configured by an options string (sites' registry, a frame reserve, the stats
+ * report at every frame end and at destroy), one frame: a refused create leaks nothing,
+ * whichever allocation fails (a refused options string makes none: test_options.c). */
+static void scenario_options(void) {
+    kiln_desc desc = fault_desc(0);
+    desc.options = "debug=sites,frame_reserve=64K,stats=exit+frame:1";
+    desc.options_env = KILN_OPTIONS_ENV_IGNORE;
+    kiln_runtime *rt = kiln_create(&desc);
+    kiln_ctx *ctx = rt ? kiln_attach(rt) : NULL;
+    if (ctx) {
+        kiln_frame_begin(ctx);
+        kiln_frame_alloc(ctx, 100, 16);
+        kiln_frame_end(ctx);
+        kiln_detach(ctx);
+    }
+    kiln_destroy(rt);
+}
+
 /* ---- the walk ---- */
 
 typedef void (*scenario_fn)(void);
@@ -255,6 +273,7 @@ Test(faults, handles_create) { walk("kiln_handles_create", scenario_handles); }
 Test(faults, job_deque_growth) { walk("job deque growth", scenario_job_growth); }
 Test(faults, trace_record_and_write) { walk("trace", scenario_trace); }
 Test(faults, stats_print_and_json) { walk("stats print", scenario_stats); }
+Test(faults, create_from_options) { walk("kiln_create from options", scenario_options); }
 
 /* Each walk reaches the sites it is about: the counts are kiln's own, and these floors
  * say which allocations each scenario must at least contain. */

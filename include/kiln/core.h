@@ -184,99 +184,179 @@ typedef enum kiln_budget_policy {
                                  one FRAME_BUDGET_REFUSED per context per frame */
 } kiln_budget_policy;
 
+/* kiln_desc.options_env: whether the environment variable KILN_OPTIONS applies. */
+typedef enum kiln_options_env {
+    KILN_OPTIONS_ENV_READ   = 0,   /* KILN_OPTIONS overrides the desc and desc.options */
+    KILN_OPTIONS_ENV_IGNORE = 1    /* a program that must not be overridden: not read */
+} kiln_options_env;
+
+/* kiln_desc.stats: when kiln writes kiln_stats_print into the log, one STATS_REPORT (INFO)
+ * message per line. {0}: never. */
+typedef struct kiln_stats_schedule {
+    bool     at_exit;        /* at kiln_destroy, before anything is torn down */
+    uint32_t every_frames;   /* at the end of every Nth frame (frame numbers N, 2N, ...);
+                                0: never */
+} kiln_stats_schedule;
+
+/* Every field of kiln_desc, in one X-macro list: X(type, field, key, kind, default,
+ * meaning) once per field, in the struct's order.
+ *   type, field  the member (kiln_desc is made from this list: KILN_DESC_MEMBER)
+ *   key          the field's key in an options string ("" for a field a string cannot
+ *                express: callbacks, their user pointers, the options themselves)
+ *   kind         how its value is written: NONE (no key), COUNT (a decimal number),
+ *                COUNT64, PERCENT (0 to 100), SPIN_US (0 to KILN_MAX_IDLE_SPIN_US), SIZE
+ *                (a number with an optional K, M, G or T: binary multiples), BLOCK_SIZE
+ *                (a SIZE that is 0 or a power of two from 4K to 1G), WORKERS (a COUNT or
+ *                "none"), DEBUG (debug bit names joined by +), POLICY (warn, refuse),
+ *                BOOL (on, off, true, false, yes, no, 1, 0), STATS (see the key below)
+ *   default      what 0 means, as the README's options table writes it
+ *   meaning      one line for that table
+ * A value means what the field's value means: 0 is the default wherever the field's
+ * comment says so. README.md's options table is checked against this list by a test.
+ *
+ * Options strings: "key=value" pairs separated by commas, spaces around either ignored,
+ * for example "workers=3,debug=guards+fill,memory_limit=512M,warn_percent=70,stats=exit".
+ * A value runs to the next comma: it cannot hold one. Layers, lowest first: kiln's
+ * defaults, the desc's fields, desc.options, then the environment variable KILN_OPTIONS
+ * (unless desc.options_env is KILN_OPTIONS_ENV_IGNORE); a later layer's key overrides an
+ * earlier one, and within one string the last of a key wins. kiln_option_source tells a
+ * value's layer, and kiln_stats_print shows every value with its layer.
+ * - An unknown key: one OPTION_UNKNOWN warning naming it, its layer and the nearest key;
+ *   create goes on.
+ * - A value that is not one of its kind (not a number, too large, an unknown name) or a
+ *   pair without "=": kiln_create refuses (NULL, OPTION_INVALID naming the key, the value,
+ *   the layer and what is allowed), before it has made anything.
+ * The check of each field's value against the others (frame_reserve against
+ * memory_limit, say) is the desc's, whichever layer set it. */
+#define KILN_DESC_FIELDS(X) \
+    X(uint32_t, worker_count, "workers", WORKERS, "CPUs - 1", "worker threads, 0 to 63; none: no workers") \
+        /* worker threads, at most KILN_MAX_WORKERS; 0: one per
+         online CPU minus one for the attaching thread (at most
+         KILN_MAX_WORKERS); KILN_NO_WORKERS: none */ \
+    X(size_t, block_size, "block_size", BLOCK_SIZE, "64K", "the block pool's granule, a power of two from 4K to 1G") \
+        /* global block pool granule, a power of two from 4 KiB to
+         1 GiB; 0: 64 KiB */ \
+    X(size_t, memory_limit, "memory_limit", SIZE, "0 (none)", "most bytes the block pool reserves from the OS") \
+        /* most bytes the block pool may reserve from the OS, counting
+         dedicated mappings of large arena allocations; at least one
+         block (MEMORY_LIMIT_INVALID otherwise); a reservation is cut
+         to what the limit leaves; 0: no limit */ \
+    X(size_t, frame_budget, "frame_budget", SIZE, "0 (none)", "frame-arena bytes per context per frame before a warning or refusal") \
+        /* frame-arena bytes per context per frame before a warning
+         (one warning per context per frame), or a refusal under
+         KILN_BUDGET_REFUSE (frame_budget_policy); 0: none */ \
+    X(uint32_t, debug, "debug", DEBUG, "none", "debug bits joined by +: checks, fill, guards, guard_pages, poison, sites, ownership, all, none") \
+        /* KILN_DEBUG_* bits; 0: none. Other bits are dropped, with
+         one DEBUG_UNKNOWN_BITS warning at create */ \
+    X(kiln_log_fn, log, "", NONE, "stderr", "") \
+        /* NULL: one line per message on stderr ("kiln warn: ...") */ \
+    X(void *, log_user, "", NONE, "NULL", "") \
+        /* passed to log and log_item unchanged */ \
+    X(size_t, reserve_size, "reserve_size", SIZE, "64 blocks", "bytes asked of the OS per reservation") \
+        /* bytes asked of the OS per reservation, rounded up to whole
+         blocks; at most 2^24 - 1 blocks and 128 TiB (the user address
+         space; RESERVE_SIZE_INVALID beyond); 0: 64 blocks (4 MiB with
+         64 KiB blocks) */ \
+    X(uint32_t, audit_sample, "audit_sample", COUNT, "64", "live objects per allocator whose guards each frame end checks") \
+        /* KILN_DEBUG_GUARDS: live pool objects / arena allocations
+         per allocator whose guards each kiln_frame_end checks; 0: 64 */ \
+    X(kiln_error_hook_fn, error_hook, "", NONE, "NULL", "") \
+        /* NULL: none; see kiln_error_hook_fn */ \
+    X(void *, error_hook_user, "", NONE, "NULL", "") \
+        /* passed to error_hook unchanged */ \
+    X(kiln_log_item_fn, log_item, "", NONE, "NULL", "") \
+        /* NULL: none. Every message, with its item's id, besides
+         log (which keeps its default); see kiln_log_item_fn */ \
+    X(uint32_t, warn_percent, "warn_percent", PERCENT, "80", "share of a limit, 1 to 100, at which kiln warns once per episode") \
+        /* share of a limit, 1-100, at which kiln warns once per
+         episode: a frame arena of frame_budget (FRAME_BUDGET_NEAR),
+         the block pool of memory_limit (MEMORY_LIMIT_NEAR), a pool of
+         its capacity (POOL_CAPACITY_NEAR), a handle table of its
+         capacity (HANDLES_CAPACITY_NEAR). An episode ends when usage
+         falls more than 10 percentage points under the share (for a
+         share of 10 or less: when it falls to zero). Judged: frame
+         arenas on each frame's high-water mark at its reset; the
+         block pool when it reserves or unmaps; pools and tables at
+         each frame end and stats read, pools also at their caches'
+         magazine exchanges (an estimate a magazine late, which may
+         start an episode but not end one). 0: 80; over 100: refused
+         (WARN_PERCENT_INVALID) */ \
+    X(size_t, frame_reserve, "frame_reserve", SIZE, "0 (none)", "bytes of blocks each context's frame arena keeps") \
+        /* bytes of block space each context's frame arena takes when
+         its context is made (workers at create, attached threads at
+         kiln_attach; pages touched then) and keeps across every
+         reset, as kiln_arena_reserve does; a context whose reserve
+         the block pool refuses is not made. More than memory_limit
+         or the user address space: refused (FRAME_RESERVE_INVALID).
+         0: none */ \
+    X(kiln_budget_policy, frame_budget_policy, "frame_budget_policy", POLICY, "warn", "what a frame allocation past frame_budget does: warn or refuse") \
+        /* KILN_BUDGET_WARN (0) or KILN_BUDGET_REFUSE;
+         another value: refused (FRAME_BUDGET_POLICY_INVALID) */ \
+    X(bool, frame_fallback, "frame_fallback", BOOL, "off", "frame allocations the block pool refuses come from the system allocator") \
+        /* true: a frame allocation the block pool refuses
+         (memory_limit, the OS) comes from the system allocator
+         instead, freed at its arena's reset; one FRAME_FALLBACK
+         warning per context per frame, counted
+         (kiln_arena_stats.fallback_allocs). Off under a debug bit
+         that sends every allocation through the debug layer
+         (KILN_DEBUG_FILL, GUARDS, POISON, SITES, OWNERSHIP).
+         false: NULL, as memory_limit says */ \
+    X(uint64_t, frame_alloc_budget, "frame_alloc_budget", COUNT64, "0 (none)", "most allocations one context makes in one frame before a warning") \
+        /* most allocations one context may make in one frame:
+         frame allocations, pool allocations and handle
+         allocations together, every context counted between two
+         ends of the clock's frame. One FRAME_ALLOC_BUDGET_EXCEEDED
+         warning per context and frame, at that frame's end, with
+         the count (kiln_frame_record.allocs has the frame's sum).
+         Summed at frame end from counters each context keeps
+         anyway: free on the allocation paths. Exact but for a
+         frame in which one of the context's pool or handle caches
+         was flushed (detach, kiln_pool_flush) or its pool or table
+         destroyed: that cache's allocations of the frame are not
+         counted. 0: none */ \
+    X(uint32_t, idle_spin_us, "idle_spin_us", SPIN_US, "50", "microseconds an idle worker or a wait spins before it sleeps, at most 1000000") \
+        /* microseconds an idle worker keeps looking for work, a pause
+         between looks, before it sleeps (a job submitted to sleeping
+         workers costs a wake-up system call and its latency). While
+         the runtime's threads (workers and attached threads)
+         outnumber the CPUs the process may run on, every look gives
+         the core away (sched_yield) instead of pausing; otherwise a
+         spin that keeps failing gives it away every 8th look. The
+         time is kiln_ctx_stats.idle_spin_ns, the sleeps sleeps and
+         sleep_ns. One spin per idle period: a sleeping worker looks
+         for work every 50 ms without being woken (a safety net),
+         and sleeps again at once when there is none. At most KILN_MAX_IDLE_SPIN_US (IDLE_SPIN_INVALID
+         beyond); 0: 50. A thread in kiln_wait that finds nothing
+         it may run spins the same way, then sleeps until its
+         counter reaches zero or work it may run is queued. */ \
+    X(uint32_t, stuck_wait_ms, "stuck_wait_ms", COUNT, "2000", "milliseconds without progress before a wait logs JOB_WAIT_STUCK") \
+        /* a wait (kiln_wait, kiln_wait_ex, kiln_frame_end's wait for
+         its frame's jobs) that has made no progress this long (its
+         counter, or the frame's count of jobs left, unchanged, no
+         job run by it) logs one JOB_WAIT_STUCK warning saying where
+         the jobs are, counts it (kiln_ctx_stats.waits_stuck), and
+         keeps waiting. 0: 2000 */ \
+    X(const char *, options, "", NONE, "NULL", "") \
+        /* options in the syntax above, over the fields of this desc (for the program's
+           command line or config file); read by kiln_create only. NULL: none */ \
+    X(kiln_options_env, options_env, "", NONE, "read", "") \
+        /* KILN_OPTIONS_ENV_IGNORE: KILN_OPTIONS is not read; 0: it is */ \
+    X(kiln_stats_schedule, stats, "stats", STATS, "off", "stats in the log: exit, frame:N, exit+frame:N or off") \
+        /* when kiln_stats_print goes to the log (kiln_stats_schedule). The key takes
+           "exit" (at kiln_destroy), "frame:N" (every N frames), both joined by +, or
+           "off" */ \
+    /* end of list */
+
+/* The X that declares kiln_desc's members from KILN_DESC_FIELDS. */
+#define KILN_DESC_MEMBER(type, field, key, kind, default_text, meaning) type field;
+
 typedef struct kiln_desc {
-    uint32_t    worker_count;  /* worker threads, at most KILN_MAX_WORKERS; 0: one per
-                                  online CPU minus one for the attaching thread (at most
-                                  KILN_MAX_WORKERS); KILN_NO_WORKERS: none */
-    size_t      block_size;    /* global block pool granule, a power of two from 4 KiB to
-                                  1 GiB; 0: 64 KiB */
-    size_t      memory_limit;  /* most bytes the block pool may reserve from the OS, counting
-                                  dedicated mappings of large arena allocations; at least one
-                                  block (MEMORY_LIMIT_INVALID otherwise); a reservation is cut
-                                  to what the limit leaves; 0: no limit */
-    size_t      frame_budget;  /* frame-arena bytes per context per frame before a warning
-                                  (one warning per context per frame), or a refusal under
-                                  KILN_BUDGET_REFUSE (frame_budget_policy); 0: none */
-    uint32_t    debug;         /* KILN_DEBUG_* bits; 0: none. Other bits are dropped, with
-                                  one DEBUG_UNKNOWN_BITS warning at create */
-    kiln_log_fn log;           /* NULL: one line per message on stderr ("kiln warn: ...") */
-    void       *log_user;      /* passed to log and log_item unchanged */
-    size_t      reserve_size;  /* bytes asked of the OS per reservation, rounded up to whole
-                                  blocks; at most 2^24 - 1 blocks and 128 TiB (the user address
-                                  space; RESERVE_SIZE_INVALID beyond); 0: 64 blocks (4 MiB with
-                                  64 KiB blocks) */
-    uint32_t    audit_sample;  /* KILN_DEBUG_GUARDS: live pool objects / arena allocations
-                                  per allocator whose guards each kiln_frame_end checks; 0: 64 */
-    kiln_error_hook_fn error_hook;  /* NULL: none; see kiln_error_hook_fn */
-    void       *error_hook_user;    /* passed to error_hook unchanged */
-    kiln_log_item_fn log_item;      /* NULL: none. Every message, with its item's id, besides
-                                       log (which keeps its default); see kiln_log_item_fn */
-    uint32_t    warn_percent;  /* share of a limit, 1-100, at which kiln warns once per
-                                  episode: a frame arena of frame_budget (FRAME_BUDGET_NEAR),
-                                  the block pool of memory_limit (MEMORY_LIMIT_NEAR), a pool of
-                                  its capacity (POOL_CAPACITY_NEAR), a handle table of its
-                                  capacity (HANDLES_CAPACITY_NEAR). An episode ends when usage
-                                  falls more than 10 percentage points under the share (for a
-                                  share of 10 or less: when it falls to zero). Judged: frame
-                                  arenas on each frame's high-water mark at its reset; the
-                                  block pool when it reserves or unmaps; pools and tables at
-                                  each frame end and stats read, pools also at their caches'
-                                  magazine exchanges (an estimate a magazine late, which may
-                                  start an episode but not end one). 0: 80; over 100: refused
-                                  (WARN_PERCENT_INVALID) */
-    size_t      frame_reserve; /* bytes of block space each context's frame arena takes when
-                                  its context is made (workers at create, attached threads at
-                                  kiln_attach; pages touched then) and keeps across every
-                                  reset, as kiln_arena_reserve does; a context whose reserve
-                                  the block pool refuses is not made. More than memory_limit
-                                  or the user address space: refused (FRAME_RESERVE_INVALID).
-                                  0: none */
-    kiln_budget_policy frame_budget_policy;  /* KILN_BUDGET_WARN (0) or KILN_BUDGET_REFUSE;
-                                  another value: refused (FRAME_BUDGET_POLICY_INVALID) */
-    bool        frame_fallback;  /* true: a frame allocation the block pool refuses
-                                  (memory_limit, the OS) comes from the system allocator
-                                  instead, freed at its arena's reset; one FRAME_FALLBACK
-                                  warning per context per frame, counted
-                                  (kiln_arena_stats.fallback_allocs). Off under a debug bit
-                                  that sends every allocation through the debug layer
-                                  (KILN_DEBUG_FILL, GUARDS, POISON, SITES, OWNERSHIP).
-                                  false: NULL, as memory_limit says */
-    uint64_t    frame_alloc_budget;  /* most allocations one context may make in one frame:
-                                  frame allocations, pool allocations and handle
-                                  allocations together, every context counted between two
-                                  ends of the clock's frame. One FRAME_ALLOC_BUDGET_EXCEEDED
-                                  warning per context and frame, at that frame's end, with
-                                  the count (kiln_frame_record.allocs has the frame's sum).
-                                  Summed at frame end from counters each context keeps
-                                  anyway: free on the allocation paths. Exact but for a
-                                  frame in which one of the context's pool or handle caches
-                                  was flushed (detach, kiln_pool_flush) or its pool or table
-                                  destroyed: that cache's allocations of the frame are not
-                                  counted. 0: none */
-    uint32_t    idle_spin_us;  /* microseconds an idle worker keeps looking for work, a pause
-                                  between looks, before it sleeps (a job submitted to sleeping
-                                  workers costs a wake-up system call and its latency). While
-                                  the runtime's threads (workers and attached threads)
-                                  outnumber the CPUs the process may run on, every look gives
-                                  the core away (sched_yield) instead of pausing; otherwise a
-                                  spin that keeps failing gives it away every 8th look. The
-                                  time is kiln_ctx_stats.idle_spin_ns, the sleeps sleeps and
-                                  sleep_ns. One spin per idle period: a sleeping worker looks
-                                  for work every 50 ms without being woken (a safety net),
-                                  and sleeps again at once when there is none. At most KILN_MAX_IDLE_SPIN_US (IDLE_SPIN_INVALID
-                                  beyond); 0: 50. A thread in kiln_wait that finds nothing
-                                  it may run spins the same way, then sleeps until its
-                                  counter reaches zero or work it may run is queued. */
-    uint32_t    stuck_wait_ms; /* a wait (kiln_wait, kiln_wait_ex, kiln_frame_end's wait for
-                                  its frame's jobs) that has made no progress this long (its
-                                  counter, or the frame's count of jobs left, unchanged, no
-                                  job run by it) logs one JOB_WAIT_STUCK warning saying where
-                                  the jobs are, counts it (kiln_ctx_stats.waits_stuck), and
-                                  keeps waiting. 0: 2000 */
+    KILN_DESC_FIELDS(KILN_DESC_MEMBER)
 } kiln_desc;
 
 /* Creates a runtime. NULL on failure, with the reason logged as one ERROR (through
- * desc->log when given): a refused desc field (BLOCK_SIZE_INVALID, MEMORY_LIMIT_INVALID,
+ * desc->log when given): a bad options string in desc->options or KILN_OPTIONS
+ * (OPTION_INVALID; see KILN_DESC_FIELDS), a refused desc field (BLOCK_SIZE_INVALID, MEMORY_LIMIT_INVALID,
  * RESERVE_SIZE_INVALID, WORKER_COUNT_INVALID, WARN_PERCENT_INVALID, IDLE_SPIN_INVALID), no memory (RUNTIME_OUT_OF_MEMORY,
  * CONTEXT_OUT_OF_MEMORY, JOB_OUT_OF_MEMORY, SITES_OUT_OF_MEMORY for KILN_DEBUG_SITES' site
  * counts), the block pool refusing a worker's first
@@ -448,11 +528,25 @@ KILN_API uint64_t kiln_frame_number(const kiln_runtime *rt);
  * (CONTEXT_DETACHED) or invalid (CONTEXT_INVALID) context. */
 KILN_API kiln_runtime *kiln_ctx_runtime(const kiln_ctx *ctx);
 
-/* The desc the runtime runs with, every default filled in, as kiln_create would take it
- * again: worker_count KILN_NO_WORKERS for none, reserve_size rounded up to whole blocks
+/* The desc the runtime runs with, every layer applied and every default filled in, as
+ * kiln_create would take it again: options NULL (its pairs are in the fields),
+ * worker_count KILN_NO_WORKERS for none, reserve_size rounded up to whole blocks
  * (a reservation that would cross memory_limit is cut to it when it is made).
  * Concurrency: any thread. */
 KILN_API kiln_desc kiln_runtime_desc(const kiln_runtime *rt);
+
+/* The bytes kiln_option_source's out needs at most: the longest layer name and its NUL. */
+#define KILN_OPTION_SOURCE_MAX 8
+
+/* Writes the layer the value of option key came from into out, NUL-terminated: "default"
+ * (kiln's), "desc" (a field the program's desc set), "options" (desc.options) or "env"
+ * (KILN_OPTIONS); the keys are KILN_DESC_FIELDS' (README.md lists them). false, with out
+ * holding "" (when cap is not 0), for a bad rt (RUNTIME_NULL, RUNTIME_INVALID), a key that
+ * is none (OPTION_KEY_UNKNOWN), out NULL with cap not 0 (STATS_NULL_OUT) or a cap below
+ * the name's length plus one (OPTION_OUT_TOO_SMALL), each counted in api_errors. The
+ * values themselves: kiln_runtime_desc. Concurrency: any thread (read-only after
+ * kiln_create). */
+KILN_API bool kiln_option_source(kiln_runtime *rt, const char *key, char *out, size_t cap);
 
 /* Gives the pages of every free block back to the OS (madvise), without unmapping
  * the address space; returns the bytes given back (free blocks trimmed before and not

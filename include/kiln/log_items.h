@@ -26,6 +26,10 @@
     X(RESERVE_SIZE_INVALID, ERROR, "desc.reserve_size is more than one reservation may be") \
     X(WORKER_COUNT_INVALID, ERROR, "desc.worker_count is above KILN_MAX_WORKERS") \
     X(IDLE_SPIN_INVALID, ERROR, "desc.idle_spin_us is above KILN_MAX_IDLE_SPIN_US") \
+    X(OPTION_INVALID, ERROR, "an options string (desc.options, KILN_OPTIONS) has a value its key does not take, or a pair without =") \
+    X(OPTION_UNKNOWN, WARN, "an options string names a key kiln does not have; the pair is ignored") \
+    X(OPTION_KEY_UNKNOWN, ERROR, "kiln_option_source was asked for a key kiln does not have") \
+    X(OPTION_OUT_TOO_SMALL, ERROR, "kiln_option_source's out cannot hold the layer's name (KILN_OPTION_SOURCE_MAX)") \
     X(DEBUG_UNKNOWN_BITS, WARN, "desc.debug has bits that are no KILN_DEBUG_* bit; they are dropped") \
     X(DEBUG_GUARD_PAGES_OFF, WARN, "KILN_DEBUG_GUARD_PAGES needs blocks of two pages or more; it is switched off") \
     X(RUNTIME_OUT_OF_MEMORY, ERROR, "no heap memory for the runtime, its worker table or the block pool's address map") \
@@ -159,6 +163,7 @@
     /* ---- statistics and tracing ---- */ \
     X(STATS_NULL_OUT, ERROR, "a statistics call with a NULL out") \
     X(STATS_OUT_OF_MEMORY, ERROR, "no heap memory to copy the figures") \
+    X(STATS_REPORT, INFO, "one line of kiln_stats_print, logged as desc.stats (stats=exit, stats=frame:N) asks") \
     X(TRACE_NULL_FILE, ERROR, "kiln_trace_write_file with a NULL file") \
     X(TRACE_NULL_PATH, ERROR, "kiln_trace_write with a NULL path") \
     X(TRACE_WRITE_FAILED, ERROR, "writing the trace failed (open, write or close)") \
