@@ -264,7 +264,8 @@ static uint32_t slot_generation(const table_model *tm, uint32_t index) {
  * the counter and the log item kiln's checks pick. A get of a handle with this table's
  * tag, an index in range and an odd generation (or of zero) is a stale lookup, any other
  * a foreign one. A free of such a handle is a double free when the slot has moved past
- * its generation, and foreign when the slot never reached it (forged); every other
+ * its generation, and foreign when the slot never reached it (forged, however far
+ * ahead); every other
  * handle's free, the zero handle's included, is foreign. A bit pattern that happens to
  * be a live handle is one: then it is used as such. */
 static void use_handle(world *w, table_model *tm, kiln_handle h, bool free_it) {
@@ -285,7 +286,10 @@ static void use_handle(world *w, table_model *tm, kiln_handle h, bool free_it) {
     }
     FUZZ_CHECK(!kiln_handle_free(w->ctx, tm->table, h), "table %s: free of %#" PRIx64
                " accepted", tm->name, h.bits);
-    if (shaped && (int32_t)(slot_generation(tm, index) - gen) > 0) {
+    /* Generations never wrap (a slot retires at its limit): a plain compare, as kiln's.
+     * A forged generation more than 2^31 past the slot's is still one it never reached
+     * (the table's tag is process-wide, so random bits carry it in some runs only). */
+    if (shaped && slot_generation(tm, index) > gen) {
         tm->double_frees++;
         fuzz_log_expect(&w->log, "HANDLE_DOUBLE_FREE", true, tm->name);
     } else {
@@ -300,7 +304,10 @@ static kiln_handle forge(const world *w, const table_model *tm, fuzz_input *in) 
     kiln_handle h = tm->live_count ? tm->live[fuzz_byte(in) % tm->live_count].h : (kiln_handle){ 0 };
     const table_model *other = &w->tables[fuzz_byte(in) % TABLES];
     switch (fuzz_byte(in) % 6) {
-    case 0: return (kiln_handle){ fuzz_bits(in, 8) };
+    /* Random bits, their tag byte taken relative to the table's: which runs carry the
+     * table's own tag then depends on the input alone, not on how many tables the
+     * process made before (tags are process-wide), so a crash input reproduces. */
+    case 0: return (kiln_handle){ fuzz_bits(in, 8) ^ tm->tag };
     case 1: h.bits ^= (uint64_t)1 << fuzz_below(in, 64); return h;
     case 2: h.bits += (uint64_t)2 << 32; return h;    /* a generation still to come */
     case 3: return (kiln_handle){ 0 };

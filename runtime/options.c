@@ -47,8 +47,8 @@ static const char *const allowed_text[] = {
     [KIND_SIZE] = "a number of bytes, optionally with K, M, G or T (binary multiples)",
     [KIND_BLOCK_SIZE] = "0 or a power of two from 4K to 1G (K, M, G: binary multiples)",
     [KIND_WORKERS] = "a number of workers from 0 to 63 (0: one per CPU but one), or none",
-    [KIND_DEBUG] = "debug bit names joined by +: checks, fill, guards, guard_pages, poison, "
-                   "sites, ownership, all, none",
+    [KIND_DEBUG] = ("debug bit names joined by +: checks, fill, guards, guard_pages, poison, "
+                    "sites, ownership, all, none"),
     [KIND_POLICY] = "warn or refuse",
     [KIND_BOOL] = "on, off, true, false, yes, no, 1 or 0",
     [KIND_STATS] = "exit, frame:N (N from 1), both joined by +, or off",
