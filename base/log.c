@@ -1,8 +1,12 @@
 /* base/log.c — the log formatter and the default stderr sink. */
+#define _POSIX_C_SOURCE 200809L   /* O_CLOEXEC */
 #include "log.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "atomics.h"
@@ -17,15 +21,36 @@ static const char *level_name(kiln_log_level level) {
     return "log";
 }
 
-void kiln_log_stderr(void *user, kiln_log_level level, const char *message) {
-    (void)user;
+/* "kiln <level>: <message>\n" on fd, one write(2): lines from several threads never
+ * interleave. */
+static void write_line(int fd, kiln_log_level level, const char *message) {
     char line[600];
     int n = snprintf(line, sizeof line, "kiln %s: %s\n", level_name(level), message);
     if (n < 0) return;
     if ((size_t)n >= sizeof line) n = (int)sizeof line - 1;
-    /* One write(2) per message: lines from several threads never interleave. */
-    ssize_t written = write(STDERR_FILENO, line, (size_t)n);
+    ssize_t written = write(fd, line, (size_t)n);
     (void)written;
+}
+
+void kiln_log_stderr(void *user, kiln_log_level level, const char *message) {
+    (void)user;
+    write_line(STDERR_FILENO, level, message);
+}
+
+bool kiln_log_state_init(kiln_log_state *state, const kiln_desc *desc, const kiln_log_sink *early) {
+    kiln_store_relaxed(&state->threshold, (uint32_t)desc->log_level);
+    state->file_fd = -1;
+    if (!desc->log_file) return true;
+    state->file_fd = open(desc->log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (state->file_fd >= 0) return true;
+    kiln_log(early, KILN_LOGITEM_LOG_FILE_FAILED, "kiln_create: log_file '%s' cannot be opened "
+             "for appending: %s", desc->log_file, strerror(errno));
+    return false;
+}
+
+void kiln_log_state_fini(kiln_log_state *state) {
+    if (state->file_fd >= 0) close(state->file_fd);
+    state->file_fd = -1;
 }
 
 /* How deep this thread is in the sink's callbacks: 0 outside them. This thread's own. */
@@ -33,10 +58,18 @@ static _Thread_local unsigned callback_depth;
 
 bool kiln_log_in_callback(void) { return callback_depth != 0; }
 
-static void deliver(const kiln_log_sink *sink, kiln_log_item item, const char *fmt,
-                    va_list args) {
+/* Whether a message at level reaches the sinks: the runtime's threshold (DEBUG is 1). */
+static bool shown(const kiln_log_sink *sink, kiln_log_level level) {
+    if (!sink || !sink->state) return true;
+    return (uint32_t)level + 1 >= kiln_load_relaxed(&sink->state->threshold);
+}
+
+static void deliver(const kiln_log_sink *sink, kiln_log_item item, kiln_log_level level,
+                    const char *fmt, va_list args) {
+    bool to_sinks = shown(sink, level);
+    bool to_hook = level == KILN_LOG_ERROR && sink && sink->error_hook;
+    if (!to_sinks && !to_hook) return;
     const char *name = kiln_log_item_name(item);
-    kiln_log_level level = kiln_log_item_level(item);
     char message[512];
     int head = snprintf(message, sizeof message, "%s: ", name ? name : "UNKNOWN_ITEM");
     if (head < 0 || (size_t)head >= sizeof message) return;
@@ -49,26 +82,34 @@ static void deliver(const kiln_log_sink *sink, kiln_log_item item, const char *f
         return;
     }
     callback_depth++;
-    if (sink && sink->fn) sink->fn(sink->user, level, message);
-    else kiln_log_stderr(NULL, level, message);
-    if (sink && sink->item_fn) sink->item_fn(sink->user, level, item, message);
+    if (to_sinks) {
+        int file = sink && sink->state ? sink->state->file_fd : -1;
+        if (sink && sink->fn) sink->fn(sink->user, level, message);
+        else if (file < 0) kiln_log_stderr(NULL, level, message);
+        if (file >= 0) write_line(file, level, message);   /* the default's place, or beside fn */
+        if (sink && sink->item_fn) sink->item_fn(sink->user, level, item, message);
+    }
     /* After the log: a hook that stops in the debugger finds the message delivered. */
-    if (level == KILN_LOG_ERROR && sink && sink->error_hook)
-        sink->error_hook(sink->error_hook_user, message);
+    if (to_hook) sink->error_hook(sink->error_hook_user, message);
     callback_depth--;
 }
 
 void kiln_log(const kiln_log_sink *sink, kiln_log_item item, const char *fmt, ...) {
     va_list args;
     va_start(args, fmt);
-    deliver(sink, item, fmt, args);
+    deliver(sink, item, kiln_log_item_level(item), fmt, args);
     va_end(args);
+}
+
+void kiln_log_at(const kiln_log_sink *sink, kiln_log_item item, kiln_log_level level,
+                 const char *fmt, va_list args) {
+    deliver(sink, item, level, fmt, args);
 }
 
 void kiln_log_misuse(const kiln_log_sink *sink, kiln_log_item item, const char *fmt, ...) {
     if (sink && sink->misuse) kiln_add_relaxed(sink->misuse, 1);
     va_list args;
     va_start(args, fmt);
-    deliver(sink, item, fmt, args);
+    deliver(sink, item, kiln_log_item_level(item), fmt, args);
     va_end(args);
 }

@@ -5,8 +5,16 @@
 #define KILN_BASE_LOG_H
 
 #include <kiln/core.h>
+#include <stdarg.h>
 
 #include "common.h"
+
+/* A runtime's log, shared by every copy of its sink. */
+typedef struct kiln_log_state {
+    _Atomic uint32_t threshold;   /* kiln_log_threshold, never DEFAULT: any thread (relaxed:
+                                     a filter, nothing is published through it) */
+    int              file_fd;     /* desc.log_file's descriptor, or -1; read-only */
+} kiln_log_state;
 
 /* Where a component's messages go. Written once at creation, then read-only. */
 typedef struct kiln_log_sink {
@@ -16,7 +24,16 @@ typedef struct kiln_log_sink {
     kiln_error_hook_fn error_hook;  /* called after fn for ERROR messages; NULL: none */
     void              *error_hook_user;
     kiln_log_item_fn   item_fn; /* called after fn with the item's id, with user; NULL: none */
+    kiln_log_state    *state;   /* the runtime's threshold and file; NULL (before a runtime
+                                   exists): every level, no file */
 } kiln_log_sink;
+
+/* Sets up a runtime's log from its desc (every default filled in): the threshold, and
+ * desc.log_file opened for appending. false, logged through early (LOG_FILE_FAILED), when
+ * the file cannot be opened. kiln_log_state_fini closes it. The creating thread. */
+KILN_INTERNAL bool kiln_log_state_init(kiln_log_state *state, const kiln_desc *desc,
+                                       const kiln_log_sink *early);
+KILN_INTERNAL void kiln_log_state_fini(kiln_log_state *state);
 
 /* The default sink: "kiln <level>: <message>\n" on stderr, one write per message. */
 KILN_INTERNAL void kiln_log_stderr(void *user, kiln_log_level level, const char *message);
@@ -26,6 +43,11 @@ KILN_INTERNAL void kiln_log_stderr(void *user, kiln_log_level level, const char 
  * error hook. Concurrency: any thread; the sink's callbacks are called concurrently. */
 KILN_INTERNAL KILN_COLD KILN_PRINTF(3, 4)
 void kiln_log(const kiln_log_sink *sink, kiln_log_item item, const char *fmt, ...);
+
+/* kiln_log with the level given instead of the item's (kiln_logf's APP_LOG). */
+KILN_INTERNAL KILN_COLD
+void kiln_log_at(const kiln_log_sink *sink, kiln_log_item item, kiln_log_level level,
+                 const char *fmt, va_list args);
 
 /* Whether the calling thread is inside one of a sink's callbacks (fn, item_fn,
  * error_hook), which kiln may call while it holds its registry. This thread's. */

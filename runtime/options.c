@@ -9,7 +9,8 @@
 
 enum kind {
     KIND_NONE, KIND_COUNT, KIND_COUNT64, KIND_PERCENT, KIND_SPIN_US, KIND_SIZE,
-    KIND_BLOCK_SIZE, KIND_WORKERS, KIND_DEBUG, KIND_POLICY, KIND_BOOL, KIND_STATS
+    KIND_BLOCK_SIZE, KIND_WORKERS, KIND_DEBUG, KIND_POLICY, KIND_BOOL, KIND_STATS,
+    KIND_LEVEL, KIND_PATH
 };
 
 /* The C type each kind writes, by size (0: any); a list entry of another size does not
@@ -26,6 +27,12 @@ enum kind {
 #define KIND_SIZE_POLICY     sizeof(kiln_budget_policy)
 #define KIND_SIZE_BOOL       sizeof(bool)
 #define KIND_SIZE_STATS      sizeof(kiln_stats_schedule)
+#define KIND_SIZE_LEVEL      sizeof(kiln_log_threshold)
+#define KIND_SIZE_PATH       sizeof(const char *)
+#define IS_PATH_(type, field, key, kind, default_text, meaning) \
+    + (KIND_##kind == KIND_PATH)
+_Static_assert(0 KILN_DESC_FIELDS(IS_PATH_) <= KILN_OPTION_PATHS,
+               "kiln_option_sources holds KILN_OPTION_PATHS paths");
 #define KIND_CHECK_(type, field, key, kind, default_text, meaning) \
     _Static_assert(KIND_SIZE_##kind == 0 || KIND_SIZE_##kind == sizeof(type), \
                    "kiln_desc." #field ": its kind " #kind " writes another type");
@@ -52,6 +59,14 @@ static const char *const allowed_text[] = {
     [KIND_POLICY] = "warn or refuse",
     [KIND_BOOL] = "on, off, true, false, yes, no, 1 or 0",
     [KIND_STATS] = "exit, frame:N (N from 1), both joined by +, or off",
+    [KIND_LEVEL] = "debug, info, warn, error or off",
+    [KIND_PATH] = "a path of fewer than 1024 bytes (KILN_OPTION_PATH_MAX), or nothing for none",
+};
+
+static const char *const level_names[] = {
+    [KILN_LOG_THRESHOLD_DEBUG] = "debug", [KILN_LOG_THRESHOLD_INFO] = "info",
+    [KILN_LOG_THRESHOLD_WARN] = "warn", [KILN_LOG_THRESHOLD_ERROR] = "error",
+    [KILN_LOG_THRESHOLD_OFF] = "off",
 };
 
 #define FIELD_ROW_(type, field, key, kind, default_text, meaning) \
@@ -150,11 +165,31 @@ static bool parse_stats(span s, kiln_stats_schedule *out) {
     return true;
 }
 
-/* Parses value into the field at base + f->offset; false for a value not of the kind. */
-static bool parse_value(const field_info *f, span v, void *base) {
+/* The slot of a path field in kiln_option_sources.paths: its order among the paths. */
+static char *path_slot(const field_info *f, kiln_option_sources *sources);
+
+/* Parses value into the field at base + f->offset (a path into its slot of sources);
+ * false for a value not of the kind. */
+static bool parse_value(const field_info *f, span v, void *base, kiln_option_sources *sources) {
     void *at = (char *)base + f->offset;
     uint64_t n;
     switch (f->kind) {
+    case KIND_LEVEL:
+        for (uint32_t i = KILN_LOG_THRESHOLD_DEBUG; i <= KILN_LOG_THRESHOLD_OFF; i++) {
+            if (span_is(v, level_names[i])) {
+                *(kiln_log_threshold *)at = (kiln_log_threshold)i;
+                return true;
+            }
+        }
+        return false;
+    case KIND_PATH: {
+        if (v.len >= KILN_OPTION_PATH_MAX) return false;
+        char *copy = path_slot(f, sources);
+        memcpy(copy, v.at, v.len);
+        copy[v.len] = '\0';
+        *(const char **)at = v.len ? copy : NULL;
+        return true;
+    }
     case KIND_COUNT: case KIND_PERCENT: case KIND_SPIN_US: {
         uint64_t max = f->kind == KIND_PERCENT ? 100 : f->kind == KIND_SPIN_US ? KILN_MAX_IDLE_SPIN_US : UINT32_MAX;
         if (!parse_number(v, false, max, &n)) return false;
@@ -287,7 +322,7 @@ static bool apply_layer(const char *text, kiln_option_layer layer, kiln_desc *d,
                      (int)key.len, key.at, layer_sources[layer], nearest_key(key));
             continue;
         }
-        if (!has_value || key.len == 0 || !parse_value(&fields[f], value, d)) {
+        if (!has_value || key.len == 0 || !parse_value(&fields[f], value, d, sources)) {
             kiln_log(early, KILN_LOGITEM_OPTION_INVALID,
                      "kiln_create: option '%.*s' in %s: %s%s", (int)pair.len, pair.at,
                      layer_sources[layer],
@@ -300,9 +335,37 @@ static bool apply_layer(const char *text, kiln_option_layer layer, kiln_desc *d,
     return true;
 }
 
+static char *path_slot(const field_info *f, kiln_option_sources *sources) {
+    size_t slot = 0;
+    for (const field_info *g = fields; g < f; g++) slot += g->kind == KIND_PATH;
+    return sources->paths[slot];
+}
+
+/* Copies the desc's own paths into sources (the program may free them after create). */
+static bool copy_desc_paths(kiln_desc *d, kiln_option_sources *sources, const kiln_log_sink *early) {
+    for (int i = 0; i < KILN_FIELD_COUNT; i++) {
+        const char **at = (const char **)(void *)((char *)d + fields[i].offset);
+        if (fields[i].kind != KIND_PATH || !*at) continue;
+        if (!parse_value(&fields[i], (span){ *at, strlen(*at) }, d, sources)) {
+            kiln_log(early, KILN_LOGITEM_OPTION_INVALID, "kiln_create: desc.%s (%zu bytes): "
+                     "allowed: %s", fields[i].key, strlen(*at), allowed_text[KIND_PATH]);
+            return false;
+        }
+    }
+    return true;
+}
+
+void kiln_options_bind_paths(kiln_desc *d, kiln_option_sources *sources) {
+    for (int i = 0; i < KILN_FIELD_COUNT; i++) {
+        const char **at = (const char **)(void *)((char *)d + fields[i].offset);
+        if (fields[i].kind == KIND_PATH && *at) *at = path_slot(&fields[i], sources);
+    }
+}
+
 bool kiln_options_apply(kiln_desc *d, kiln_option_sources *sources, const kiln_log_sink *early) {
     for (int i = 0; i < KILN_FIELD_COUNT; i++)
         sources->layer[i] = field_set(&fields[i], d) ? KILN_LAYER_DESC : KILN_LAYER_DEFAULT;
+    if (!copy_desc_paths(d, sources, early)) return false;
     const char *text = d->options;
     d->options = NULL;
     if (text && !apply_layer(text, KILN_LAYER_OPTIONS, d, sources, early)) return false;
@@ -359,6 +422,16 @@ static void print_value(FILE *out, const field_info *f, const kiln_desc *d) {
         if (!s->at_exit && !s->every_frames) fputs("off", out);
         if (s->at_exit) fprintf(out, "exit%s", s->every_frames ? "+" : "");
         if (s->every_frames) fprintf(out, "frame:%" PRIu32, s->every_frames);
+        break;
+    }
+    case KIND_LEVEL: {
+        kiln_log_threshold t = *(const kiln_log_threshold *)at;
+        fputs(t >= KILN_LOG_THRESHOLD_DEBUG && t <= KILN_LOG_THRESHOLD_OFF ? level_names[t] : "info", out);
+        break;
+    }
+    case KIND_PATH: {
+        const char *path = *(const char *const *)at;
+        fputs(path ? path : "none", out);
         break;
     }
     case KIND_NONE:

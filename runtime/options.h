@@ -23,19 +23,28 @@ typedef enum kiln_desc_field {
 } kiln_desc_field;
 #undef KILN_DESC_FIELD_ID_
 
-/* Each field's layer. Written by kiln_create, then read-only. */
+/* Path fields (kind PATH) the sources can hold. */
+#define KILN_OPTION_PATHS 2
+
+/* Each field's layer, and a copy of every path. Written by kiln_create, then read-only. */
 typedef struct kiln_option_sources {
     uint8_t layer[KILN_FIELD_COUNT];   /* kiln_option_layer */
+    char    paths[KILN_OPTION_PATHS][KILN_OPTION_PATH_MAX];   /* by order in the list */
 } kiln_option_sources;
 
 /* Lays desc.options, then KILN_OPTIONS (unless desc.options_env ignores it), over *d,
- * and records every field's layer in *sources; d->options is NULL after. false, with
+ * and records every field's layer in *sources; d->options is NULL after, and every path
+ * field that is set points at its copy in sources->paths. false, with
  * OPTION_INVALID logged through early, for a value that is not of its key's kind or a
  * pair without "=" (*d is then half applied: throw it away); an unknown key is warned
  * (OPTION_UNKNOWN) and skipped. Makes nothing: no memory, no file.
  * Concurrency: any thread (getenv: not beside a thread that changes the environment). */
 KILN_INTERNAL bool kiln_options_apply(kiln_desc *d, kiln_option_sources *sources,
                                       const kiln_log_sink *early);
+
+/* Points d's path fields that are set at their copies in sources (after sources moved:
+ * kiln_create copies its local into the runtime). */
+KILN_INTERNAL void kiln_options_bind_paths(kiln_desc *d, kiln_option_sources *sources);
 
 /* The layer's name as kiln_option_source and kiln_stats_print write it: "default",
  * "desc", "options" or "env". */

@@ -34,6 +34,7 @@ static kiln_desc desc_with_defaults(const kiln_desc *desc) {
     d.audit_sample = KILN_DEFAULT(d.audit_sample, 64);
     d.warn_percent = KILN_DEFAULT(d.warn_percent, KILN_WARN_PERCENT_DEFAULT);
     d.idle_spin_us = KILN_DEFAULT(d.idle_spin_us, KILN_IDLE_SPIN_US_DEFAULT);
+    d.log_level = KILN_DEFAULT(d.log_level, KILN_LOG_THRESHOLD_INFO);
     return d;
 }
 
@@ -92,6 +93,12 @@ static bool desc_check(kiln_desc *d, const kiln_log_sink *early) {
                  d->idle_spin_us, (unsigned)KILN_MAX_IDLE_SPIN_US, (unsigned)KILN_IDLE_SPIN_US_DEFAULT);
         return false;
     }
+    if ((uint32_t)d->log_level > KILN_LOG_THRESHOLD_OFF) {
+        kiln_log(early, KILN_LOGITEM_LOG_LEVEL_INVALID,
+                 "kiln_create: log_level %u is no kiln_log_threshold (0 to %u)",
+                 (unsigned)d->log_level, (unsigned)KILN_LOG_THRESHOLD_OFF);
+        return false;
+    }
     uint32_t unknown = d->debug & ~(uint32_t)KILN_DEBUG_ALL;
     if (unknown) {
         kiln_log(early, KILN_LOGITEM_DEBUG_UNKNOWN_BITS,
@@ -128,7 +135,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     kiln_desc given = desc ? *desc : (kiln_desc){ 0 };
     /* No layer changes a callback: the early sink is the runtime's. */
     kiln_log_sink early = { given.log, given.log_user, NULL, given.error_hook,
-                            given.error_hook_user, given.log_item };
+                            given.error_hook_user, given.log_item, NULL };
     kiln_option_sources sources;
     if (!kiln_options_apply(&given, &sources, &early)) return NULL;   /* logged; nothing made */
     kiln_desc d = desc_with_defaults(&given);
@@ -143,7 +150,15 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     memset(rt, 0, size);
     rt->desc = d;
     rt->option_sources = sources;
-    rt->log = (kiln_log_sink){ d.log, d.log_user, &rt->api_errors, d.error_hook, d.error_hook_user, d.log_item };
+    kiln_options_bind_paths(&rt->desc, &rt->option_sources);
+    if (!kiln_log_state_init(&rt->log_state, &rt->desc, &early)) {   /* logged */
+        kiln_heap_free(rt);
+        return NULL;
+    }
+    /* With a log file and no callback, the file takes the stderr default's place. */
+    kiln_log_fn fn = d.log == kiln_log_stderr && rt->log_state.file_fd >= 0 ? NULL : d.log;
+    rt->log = (kiln_log_sink){ fn, d.log_user, &rt->api_errors, d.error_hook, d.error_hook_user,
+                               d.log_item, &rt->log_state };
     kiln_block_pool_config pool_config = {
         .block_size = d.block_size,
         .reserve_bytes = d.reserve_size,
@@ -152,6 +167,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
         .log = rt->log,
     };
     if (!kiln_block_pool_init(&rt->blocks, &pool_config)) {   /* logged */
+        kiln_log_state_fini(&rt->log_state);
         kiln_heap_free(rt);
         return NULL;
     }
@@ -159,6 +175,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
         kiln_log(&rt->log, KILN_LOGITEM_SITES_OUT_OF_MEMORY,
                  "kiln_create: no heap memory for the site counts of KILN_DEBUG_SITES");
         kiln_block_pool_fini(&rt->blocks);
+        kiln_log_state_fini(&rt->log_state);
         kiln_heap_free(rt);
         return NULL;
     }
@@ -243,6 +260,7 @@ void kiln_destroy(kiln_runtime *rt) {
     kiln_site_registry_fini(&rt->sites);   /* every allocator that fed it is gone */
     pthread_mutex_destroy(&rt->registry_lock);
     kiln_runtime_unregister(rt);
+    kiln_log_state_fini(&rt->log_state);   /* no message after the block pool's */
     rt->magic = 0;
     kiln_heap_free(rt);
 }
@@ -254,6 +272,7 @@ kiln_desc kiln_runtime_desc(const kiln_runtime *rt) {
      * and the reservation is the whole blocks the block pool asks for. */
     if (d.worker_count == 0) d.worker_count = KILN_NO_WORKERS;
     d.reserve_size = rt->blocks.reserve_blocks * rt->blocks.block_size;
+    d.log_level = (kiln_log_threshold)kiln_load_relaxed(&rt->log_state.threshold);
     return d;
 }
 

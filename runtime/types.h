@@ -195,6 +195,7 @@ struct kiln_runtime {
     kiln_desc        desc;          /* every default filled in; read-only */
     kiln_option_sources option_sources;   /* each desc field's layer; read-only */
     kiln_log_sink    log;
+    kiln_log_state   log_state;     /* the threshold and desc.log_file (base/log.h) */
     _Atomic uint64_t api_errors;    /* calls refused for misuse, any thread (relaxed) */
 
     /* The frame clock. frame is written by the driver and read by anyone (relaxed:

@@ -345,6 +345,33 @@ ROW(option_source_small_out, "kiln_option_source", "size: cap 1: false, out \"\"
     WANT_EQ(out[0], '\0');
 })
 
+/* kiln_logf */
+ROW(logf_null_rt, "kiln_logf", "NULL runtime: RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    kiln_logf(NULL, KILN_LOG_WARN, "x");
+})
+ROW(logf_forged_rt, "kiln_logf", "forged runtime: RUNTIME_INVALID", KILN_LOGITEM_RUNTIME_INVALID, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    kiln_logf(FORGED_RT, KILN_LOG_WARN, "x");
+})
+ROW(logf_bad_level, "kiln_logf", "range: level 4: nothing logged but the refusal", KILN_LOGITEM_LOG_LEVEL_INVALID, SINK_A, COUNTED, 0, DOC, {
+    kiln_logf(f->a, (kiln_log_level)4, "x");
+    WANT_EQ(count_items(f->rec_a, KILN_LOGITEM_APP_LOG), 0u);
+})
+ROW(logf_null_fmt, "kiln_logf", "NULL fmt", KILN_LOGITEM_LOG_FORMAT_NULL, SINK_A, COUNTED, 0, DOC, {
+    kiln_logf(f->a, KILN_LOG_WARN, NULL);
+})
+
+/* kiln_log_set_level */
+ROW(log_set_level_null_rt, "kiln_log_set_level", "NULL runtime: RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    kiln_log_set_level(NULL, KILN_LOG_THRESHOLD_WARN);
+})
+ROW(log_set_level_forged_rt, "kiln_log_set_level", "forged runtime: RUNTIME_INVALID", KILN_LOGITEM_RUNTIME_INVALID, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    kiln_log_set_level(FORGED_RT, KILN_LOG_THRESHOLD_WARN);
+})
+ROW(log_set_level_bad, "kiln_log_set_level", "range: threshold 6: unchanged", KILN_LOGITEM_LOG_LEVEL_INVALID, SINK_A, COUNTED, 0, DOC, {
+    kiln_log_set_level(f->a, (kiln_log_threshold)6);
+    WANT_EQ(kiln_runtime_desc(f->a).log_level, KILN_LOG_THRESHOLD_INFO);
+})
+
 /* kiln_trim */
 ROW(trim_null, "kiln_trim", "UNDOC NULL runtime: 0, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, UNDOC, {
     WANT_EQ(kiln_trim(NULL), 0u);

@@ -40,6 +40,19 @@ typedef enum kiln_log_level {
     KILN_LOG_DEBUG, KILN_LOG_INFO, KILN_LOG_WARN, KILN_LOG_ERROR
 } kiln_log_level;
 
+/* kiln_desc.log_level and kiln_log_set_level: the least level delivered to the log's
+ * sinks (desc.log or the stderr default, desc.log_item, desc.log_file). Messages below
+ * it are not formatted or delivered; a refused call is still counted, and an ERROR still
+ * reaches desc.error_hook (a breakpoint's place, not a sink). */
+typedef enum kiln_log_threshold {
+    KILN_LOG_THRESHOLD_DEFAULT = 0,   /* KILN_LOG_THRESHOLD_INFO */
+    KILN_LOG_THRESHOLD_DEBUG,
+    KILN_LOG_THRESHOLD_INFO,
+    KILN_LOG_THRESHOLD_WARN,
+    KILN_LOG_THRESHOLD_ERROR,
+    KILN_LOG_THRESHOLD_OFF            /* nothing */
+} kiln_log_threshold;
+
 /* Receives one complete message per call, without a trailing newline. Every
  * message starts with a stable item name in capitals followed by ": " (for
  * example "ARENA_BAD_ALIGN: arena 'level': alignment 24 is not a power of two"),
@@ -79,6 +92,27 @@ KILN_API const char *kiln_log_item_name(kiln_log_item item);
  * KILN_LOGITEM_NONE and any value that is no item (kiln_log_item_name tells those by
  * NULL). Concurrency: any thread. */
 KILN_API kiln_log_level kiln_log_item_level(kiln_log_item item);
+
+/* Logs a message of the engine's own through rt's log, the path kiln's messages take:
+ * the threshold, desc.log (or stderr, or desc.log_file), desc.log_item and, for an
+ * ERROR, desc.error_hook. The text reads "APP_LOG: " and then fmt formatted (printf's
+ * syntax), 511 bytes at most in all; its item is KILN_LOGITEM_APP_LOG, delivered at the
+ * level given (not the item's listed one). Refused, logged and counted in api_errors: a
+ * level that is none (LOG_LEVEL_INVALID), a NULL fmt (LOG_FORMAT_NULL); a bad rt:
+ * RUNTIME_NULL / RUNTIME_INVALID on stderr. Concurrency: any thread, attached or not, at
+ * the same time as any other call on rt but kiln_destroy; inside a log callback the
+ * message goes to stderr only (as kiln's own do). */
+KILN_API void kiln_logf(kiln_runtime *rt, kiln_log_level level, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* Sets rt's threshold (kiln_log_threshold; KILN_LOG_THRESHOLD_DEFAULT: info) from the
+ * next message on; kiln_runtime_desc's log_level reads it back. A value that is none:
+ * refused (LOG_LEVEL_INVALID, counted), the threshold unchanged. Concurrency: any
+ * thread; threads logging at the same time see the change soon after (a relaxed store). */
+KILN_API void kiln_log_set_level(kiln_runtime *rt, kiln_log_threshold threshold);
 
 /* desc.log_item: receives every message of the runtime with its item, user being
  * desc.log_user. Level and text ("ITEM: details") are the ones desc.log receives; it is
@@ -208,7 +242,9 @@ typedef struct kiln_stats_schedule {
  *                (a number with an optional K, M, G or T: binary multiples), BLOCK_SIZE
  *                (a SIZE that is 0 or a power of two from 4K to 1G), WORKERS (a COUNT or
  *                "none"), DEBUG (debug bit names joined by +), POLICY (warn, refuse),
- *                BOOL (on, off, true, false, yes, no, 1, 0), STATS (see the key below)
+ *                BOOL (on, off, true, false, yes, no, 1, 0), LEVEL (debug, info, warn,
+ *                error, off), PATH (a file's path, to the next comma), STATS (see the
+ *                key below)
  *   default      what 0 means, as the README's options table writes it
  *   meaning      one line for that table
  * A value means what the field's value means: 0 is the default wherever the field's
@@ -228,6 +264,9 @@ typedef struct kiln_stats_schedule {
  *   the layer and what is allowed), before it has made anything.
  * The check of each field's value against the others (frame_reserve against
  * memory_limit, say) is the desc's, whichever layer set it. */
+/* The most bytes a path option (log_file) takes, its NUL included. */
+#define KILN_OPTION_PATH_MAX 1024
+
 #define KILN_DESC_FIELDS(X) \
     X(uint32_t, worker_count, "workers", WORKERS, "CPUs - 1", "worker threads, 0 to 63; none: no workers") \
         /* worker threads, at most KILN_MAX_WORKERS; 0: one per
@@ -341,6 +380,16 @@ typedef struct kiln_stats_schedule {
            command line or config file); read by kiln_create only. NULL: none */ \
     X(kiln_options_env, options_env, "", NONE, "read", "") \
         /* KILN_OPTIONS_ENV_IGNORE: KILN_OPTIONS is not read; 0: it is */ \
+    X(kiln_log_threshold, log_level, "log", LEVEL, "info", "the least level logged: debug, info, warn, error or off") \
+        /* KILN_LOG_THRESHOLD_*: messages below it are not delivered (kiln_log_threshold);
+           kiln_log_set_level changes it at run time. 0: info */ \
+    X(const char *, log_file, "log_file", PATH, "none", "a file every message is appended to, one line each") \
+        /* a path, opened at kiln_create (appending, created 0644 when missing; one that
+           cannot be opened refuses create: LOG_FILE_FAILED). Every delivered message is
+           one line "kiln <level>: ITEM: details" written to it with one write(2); it
+           takes the stderr default's place when desc.log is NULL. Copied at create
+           (KILN_OPTION_PATH_MAX bytes at most with its NUL: OPTION_INVALID beyond).
+           NULL: none */ \
     X(kiln_stats_schedule, stats, "stats", STATS, "off", "stats in the log: exit, frame:N, exit+frame:N or off") \
         /* when kiln_stats_print goes to the log (kiln_stats_schedule). The key takes
            "exit" (at kiln_destroy), "frame:N" (every N frames), both joined by +, or
