@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "atomics.h"
+#include "log_ring.h"
 
 static const char *level_name(kiln_log_level level) {
     switch (level) {
@@ -40,6 +41,7 @@ void kiln_log_stderr(void *user, kiln_log_level level, const char *message) {
 bool kiln_log_state_init(kiln_log_state *state, const kiln_desc *desc, const kiln_log_sink *early) {
     kiln_store_relaxed(&state->threshold, (uint32_t)desc->log_level);
     state->file_fd = -1;
+    state->ring = NULL;
     if (!desc->log_file) return true;
     state->file_fd = open(desc->log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (state->file_fd >= 0) return true;
@@ -48,7 +50,26 @@ bool kiln_log_state_init(kiln_log_state *state, const kiln_desc *desc, const kil
     return false;
 }
 
+bool kiln_log_state_start_async(kiln_log_state *state, const kiln_log_sink *sink) {
+    state->ring = kiln_log_ring_start(sink);
+    return state->ring != NULL;
+}
+
+void kiln_log_flush_state(kiln_log_state *state) {
+    if (state->ring) kiln_log_ring_drain(state->ring);
+}
+
+uint64_t kiln_log_dropped(const kiln_log_state *state) {
+    return state->ring ? kiln_log_ring_dropped(state->ring) : 0;
+}
+
+void kiln_log_state_stop_async(kiln_log_state *state) {
+    kiln_log_ring_stop(state->ring);   /* delivers what is left, into the file too */
+    state->ring = NULL;
+}
+
 void kiln_log_state_fini(kiln_log_state *state) {
+    kiln_log_state_stop_async(state);
     if (state->file_fd >= 0) close(state->file_fd);
     state->file_fd = -1;
 }
@@ -64,16 +85,8 @@ static bool shown(const kiln_log_sink *sink, kiln_log_level level) {
     return (uint32_t)level + 1 >= kiln_load_relaxed(&sink->state->threshold);
 }
 
-static void deliver(const kiln_log_sink *sink, kiln_log_item item, kiln_log_level level,
-                    const char *fmt, va_list args) {
-    bool to_sinks = shown(sink, level);
-    bool to_hook = level == KILN_LOG_ERROR && sink && sink->error_hook;
-    if (!to_sinks && !to_hook) return;
-    const char *name = kiln_log_item_name(item);
-    char message[512];
-    int head = snprintf(message, sizeof message, "%s: ", name ? name : "UNKNOWN_ITEM");
-    if (head < 0 || (size_t)head >= sizeof message) return;
-    vsnprintf(message + head, sizeof message - (size_t)head, fmt, args);
+void kiln_log_deliver(const kiln_log_sink *sink, kiln_log_item item, kiln_log_level level,
+                      const char *message) {
     /* A message from inside a callback (one of its calls refused) goes to stderr only:
      * back into the callbacks, a callback that makes the same call again would never
      * return. */
@@ -82,16 +95,53 @@ static void deliver(const kiln_log_sink *sink, kiln_log_item item, kiln_log_leve
         return;
     }
     callback_depth++;
-    if (to_sinks) {
-        int file = sink && sink->state ? sink->state->file_fd : -1;
-        if (sink && sink->fn) sink->fn(sink->user, level, message);
-        else if (file < 0) kiln_log_stderr(NULL, level, message);
-        if (file >= 0) write_line(file, level, message);   /* the default's place, or beside fn */
-        if (sink && sink->item_fn) sink->item_fn(sink->user, level, item, message);
-    }
-    /* After the log: a hook that stops in the debugger finds the message delivered. */
-    if (to_hook) sink->error_hook(sink->error_hook_user, message);
+    int file = sink && sink->state ? sink->state->file_fd : -1;
+    if (sink && sink->fn) sink->fn(sink->user, level, message);
+    else if (file < 0) kiln_log_stderr(NULL, level, message);
+    if (file >= 0) write_line(file, level, message);   /* the default's place, or beside fn */
+    if (sink && sink->item_fn) sink->item_fn(sink->user, level, item, message);
     callback_depth--;
+}
+
+/* "ITEM: " and the details, cut at 511 bytes; false when even the name does not fit. */
+static bool format(char *message, size_t size, kiln_log_item item, const char *fmt, va_list args) {
+    const char *name = kiln_log_item_name(item);
+    int head = snprintf(message, size, "%s: ", name ? name : "UNKNOWN_ITEM");
+    if (head < 0 || (size_t)head >= size) return false;
+    vsnprintf(message + head, size - (size_t)head, fmt, args);
+    return true;
+}
+
+void kiln_log_deliver_fmt(const kiln_log_sink *sink, kiln_log_item item, const char *fmt, ...) {
+    char message[512];
+    va_list args;
+    va_start(args, fmt);
+    bool ok = format(message, sizeof message, item, fmt, args);
+    va_end(args);
+    if (ok) kiln_log_deliver(sink, item, kiln_log_item_level(item), message);
+}
+
+static void deliver(const kiln_log_sink *sink, kiln_log_item item, kiln_log_level level,
+                    const char *fmt, va_list args) {
+    bool to_sinks = shown(sink, level);
+    bool to_hook = level == KILN_LOG_ERROR && sink && sink->error_hook;
+    if (!to_sinks && !to_hook) return;
+    char message[512];
+    if (!format(message, sizeof message, item, fmt, args)) return;
+    if (to_sinks) {
+        struct kiln_log_ring *ring = sink && sink->state ? sink->state->ring : NULL;
+        /* Async: into the ring, unless this thread is in a callback (the writer's own
+         * delivery among them): those go to stderr at once, as in sync mode. */
+        if (ring && callback_depth == 0) kiln_log_ring_put(ring, level, item, message);
+        else kiln_log_deliver(sink, item, level, message);
+    }
+    /* After the log (delivered or queued): a hook that stops in the debugger does so on
+     * the thread that hit the error. */
+    if (to_hook && callback_depth == 0) {
+        callback_depth++;
+        sink->error_hook(sink->error_hook_user, message);
+        callback_depth--;
+    }
 }
 
 void kiln_log(const kiln_log_sink *sink, kiln_log_item item, const char *fmt, ...) {

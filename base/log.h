@@ -9,11 +9,16 @@
 
 #include "common.h"
 
+struct kiln_log_ring;
+
 /* A runtime's log, shared by every copy of its sink. */
 typedef struct kiln_log_state {
     _Atomic uint32_t threshold;   /* kiln_log_threshold, never DEFAULT: any thread (relaxed:
                                      a filter, nothing is published through it) */
     int              file_fd;     /* desc.log_file's descriptor, or -1; read-only */
+    struct kiln_log_ring *ring;   /* KILN_LOG_ASYNC: the ring messages go through (made
+                                     after the sink, before the runtime is published);
+                                     NULL: delivered on the logging thread */
 } kiln_log_state;
 
 /* Where a component's messages go. Written once at creation, then read-only. */
@@ -34,6 +39,32 @@ typedef struct kiln_log_sink {
 KILN_INTERNAL bool kiln_log_state_init(kiln_log_state *state, const kiln_desc *desc,
                                        const kiln_log_sink *early);
 KILN_INTERNAL void kiln_log_state_fini(kiln_log_state *state);
+
+/* KILN_LOG_ASYNC: makes the ring and its writer, which delivers to *sink (whose state is
+ * state). false when the heap or the thread refuses (not logged: the caller says why). */
+KILN_INTERNAL bool kiln_log_state_start_async(kiln_log_state *state, const kiln_log_sink *sink);
+
+/* Ends async mode: delivers what is queued, stops the log thread, frees the ring; later
+ * messages are delivered on the thread that logs. kiln_destroy, once its workers are
+ * stopped: from there on no thread but the destroying one logs, and no callback runs
+ * on the log thread while the runtime is torn down. Nothing in sync mode. */
+KILN_INTERNAL void kiln_log_state_stop_async(kiln_log_state *state);
+
+/* Hands one formatted message to the sink's callbacks and file now, on this thread,
+ * whatever the mode (the async writer's delivery); not the error hook. A message from
+ * inside a callback goes to stderr only. Concurrency: any thread. */
+KILN_INTERNAL void kiln_log_deliver(const kiln_log_sink *sink, kiln_log_item item,
+                                    kiln_log_level level, const char *message);
+
+/* kiln_log_deliver of a message it formats ("ITEM: details", at the item's level). */
+KILN_INTERNAL KILN_PRINTF(3, 4)
+void kiln_log_deliver_fmt(const kiln_log_sink *sink, kiln_log_item item, const char *fmt, ...);
+
+/* KILN_LOG_ASYNC: delivers every message queued before the call, on this thread; sync:
+ * nothing. Messages dropped so far: kiln_log_dropped. Concurrency: any thread but one
+ * inside a sink's callback. */
+KILN_INTERNAL void kiln_log_flush_state(kiln_log_state *state);
+KILN_INTERNAL uint64_t kiln_log_dropped(const kiln_log_state *state);
 
 /* The default sink: "kiln <level>: <message>\n" on stderr, one write per message. */
 KILN_INTERNAL void kiln_log_stderr(void *user, kiln_log_level level, const char *message);

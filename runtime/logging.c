@@ -1,5 +1,6 @@
 /* runtime/logging.c — a runtime's log for the program: kiln_logf (the engine's own
- * messages, on kiln's path) and kiln_log_set_level (the threshold at run time). */
+ * messages, on kiln's path), kiln_log_flush (the async ring, now) and kiln_log_set_level
+ * (the threshold at run time). */
 #include "check.h"
 
 static bool level_ok(const kiln_runtime *rt, uint32_t level, uint32_t last, const char *function) {
@@ -20,6 +21,12 @@ void kiln_logf(kiln_runtime *rt, kiln_log_level level, const char *fmt, ...) {
     va_start(args, fmt);
     kiln_log_at(&rt->log, KILN_LOGITEM_APP_LOG, level, fmt, args);
     va_end(args);
+}
+
+void kiln_log_flush(kiln_runtime *rt) {
+    if (!kiln_runtime_check(rt, "kiln_log_flush")) return;
+    if (!kiln_outside_log_callback(&rt->log, "kiln_log_flush")) return;
+    kiln_log_flush_state(&rt->log_state);
 }
 
 void kiln_log_set_level(kiln_runtime *rt, kiln_log_threshold threshold) {

@@ -10,7 +10,7 @@
 enum kind {
     KIND_NONE, KIND_COUNT, KIND_COUNT64, KIND_PERCENT, KIND_SPIN_US, KIND_SIZE,
     KIND_BLOCK_SIZE, KIND_WORKERS, KIND_DEBUG, KIND_POLICY, KIND_BOOL, KIND_STATS,
-    KIND_LEVEL, KIND_PATH
+    KIND_LEVEL, KIND_MODE, KIND_PATH
 };
 
 /* The C type each kind writes, by size (0: any); a list entry of another size does not
@@ -29,6 +29,7 @@ enum kind {
 #define KIND_SIZE_STATS      sizeof(kiln_stats_schedule)
 #define KIND_SIZE_LEVEL      sizeof(kiln_log_threshold)
 #define KIND_SIZE_PATH       sizeof(const char *)
+#define KIND_SIZE_MODE       sizeof(kiln_log_mode)
 #define IS_PATH_(type, field, key, kind, default_text, meaning) \
     + (KIND_##kind == KIND_PATH)
 _Static_assert(0 KILN_DESC_FIELDS(IS_PATH_) <= KILN_OPTION_PATHS,
@@ -60,6 +61,7 @@ static const char *const allowed_text[] = {
     [KIND_BOOL] = "on, off, true, false, yes, no, 1 or 0",
     [KIND_STATS] = "exit, frame:N (N from 1), both joined by +, or off",
     [KIND_LEVEL] = "debug, info, warn, error or off",
+    [KIND_MODE] = "sync or async",
     [KIND_PATH] = "a path of fewer than 1024 bytes (KILN_OPTION_PATH_MAX), or nothing for none",
 };
 
@@ -182,6 +184,10 @@ static bool parse_value(const field_info *f, span v, void *base, kiln_option_sou
             }
         }
         return false;
+    case KIND_MODE:
+        if (!span_is(v, "sync") && !span_is(v, "async")) return false;
+        *(kiln_log_mode *)at = span_is(v, "sync") ? KILN_LOG_SYNC : KILN_LOG_ASYNC;
+        return true;
     case KIND_PATH: {
         if (v.len >= KILN_OPTION_PATH_MAX) return false;
         char *copy = path_slot(f, sources);
@@ -429,6 +435,9 @@ static void print_value(FILE *out, const field_info *f, const kiln_desc *d) {
         fputs(t >= KILN_LOG_THRESHOLD_DEBUG && t <= KILN_LOG_THRESHOLD_OFF ? level_names[t] : "info", out);
         break;
     }
+    case KIND_MODE:
+        fputs(*(const kiln_log_mode *)at == KILN_LOG_ASYNC ? "async" : "sync", out);
+        break;
     case KIND_PATH: {
         const char *path = *(const char *const *)at;
         fputs(path ? path : "none", out);

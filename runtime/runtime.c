@@ -93,6 +93,12 @@ static bool desc_check(kiln_desc *d, const kiln_log_sink *early) {
                  d->idle_spin_us, (unsigned)KILN_MAX_IDLE_SPIN_US, (unsigned)KILN_IDLE_SPIN_US_DEFAULT);
         return false;
     }
+    if (d->log_mode != KILN_LOG_SYNC && d->log_mode != KILN_LOG_ASYNC) {
+        kiln_log(early, KILN_LOGITEM_LOG_MODE_INVALID,
+                 "kiln_create: log_mode %d is not KILN_LOG_SYNC (0) or KILN_LOG_ASYNC (1)",
+                 (int)d->log_mode);
+        return false;
+    }
     if ((uint32_t)d->log_level > KILN_LOG_THRESHOLD_OFF) {
         kiln_log(early, KILN_LOGITEM_LOG_LEVEL_INVALID,
                  "kiln_create: log_level %u is no kiln_log_threshold (0 to %u)",
@@ -159,6 +165,13 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     kiln_log_fn fn = d.log == kiln_log_stderr && rt->log_state.file_fd >= 0 ? NULL : d.log;
     rt->log = (kiln_log_sink){ fn, d.log_user, &rt->api_errors, d.error_hook, d.error_hook_user,
                                d.log_item, &rt->log_state };
+    if (d.log_mode == KILN_LOG_ASYNC && !kiln_log_state_start_async(&rt->log_state, &rt->log)) {
+        kiln_log(&early, KILN_LOGITEM_LOG_START_FAILED,
+                 "kiln_create: no memory or thread for the async log's ring (log_mode=async)");
+        kiln_log_state_fini(&rt->log_state);
+        kiln_heap_free(rt);
+        return NULL;
+    }
     kiln_block_pool_config pool_config = {
         .block_size = d.block_size,
         .reserve_bytes = d.reserve_size,
@@ -221,6 +234,7 @@ void kiln_destroy(kiln_runtime *rt) {
     if (rt->desc.stats.at_exit) kiln_stats_log(rt);   /* before anything is torn down */
     uint64_t ran_before = kiln_load_relaxed(&rt->jobs.retire_runs);
     kiln_workers_stop(rt);
+    kiln_log_state_stop_async(&rt->log_state);   /* the rest of the teardown logs in sync */
     while (rt->contexts) {
         kiln_ctx *ctx = rt->contexts;
         kiln_log(&rt->log, KILN_LOGITEM_CONTEXT_STILL_ATTACHED,

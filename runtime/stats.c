@@ -17,6 +17,7 @@ bool kiln_stats_get(kiln_runtime *rt, kiln_stats *out) {
     out->frame = kiln_load_relaxed(&rt->frame);
     out->worker_count = rt->desc.worker_count;
     out->api_errors = kiln_load_relaxed(&rt->api_errors);
+    out->log_dropped = kiln_log_dropped(&rt->log_state);
     pthread_mutex_lock(&rt->registry_lock);
     out->contexts = rt->context_count;
     out->arenas = rt->arena_count;

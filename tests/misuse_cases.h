@@ -360,6 +360,17 @@ ROW(logf_null_fmt, "kiln_logf", "NULL fmt", KILN_LOGITEM_LOG_FORMAT_NULL, SINK_A
     kiln_logf(f->a, KILN_LOG_WARN, NULL);
 })
 
+/* kiln_log_flush */
+ROW(log_flush_null_rt, "kiln_log_flush", "NULL runtime: RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    kiln_log_flush(NULL);
+})
+ROW(log_flush_forged_rt, "kiln_log_flush", "forged runtime: RUNTIME_INVALID", KILN_LOGITEM_RUNTIME_INVALID, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    kiln_log_flush(FORGED_RT);
+})
+ROW(log_flush_sync, "kiln_log_flush", "legal: a sync runtime: nothing to do", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    kiln_log_flush(f->a);
+})
+
 /* kiln_log_set_level */
 ROW(log_set_level_null_rt, "kiln_log_set_level", "NULL runtime: RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     kiln_log_set_level(NULL, KILN_LOG_THRESHOLD_WARN);

@@ -4,11 +4,13 @@
 #define _DEFAULT_SOURCE   /* setenv, mkdtemp */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "base/log_ring.h"   /* KILN_LOG_RING_MESSAGES */
 #include "recording_log.h"
 
 static recording_log *rec;
@@ -194,4 +196,170 @@ Test(logging, an_empty_log_file_option_means_none) {
     cr_assert_not_null(rt, "%s", recorded_summary(rec));
     cr_expect_null(kiln_runtime_desc(rt).log_file);
     kiln_destroy(rt);
+}
+
+/* ---- KILN_LOG_ASYNC ---- */
+
+static kiln_runtime *create_async(kiln_desc d) {
+    d.log_mode = KILN_LOG_ASYNC;
+    kiln_runtime *rt = kiln_create(&d);
+    cr_assert_not_null(rt, "%s", recorded_summary(rec));
+    return rt;
+}
+
+static pthread_t logging_thread;
+static _Atomic int off_thread_deliveries;
+static void note_thread(void *user, kiln_log_level level, const char *message) {
+    if (!pthread_equal(pthread_self(), logging_thread)) off_thread_deliveries++;
+    recording_log_fn(user, level, message);
+}
+
+Test(logging, async_delivers_in_order_on_the_log_thread_and_flush_waits_for_it) {
+    kiln_desc d = recording_desc(rec);
+    d.log = note_thread;
+    d.error_hook = count_hook;
+    logging_thread = pthread_self();
+    kiln_runtime *rt = create_async(d);
+    for (int i = 0; i < 50; i++) kiln_logf(rt, KILN_LOG_WARN, "message %d", i);
+    kiln_logf(rt, KILN_LOG_ERROR, "an error");
+    cr_expect_eq(hook_calls, 1, "the hook runs on the thread that hit the error, at once");
+    /* kiln_log_flush on this thread delivers what the log thread has not: either may
+     * deliver each message, never both, and in order. */
+    kiln_log_flush(rt);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_APP_LOG), 51, "%s", recorded_summary(rec));
+    for (int i = 0; i < 50; i++) {
+        char want[32];
+        snprintf(want, sizeof want, "APP_LOG: message %d", i);
+        cr_expect_str_eq(rec->messages[i].text, want);
+    }
+    kiln_stats s;
+    cr_assert(kiln_stats_get(rt, &s));
+    cr_expect_eq(s.log_dropped, 0);
+    kiln_destroy(rt);
+}
+
+Test(logging, async_log_thread_delivers_without_a_flush) {
+    kiln_desc d = recording_desc(rec);
+    d.log = note_thread;
+    logging_thread = pthread_self();
+    kiln_runtime *rt = create_async(d);
+    off_thread_deliveries = 0;
+    kiln_logf(rt, KILN_LOG_WARN, "by the log thread");
+    while (off_thread_deliveries == 0) usleep(1000);   /* about 10 ms; no bound on a loaded machine */
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_APP_LOG), 1);
+    kiln_destroy(rt);
+}
+
+/* The log thread is held inside the first message's delivery, so the ring fills: 255
+ * more fit (the held one keeps its slot until it is delivered), the rest are dropped,
+ * counted and told. */
+static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
+static bool hold_entered, hold_released;
+static void hold_first(void *user, kiln_log_level level, const char *message) {
+    pthread_mutex_lock(&hold_lock);
+    if (!hold_entered) {
+        hold_entered = true;
+        pthread_cond_broadcast(&hold_cond);
+        while (!hold_released) pthread_cond_wait(&hold_cond, &hold_lock);
+    }
+    pthread_mutex_unlock(&hold_lock);
+    recording_log_fn(user, level, message);
+}
+
+Test(logging, async_full_ring_drops_counts_and_tells) {
+    kiln_desc d = recording_desc(rec);
+    d.log = hold_first;
+    kiln_runtime *rt = create_async(d);
+    kiln_logf(rt, KILN_LOG_WARN, "first");
+    pthread_mutex_lock(&hold_lock);
+    while (!hold_entered) pthread_cond_wait(&hold_cond, &hold_lock);
+    pthread_mutex_unlock(&hold_lock);
+    for (int i = 0; i < 1000; i++) kiln_logf(rt, KILN_LOG_WARN, "burst %d", i);
+    kiln_stats s;
+    cr_assert(kiln_stats_get(rt, &s));
+    cr_expect_eq(s.log_dropped, 1000 - (KILN_LOG_RING_MESSAGES - 1));
+    pthread_mutex_lock(&hold_lock);
+    hold_released = true;
+    pthread_cond_broadcast(&hold_cond);
+    pthread_mutex_unlock(&hold_lock);
+    kiln_log_flush(rt);
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_APP_LOG), KILN_LOG_RING_MESSAGES);
+    cr_expect_eq(count_items_at(rec, KILN_LOGITEM_LOG_DROPPED, KILN_LOG_WARN), 1, "%s", recorded_summary(rec));
+    cr_expect(strstr(last_item_text(rec, KILN_LOGITEM_LOG_DROPPED), "745 messages dropped") != NULL,
+              "%s", last_item_text(rec, KILN_LOGITEM_LOG_DROPPED));
+    kiln_logf(rt, KILN_LOG_WARN, "after");
+    kiln_log_flush(rt);
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_LOG_DROPPED), 1, "told once per round that saw drops");
+    kiln_destroy(rt);
+}
+
+static void *log_burst(void *arg) {
+    for (int i = 0; i < 2000; i++) kiln_logf(arg, KILN_LOG_WARN, "burst %d", i);
+    return NULL;
+}
+
+static _Atomic size_t app_messages;
+static void count_app(void *user, kiln_log_level level, kiln_log_item item, const char *message) {
+    (void)user, (void)level, (void)message;
+    if (item == KILN_LOGITEM_APP_LOG) app_messages++;
+}
+
+Test(logging, async_from_many_threads_loses_nothing_uncounted) {
+    kiln_desc d = recording_desc(rec);
+    d.worker_count = 2;
+    d.log_item = count_app;
+    kiln_runtime *rt = create_async(d);
+    pthread_t threads[4];
+    for (int i = 0; i < 4; i++) pthread_create(&threads[i], NULL, log_burst, rt);
+    for (int i = 0; i < 4; i++) pthread_join(threads[i], NULL);
+    kiln_log_flush(rt);
+    kiln_stats s;
+    cr_assert(kiln_stats_get(rt, &s));
+    size_t delivered = app_messages;
+    cr_expect_eq(delivered + s.log_dropped, 8000, "delivered %zu, dropped %llu", delivered,
+                 (unsigned long long)s.log_dropped);
+    kiln_destroy(rt);
+}
+
+Test(logging, async_by_option_with_a_file_and_the_exit_report) {
+    char path[128], options[200];
+    snprintf(path, sizeof path, "%s/async.log", dir);
+    snprintf(options, sizeof options, "log_mode=async,log_file=%s,stats=exit", path);
+    kiln_runtime *rt = create_with(options);
+    cr_expect_eq(kiln_runtime_desc(rt).log_mode, KILN_LOG_ASYNC);
+    kiln_logf(rt, KILN_LOG_WARN, "into the file");
+    kiln_destroy(rt);   /* delivers everything left before it returns */
+    const char *text = read_file(path);
+    cr_expect(strstr(text, "kiln warn: APP_LOG: into the file\n") != NULL, "%s", text);
+    cr_expect(strstr(text, "STATS_REPORT: kiln stats, frame 0") != NULL, "%s", text);
+    cr_expect(strstr(text, "log_mode = async (options)") != NULL, "%s", text);
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_STATS_REPORT), count_items_with(rec, KILN_LOGITEM_STATS_REPORT, ""));
+}
+
+static kiln_runtime *flushing_rt;
+static void flush_from_callback(void *user, kiln_log_level level, const char *message) {
+    recording_log_fn(user, level, message);
+    if (strstr(message, "call flush")) kiln_log_flush(flushing_rt);   /* refused, no deadlock */
+}
+
+Test(logging, async_flush_from_a_callback_is_refused) {
+    kiln_desc d = recording_desc(rec);
+    d.log = flush_from_callback;
+    kiln_runtime *rt = flushing_rt = create_async(d);
+    stderr_capture cap;
+    stderr_capture_begin(&cap);
+    kiln_logf(rt, KILN_LOG_WARN, "call flush");
+    kiln_log_flush(rt);
+    char *err = stderr_capture_end(&cap);
+    cr_expect(strstr(err, "LOG_CALLBACK_CALL") != NULL, "%s", err);
+    free(err);
+    kiln_destroy(rt);
+}
+
+Test(logging, a_bad_log_mode_refuses_create) {
+    kiln_desc d = recording_desc(rec);
+    d.log_mode = (kiln_log_mode)2;
+    cr_expect_null(kiln_create(&d));
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_LOG_MODE_INVALID), 1);
 }

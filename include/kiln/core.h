@@ -40,6 +40,19 @@ typedef enum kiln_log_level {
     KILN_LOG_DEBUG, KILN_LOG_INFO, KILN_LOG_WARN, KILN_LOG_ERROR
 } kiln_log_level;
 
+/* kiln_desc.log_mode: on which thread messages reach the sinks. */
+typedef enum kiln_log_mode {
+    KILN_LOG_SYNC  = 0,   /* on the thread that logs, before the call that logged returns */
+    KILN_LOG_ASYNC = 1    /* through a bounded ring (KILN_LOG_RING_MESSAGES, 256 messages)
+                             that any thread writes with no lock and no system call; kiln's
+                             log thread delivers them about every 10 ms, kiln_log_flush and
+                             kiln_destroy at once. A full ring drops the message, counted
+                             (kiln_stats.log_dropped) and told by one LOG_DROPPED per
+                             delivery round that saw drops. The callbacks (log, log_item)
+                             and the file run on the log thread, one message at a time;
+                             error_hook still runs on the thread that hit the error. */
+} kiln_log_mode;
+
 /* kiln_desc.log_level and kiln_log_set_level: the least level delivered to the log's
  * sinks (desc.log or the stderr default, desc.log_item, desc.log_file). Messages below
  * it are not formatted or delivered; a refused call is still counted, and an ERROR still
@@ -107,6 +120,13 @@ KILN_API void kiln_logf(kiln_runtime *rt, kiln_log_level level, const char *fmt,
     __attribute__((format(printf, 3, 4)))
 #endif
     ;
+
+/* KILN_LOG_ASYNC: delivers every message queued before the call, on the calling thread,
+ * before it returns (the log thread's next round finds them gone); KILN_LOG_SYNC:
+ * nothing to do. Refused inside a log callback (LOG_CALLBACK_CALL); a bad rt:
+ * RUNTIME_NULL / RUNTIME_INVALID. Concurrency: any thread; blocks while the log thread
+ * delivers a round. */
+KILN_API void kiln_log_flush(kiln_runtime *rt);
 
 /* Sets rt's threshold (kiln_log_threshold; KILN_LOG_THRESHOLD_DEFAULT: info) from the
  * next message on; kiln_runtime_desc's log_level reads it back. A value that is none:
@@ -243,7 +263,8 @@ typedef struct kiln_stats_schedule {
  *                (a SIZE that is 0 or a power of two from 4K to 1G), WORKERS (a COUNT or
  *                "none"), DEBUG (debug bit names joined by +), POLICY (warn, refuse),
  *                BOOL (on, off, true, false, yes, no, 1, 0), LEVEL (debug, info, warn,
- *                error, off), PATH (a file's path, to the next comma), STATS (see the
+ *                error, off), MODE (sync, async), PATH (a file's path, to the next
+ *                comma), STATS (see the
  *                key below)
  *   default      what 0 means, as the README's options table writes it
  *   meaning      one line for that table
@@ -383,6 +404,9 @@ typedef struct kiln_stats_schedule {
     X(kiln_log_threshold, log_level, "log", LEVEL, "info", "the least level logged: debug, info, warn, error or off") \
         /* KILN_LOG_THRESHOLD_*: messages below it are not delivered (kiln_log_threshold);
            kiln_log_set_level changes it at run time. 0: info */ \
+    X(kiln_log_mode, log_mode, "log_mode", MODE, "sync", "sync: messages reach the sinks on the thread that logs; async: through a ring and kiln's log thread") \
+        /* KILN_LOG_SYNC (0) or KILN_LOG_ASYNC (kiln_log_mode); another value: refused
+           (LOG_MODE_INVALID) */ \
     X(const char *, log_file, "log_file", PATH, "none", "a file every message is appended to, one line each") \
         /* a path, opened at kiln_create (appending, created 0644 when missing; one that
            cannot be opened refuses create: LOG_FILE_FAILED). Every delivered message is

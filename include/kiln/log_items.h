@@ -28,6 +28,8 @@
     X(IDLE_SPIN_INVALID, ERROR, "desc.idle_spin_us is above KILN_MAX_IDLE_SPIN_US") \
     X(OPTION_INVALID, ERROR, "an options string (desc.options, KILN_OPTIONS) has a value its key does not take, or a pair without =") \
     X(OPTION_UNKNOWN, WARN, "an options string names a key kiln does not have; the pair is ignored") \
+    X(LOG_MODE_INVALID, ERROR, "desc.log_mode is not a kiln_log_mode") \
+    X(LOG_START_FAILED, ERROR, "the async log's ring or its thread could not be made; create is refused") \
     X(LOG_FILE_FAILED, ERROR, "desc.log_file (log_file=) could not be opened; create is refused") \
     X(OPTION_KEY_UNKNOWN, ERROR, "kiln_option_source was asked for a key kiln does not have") \
     X(OPTION_OUT_TOO_SMALL, ERROR, "kiln_option_source's out cannot hold the layer's name (KILN_OPTION_SOURCE_MAX)") \
@@ -167,6 +169,7 @@
     X(APP_LOG, INFO, "a message of the program's own, through kiln_logf (delivered at the level the program gave)") \
     X(LOG_LEVEL_INVALID, ERROR, "kiln_logf or kiln_log_set_level was given a level that is none") \
     X(LOG_FORMAT_NULL, ERROR, "kiln_logf was given a NULL format") \
+    X(LOG_DROPPED, WARN, "the async log's ring was full: messages were dropped (kiln_stats.log_dropped)") \
     X(STATS_REPORT, INFO, "one line of kiln_stats_print, logged as desc.stats (stats=exit, stats=frame:N) asks") \
     X(TRACE_NULL_FILE, ERROR, "kiln_trace_write_file with a NULL file") \
     X(TRACE_NULL_PATH, ERROR, "kiln_trace_write with a NULL path") \

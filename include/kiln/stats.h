@@ -169,6 +169,7 @@ typedef struct kiln_ctx_stats {
     X(uint64_t, jobs_run_at_detach, "jobs that detaching contexts and stopping workers ran "   \
                                     "as they went: their queued and pinned ones, background "  \
                                     "ones included")                                           \
+    X(uint64_t, log_dropped,   "messages the async log's ring had no room for (KILN_LOG_ASYNC)") \
     /* end of list */
 
 typedef struct kiln_stats {
