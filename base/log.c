@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "atomics.h"
+#include "log_fold.h"
 #include "log_ring.h"
 
 static const char *level_name(kiln_log_level level) {
@@ -42,6 +43,7 @@ bool kiln_log_state_init(kiln_log_state *state, const kiln_desc *desc, const kil
     kiln_store_relaxed(&state->threshold, (uint32_t)desc->log_level);
     state->file_fd = -1;
     state->ring = NULL;
+    state->fold = NULL;
     if (!desc->log_file) return true;
     state->file_fd = open(desc->log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (state->file_fd >= 0) return true;
@@ -128,6 +130,10 @@ static void deliver(const kiln_log_sink *sink, kiln_log_item item, kiln_log_leve
     if (!to_sinks && !to_hook) return;
     char message[512];
     if (!format(message, sizeof message, item, fmt, args)) return;
+    /* A repeat of a message of this window is counted, not delivered (nor hooked). */
+    if (sink && sink->state && sink->state->fold &&
+        !kiln_log_fold_admit(sink->state->fold, sink, item, message))
+        return;
     if (to_sinks) {
         struct kiln_log_ring *ring = sink && sink->state ? sink->state->ring : NULL;
         /* Async: into the ring, unless this thread is in a callback (the writer's own

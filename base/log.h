@@ -10,6 +10,7 @@
 #include "common.h"
 
 struct kiln_log_ring;
+struct kiln_log_fold;
 
 /* A runtime's log, shared by every copy of its sink. */
 typedef struct kiln_log_state {
@@ -19,6 +20,7 @@ typedef struct kiln_log_state {
     struct kiln_log_ring *ring;   /* KILN_LOG_ASYNC: the ring messages go through (made
                                      after the sink, before the runtime is published);
                                      NULL: delivered on the logging thread */
+    struct kiln_log_fold *fold;   /* repeats folded (base/log_fold.h); NULL: none */
 } kiln_log_state;
 
 /* Where a component's messages go. Written once at creation, then read-only. */

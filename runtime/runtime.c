@@ -161,6 +161,8 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
         kiln_heap_free(rt);
         return NULL;
     }
+    rt->log_fold.frame = &rt->frame;
+    if (!d.log_every_repeat) rt->log_state.fold = &rt->log_fold;
     /* With a log file and no callback, the file takes the stderr default's place. */
     kiln_log_fn fn = d.log == kiln_log_stderr && rt->log_state.file_fd >= 0 ? NULL : d.log;
     rt->log = (kiln_log_sink){ fn, d.log_user, &rt->api_errors, d.error_hook, d.error_hook_user,
@@ -234,6 +236,7 @@ void kiln_destroy(kiln_runtime *rt) {
     if (rt->desc.stats.at_exit) kiln_stats_log(rt);   /* before anything is torn down */
     uint64_t ran_before = kiln_load_relaxed(&rt->jobs.retire_runs);
     kiln_workers_stop(rt);
+    kiln_log_fold_sweep(&rt->log_fold, &rt->log, true);   /* through the ring, in order */
     kiln_log_state_stop_async(&rt->log_state);   /* the rest of the teardown logs in sync */
     while (rt->contexts) {
         kiln_ctx *ctx = rt->contexts;
@@ -264,6 +267,7 @@ void kiln_destroy(kiln_runtime *rt) {
         for (unsigned p = 0; p < 2; p++) kiln_job_arena_free(ctx, p);
     kiln_trace_fini(&rt->trace);   /* every context is detached: nobody records */
     kiln_block_pool_fini(&rt->blocks);   /* the last message it may log: blocks still out */
+    kiln_log_fold_sweep(&rt->log_fold, &rt->log, true);   /* the repeats not told yet */
     /* No message from here on: a log callback may read the figures of any object until
      * then, so the records go last. */
     kiln_contexts_free(rt);

@@ -15,6 +15,7 @@
 #include "../alloc/pool.h"
 #include "../base/atomics.h"
 #include "../base/log.h"
+#include "../base/log_fold.h"
 #include "../jobs/scheduler.h"
 #include "../alloc/handle_table.h"
 #include "options.h"
@@ -196,6 +197,7 @@ struct kiln_runtime {
     kiln_option_sources option_sources;   /* each desc field's layer; read-only */
     kiln_log_sink    log;
     kiln_log_state   log_state;     /* the threshold and desc.log_file (base/log.h) */
+    kiln_log_fold    log_fold;      /* repeats folded, by frame (base/log_fold.h) */
     _Atomic uint64_t api_errors;    /* calls refused for misuse, any thread (relaxed) */
 
     /* The frame clock. frame is written by the driver and read by anyone (relaxed:

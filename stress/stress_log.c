@@ -8,6 +8,9 @@
  *   - one writer's messages arrive in the order it wrote them (numbers strictly rise);
  *   - callbacks never run at the same time (the ring has one consumer at a time);
  * and at the end every message was delivered or counted in log_dropped, exactly.
+ * Then repeats folded (sync mode): --threads threads make the same refused call with
+ * other figures, a driver ends frames beside them, and every refusal is delivered or
+ * counted in a LOG_REPEATS summary exactly once.
  * Usage: stress-log [--threads N] [--iterations N] [--seed S]: N writers of each kind,
  * each writing --iterations messages. Exit status 0 when every check held. */
 #include "stress_common.h"   /* first: it sets the feature macros */
@@ -86,6 +89,50 @@ static void *flusher(void *arg) {
     return NULL;
 }
 
+/* ---- repeats folded ---- */
+
+static _Atomic uint64_t fold_delivered, fold_counted;
+
+static void on_fold_message(void *user, kiln_log_level level, kiln_log_item item, const char *message) {
+    (void)user, (void)level;
+    unsigned long long n;
+    if (item == KILN_LOGITEM_OPTION_OUT_TOO_SMALL) atomic_fetch_add(&fold_delivered, 1);
+    else if (item == KILN_LOGITEM_LOG_REPEATS && sscanf(message, "LOG_REPEATS: %llu", &n) == 1)
+        atomic_fetch_add(&fold_counted, n);
+    else STRESS_CHECK(false, "unexpected: %s", message);
+}
+
+static void *refuser(void *arg) {
+    char out[8];
+    for (uint64_t i = 0; i < opt.iterations; i++)
+        kiln_option_source(arg, "workers", out, 1 + i % 4);   /* "desc" needs 5 */
+    return NULL;
+}
+
+static void check_folding(void) {
+    kiln_runtime *frt = kiln_create(&(kiln_desc){ .worker_count = KILN_NO_WORKERS, .log = quiet_log,
+                                                  .log_item = on_fold_message,
+                                                  .options = "workers=none",
+                                                  .options_env = KILN_OPTIONS_ENV_IGNORE });
+    if (!frt) { stress_fail("no runtime"); return; }
+    kiln_ctx *ctx = kiln_attach(frt);
+    pthread_t threads[MAX_WRITERS / 2];
+    for (uint32_t t = 0; t < opt.threads; t++) pthread_create(&threads[t], NULL, refuser, frt);
+    for (int f = 0; f < 200; f++) {   /* frame ends sweep beside the refusals */
+        kiln_frame_begin(ctx);
+        kiln_frame_end(ctx);
+    }
+    for (uint32_t t = 0; t < opt.threads; t++) pthread_join(threads[t], NULL);
+    kiln_detach(ctx);
+    kiln_destroy(frt);
+    uint64_t total = (uint64_t)opt.threads * opt.iterations;
+    STRESS_CHECK(fold_delivered + fold_counted == total, "folding: delivered %llu + folded %llu != %llu",
+                 (unsigned long long)fold_delivered, (unsigned long long)fold_counted,
+                 (unsigned long long)total);
+    printf("stress-log: folding: %llu refusals, %llu delivered\n", (unsigned long long)total,
+           (unsigned long long)fold_delivered);
+}
+
 int main(int argc, char **argv) {
     opt = (stress_options){ .threads = 4, .iterations = 20000, .seed = 1 };
     if (!stress_parse(argc, argv, &opt)) return 2;
@@ -118,6 +165,7 @@ int main(int argc, char **argv) {
                  (unsigned long long)written);
     kiln_detach(ctx);
     kiln_destroy(rt);
+    check_folding();
     printf("stress-log: %llu messages, %llu delivered, %llu dropped, %.1f s\n",
            (unsigned long long)written, (unsigned long long)delivered,
            (unsigned long long)s.log_dropped, stress_seconds() - start);

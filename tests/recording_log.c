@@ -93,6 +93,9 @@ kiln_desc recording_desc(recording_log *rec) {
     /* No workers: these tests count every block, context and arena the runtime holds,
      * and a worker's frame arena would be one more of each. */
     desc.worker_count = KILN_NO_WORKERS;
+    /* Every message: these tests count one per call (folding has its own, in
+     * test_logging.c, which turns this back off). */
+    desc.log_every_repeat = true;
     return desc;
 }
 

@@ -47,7 +47,8 @@ void recording_log_fn(void *user, kiln_log_level level, const char *message);
 void recording_log_item_fn(void *user, kiln_log_level level, kiln_log_item item,
                            const char *message);
 
-/* A desc whose log and log_item go to rec; every other field zero (the defaults). */
+/* A desc whose log and log_item go to rec, with no workers and every repeat delivered
+ * (log_every_repeat); every other field zero (the defaults). */
 kiln_desc recording_desc(recording_log *rec);
 
 /* A runtime of recording_desc(rec) with worker_count workers (KILN_NO_WORKERS: none),

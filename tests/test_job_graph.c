@@ -568,7 +568,8 @@ static void count_item(void *user, kiln_log_level level, kiln_log_item item, con
     if ((int)item >= 0 && item < KILN_LOGITEM_COUNT) atomic_fetch_add(&item_counts[item], 1);
 }
 
-static const kiln_desc counting_desc = { .worker_count = 2, .log = quiet_log, .log_item = count_item };
+static const kiln_desc counting_desc = { .worker_count = 2, .log = quiet_log, .log_item = count_item,
+                                           .log_every_repeat = true };   /* counted one by one */
 
 Test(job_graph, after_a_counter_another_runtime_keeps_using) {
     item_counts_reset();

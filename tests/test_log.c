@@ -517,7 +517,8 @@ static void nesting_hook(void *user, const char *message) {
 Test(log, a_refusal_inside_a_callback_never_reenters_it) {
     nesting_depth = nesting_deepest = nesting_calls = 0;
     kiln_desc desc = { .worker_count = KILN_NO_WORKERS, .log = recording_log_fn, .log_user = rec,
-                       .log_item = recording_log_item_fn, .error_hook = nesting_hook };
+                       .log_item = recording_log_item_fn, .error_hook = nesting_hook,
+                       .log_every_repeat = true };   /* the inner refusal repeats the outer */
     nesting_rt = kiln_create(&desc);
     cr_assert_not_null(nesting_rt);
     stderr_capture cap;

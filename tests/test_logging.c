@@ -363,3 +363,109 @@ Test(logging, a_bad_log_mode_refuses_create) {
     cr_expect_null(kiln_create(&d));
     cr_expect_eq(count_items(rec, KILN_LOGITEM_LOG_MODE_INVALID), 1);
 }
+
+/* ---- repeats folded ---- */
+
+static kiln_runtime *create_folding(kiln_log_mode mode) {
+    kiln_desc d = recording_desc(rec);
+    d.log_every_repeat = false;   /* the default: recording_desc turns it on */
+    d.log_mode = mode;
+    kiln_runtime *rt = kiln_create(&d);
+    cr_assert_not_null(rt, "%s", recorded_summary(rec));
+    return rt;
+}
+
+/* One refused call, repeated: OPTION_OUT_TOO_SMALL names the cap, so the texts differ
+ * only in their figures. */
+static void refuse(kiln_runtime *rt, size_t cap, const char *key) {
+    char out[8];
+    cr_assert_not(kiln_option_source(rt, key, out, cap));
+}
+
+static void folds_within_a_frame(kiln_log_mode mode) {
+    kiln_runtime *rt = create_folding(mode);
+    kiln_ctx *ctx = kiln_attach(rt);
+    kiln_frame_begin(ctx);
+    for (int i = 0; i < 100; i++) refuse(rt, 1 + (size_t)i % 4, "workers");
+    kiln_log_flush(rt);
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_OPTION_OUT_TOO_SMALL), 1, "%s", recorded_summary(rec));
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_LOG_REPEATS), 0, "told when the frame ends");
+    kiln_frame_end(ctx);
+    kiln_log_flush(rt);
+    cr_expect_eq(count_items_at(rec, KILN_LOGITEM_LOG_REPEATS, KILN_LOG_INFO), 1, "%s", recorded_summary(rec));
+    const char *text = last_item_text(rec, KILN_LOGITEM_LOG_REPEATS);
+    cr_expect(strstr(text, "99 more like the last OPTION_OUT_TOO_SMALL message") != NULL, "%s", text);
+    kiln_stats s;
+    cr_assert(kiln_stats_get(rt, &s));
+    cr_expect_eq(s.api_errors, 100, "every refusal is counted, folded or not");
+    kiln_frame_begin(ctx);   /* a new frame: the first one is delivered again */
+    refuse(rt, 2, "workers");
+    refuse(rt, 3, "workers");
+    kiln_log_flush(rt);
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_OPTION_OUT_TOO_SMALL), 2);
+    kiln_frame_end(ctx);
+    kiln_detach(ctx);
+    kiln_destroy(rt);
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_LOG_REPEATS), 2, "%s", recorded_summary(rec));
+    cr_expect(strstr(last_item_text(rec, KILN_LOGITEM_LOG_REPEATS), "1 more like") != NULL);
+}
+
+Test(logging, repeats_fold_within_a_frame_and_are_told_at_its_end) { folds_within_a_frame(KILN_LOG_SYNC); }
+Test(logging, repeats_fold_in_async_mode_too) { folds_within_a_frame(KILN_LOG_ASYNC); }
+
+Test(logging, other_objects_and_other_items_are_not_folded_together) {
+    kiln_runtime *rt = create_folding(KILN_LOG_SYNC);
+    for (int i = 0; i < 3; i++) {
+        refuse(rt, 1, "workers");        /* "desc" */
+        refuse(rt, 1, "block_size");     /* "default": another text */
+        char out[8];
+        kiln_option_source(rt, "no_such_key", out, sizeof out);   /* another item */
+        kiln_option_source(rt, "other_key", out, sizeof out);     /* another name */
+    }
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_OPTION_OUT_TOO_SMALL), 2, "%s", recorded_summary(rec));
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_OPTION_KEY_UNKNOWN), 2, "%s", recorded_summary(rec));
+    kiln_destroy(rt);   /* no frame ever ended: told at destroy */
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_LOG_REPEATS), 4, "%s", recorded_summary(rec));
+    cr_expect_eq(count_items_with(rec, KILN_LOGITEM_LOG_REPEATS, "2 more like"), 4);
+}
+
+Test(logging, the_programs_messages_and_every_repeat_mode_are_not_folded) {
+    kiln_runtime *rt = create_folding(KILN_LOG_SYNC);
+    for (int i = 0; i < 5; i++) kiln_logf(rt, KILN_LOG_WARN, "same %d", i % 2);
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_APP_LOG), 5, "APP_LOG is the program's");
+    kiln_destroy(rt);
+    recording_log_clear(rec);
+    kiln_desc d = recording_desc(rec);   /* log_every_repeat */
+    rt = kiln_create(&d);
+    for (int i = 0; i < 5; i++) refuse(rt, 1, "workers");
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_OPTION_OUT_TOO_SMALL), 5);
+    kiln_destroy(rt);
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_LOG_REPEATS), 0);
+}
+
+static void *refuse_from_a_thread(void *arg) {
+    char out[8];
+    for (int i = 0; i < 1000; i++) kiln_option_source(arg, "workers", out, 1 + (size_t)i % 4);
+    return NULL;
+}
+
+Test(logging, repeats_from_many_threads_are_each_delivered_or_counted_once) {
+    kiln_runtime *rt = create_folding(KILN_LOG_SYNC);
+    pthread_t threads[4];
+    for (int i = 0; i < 4; i++) pthread_create(&threads[i], NULL, refuse_from_a_thread, rt);
+    for (int i = 0; i < 4; i++) pthread_join(threads[i], NULL);
+    kiln_destroy(rt);
+    /* Windows may turn (about a second) while the threads run: then more than one is
+     * delivered, and the summaries count the rest. */
+    size_t delivered = count_items(rec, KILN_LOGITEM_OPTION_OUT_TOO_SMALL);
+    size_t folded = 0;
+    for (size_t i = 0; i < rec->count; i++) {
+        unsigned long long n;
+        if (rec->messages[i].item == KILN_LOGITEM_LOG_REPEATS &&
+            sscanf(rec->messages[i].text, "LOG_REPEATS: %llu", &n) == 1)
+            folded += n;
+    }
+    cr_expect_geq(delivered, 1);
+    cr_expect_eq(delivered + folded, 4000, "delivered %zu, folded %zu: %s", delivered, folded,
+                 recorded_summary(rec));
+}

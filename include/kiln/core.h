@@ -407,6 +407,15 @@ typedef struct kiln_stats_schedule {
     X(kiln_log_mode, log_mode, "log_mode", MODE, "sync", "sync: messages reach the sinks on the thread that logs; async: through a ring and kiln's log thread") \
         /* KILN_LOG_SYNC (0) or KILN_LOG_ASYNC (kiln_log_mode); another value: refused
            (LOG_MODE_INVALID) */ \
+    X(bool, log_every_repeat, "log_every_repeat", BOOL, "off", "on: repeats are delivered one by one instead of folded") \
+        /* false: repeats are folded in every mode. A message like one delivered in the
+           same frame (the same item, the same text once its numbers are set aside: the
+           same object saying the same thing) is counted instead of delivered (nor does it
+           reach error_hook; a refused call is still counted in api_errors), and one
+           LOG_REPEATS (INFO) says how many at the frame's end, or when a message takes
+           its place; a frame is cut after about a second for this. Never folded:
+           APP_LOG, STATS_REPORT, LOG_REPEATS, LOG_DROPPED. true: every message is
+           delivered, for tools (and tests) that count them */ \
     X(const char *, log_file, "log_file", PATH, "none", "a file every message is appended to, one line each") \
         /* a path, opened at kiln_create (appending, created 0644 when missing; one that
            cannot be opened refuses create: LOG_FILE_FAILED). Every delivered message is

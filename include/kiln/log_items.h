@@ -169,6 +169,7 @@
     X(APP_LOG, INFO, "a message of the program's own, through kiln_logf (delivered at the level the program gave)") \
     X(LOG_LEVEL_INVALID, ERROR, "kiln_logf or kiln_log_set_level was given a level that is none") \
     X(LOG_FORMAT_NULL, ERROR, "kiln_logf was given a NULL format") \
+    X(LOG_REPEATS, INFO, "messages like the last one of an item (same object, other figures) were folded in one frame; this says how many") \
     X(LOG_DROPPED, WARN, "the async log's ring was full: messages were dropped (kiln_stats.log_dropped)") \
     X(STATS_REPORT, INFO, "one line of kiln_stats_print, logged as desc.stats (stats=exit, stats=frame:N) asks") \
     X(TRACE_NULL_FILE, ERROR, "kiln_trace_write_file with a NULL file") \
