@@ -11,6 +11,7 @@
 
 #include "atomics.h"
 #include "log_fold.h"
+#include "log_recent.h"
 #include "log_ring.h"
 
 static const char *level_name(kiln_log_level level) {
@@ -44,6 +45,7 @@ bool kiln_log_state_init(kiln_log_state *state, const kiln_desc *desc, const kil
     state->file_fd = -1;
     state->ring = NULL;
     state->fold = NULL;
+    state->recent = NULL;
     if (!desc->log_file) return true;
     state->file_fd = open(desc->log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (state->file_fd >= 0) return true;
@@ -89,6 +91,8 @@ static bool shown(const kiln_log_sink *sink, kiln_log_level level) {
 
 void kiln_log_deliver(const kiln_log_sink *sink, kiln_log_item item, kiln_log_level level,
                       const char *message) {
+    if (sink && sink->state && sink->state->recent)
+        kiln_log_recent_put(sink->state->recent, level, message);
     /* A message from inside a callback (one of its calls refused) goes to stderr only:
      * back into the callbacks, a callback that makes the same call again would never
      * return. */

@@ -11,6 +11,7 @@
 
 struct kiln_log_ring;
 struct kiln_log_fold;
+struct kiln_log_recent;
 
 /* A runtime's log, shared by every copy of its sink. */
 typedef struct kiln_log_state {
@@ -21,6 +22,8 @@ typedef struct kiln_log_state {
                                      after the sink, before the runtime is published);
                                      NULL: delivered on the logging thread */
     struct kiln_log_fold *fold;   /* repeats folded (base/log_fold.h); NULL: none */
+    struct kiln_log_recent *recent;   /* the newest delivered lines, for the crash report
+                                     (base/log_recent.h); NULL: none kept */
 } kiln_log_state;
 
 /* Where a component's messages go. Written once at creation, then read-only. */

@@ -617,8 +617,10 @@ static inline void leave_jobs(kiln_job_system *sys, kiln_job_queue *q) {
 static inline void call_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
     uint32_t outer = q->running_flags;
     const kiln_counter_state *outer_counter = kiln_load_relaxed(&q->running_counter);
+    const kiln_task *outer_task = kiln_load_relaxed(&q->running_task);
     q->running_flags = (uint32_t)task->flags;
     kiln_store_relaxed(&q->running_counter, task->counter);
+    kiln_store_relaxed(&q->running_task, task);
     q->job_depth++;
     if (kiln_unlikely(task->flags & KILN_TASK_BACKGROUND)) {
         call_background(sys, q, task);
@@ -638,6 +640,7 @@ static inline void call_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task 
     q->job_depth--;
     q->running_flags = outer;
     kiln_store_relaxed(&q->running_counter, outer_counter);
+    kiln_store_relaxed(&q->running_task, outer_task);
 }
 
 /* The root is a job on q like its pieces (job_depth, running_flags, frame work), so

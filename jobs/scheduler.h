@@ -129,6 +129,10 @@ struct kiln_job_queue {
     _Atomic(const kiln_counter_state *) running_counter;  /* the counter of the job running
                                             now (NULL: none): written by the owner, read
                                             relaxed by a stuck wait's report */
+    _Atomic(const struct kiln_task *) running_task;  /* the innermost task running now, on
+                                            the owner's stack (NULL: none): written by the
+                                            owner, read relaxed by the crash report, which
+                                            may find it just ended */
 
     /* Owner-only. */
     uint64_t            rng;             /* victim choice */

@@ -96,7 +96,9 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
 kiln_ctx *kiln_attach(kiln_runtime *rt) {
     if (!kiln_runtime_check(rt, "kiln_attach")) return NULL;
     if (!kiln_outside_log_callback(&rt->log, "kiln_attach")) return NULL;
-    return kiln_context_new(rt, false);
+    kiln_ctx *ctx = kiln_context_new(rt, false);
+    if (ctx) ctx->thread = pthread_self();   /* the crash report names the crashing thread */
+    return ctx;
 }
 
 kiln_ctx *kiln_attach_layout(kiln_runtime *rt, uint32_t layout) {

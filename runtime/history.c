@@ -163,6 +163,14 @@ static bool read_record(kiln_history *h, uint64_t index, kiln_frame_record *out)
     return true;
 }
 
+bool kiln_history_record(kiln_runtime *rt, uint64_t index, kiln_frame_record *out) {
+    return index < kiln_load_acquire(&rt->history.written) && read_record(&rt->history, index, out);
+}
+
+uint64_t kiln_history_written(kiln_runtime *rt) {
+    return kiln_load_acquire(&rt->history.written);
+}
+
 size_t kiln_history_read(kiln_runtime *rt, kiln_frame_record *out, size_t cap) {
     if (!kiln_stats_list_args_ok(rt, out, cap, "kiln_history_read")) return 0;
     kiln_history *h = &rt->history;

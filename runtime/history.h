@@ -24,4 +24,10 @@ KILN_INTERNAL void kiln_history_frame_begin(kiln_runtime *rt);
 KILN_INTERNAL void kiln_history_frame_end(kiln_runtime *rt, kiln_ctx *driver,
                                           kiln_frame_record *record);
 
+/* Records written so far, and one of them by number (0 the first): false when it is not
+ * written, overwritten or being written. One try each, no lock, no retry: async-signal-
+ * safe (the crash report, which may interrupt the driver mid-write). Any thread. */
+KILN_INTERNAL uint64_t kiln_history_written(kiln_runtime *rt);
+KILN_INTERNAL bool kiln_history_record(kiln_runtime *rt, uint64_t index, kiln_frame_record *out);
+
 #endif /* KILN_RUNTIME_HISTORY_H */

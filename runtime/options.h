@@ -24,7 +24,7 @@ typedef enum kiln_desc_field {
 #undef KILN_DESC_FIELD_ID_
 
 /* Path fields (kind PATH) the sources can hold. */
-#define KILN_OPTION_PATHS 2
+#define KILN_OPTION_PATHS 2   /* log_file, crash_file */
 
 /* Each field's layer, and a copy of every path. Written by kiln_create, then read-only. */
 typedef struct kiln_option_sources {

@@ -4,6 +4,7 @@
 #include "arenas.h"
 #include "check.h"
 #include "context.h"
+#include "crash.h"
 #include "handle_reclaim.h"
 #include "handles.h"
 #include "pools.h"
@@ -162,6 +163,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
         return NULL;
     }
     rt->log_fold.frame = &rt->frame;
+    rt->log_state.recent = &rt->log_recent;
     if (!d.log_every_repeat) rt->log_state.fold = &rt->log_fold;
     /* With a log file and no callback, the file takes the stderr default's place. */
     kiln_log_fn fn = d.log == kiln_log_stderr && rt->log_state.file_fd >= 0 ? NULL : d.log;
@@ -222,7 +224,8 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     kiln_store_relaxed(&rt->handle_safe_epoch, 1);
     rt->magic = KILN_RUNTIME_MAGIC;
     kiln_runtime_register(rt);
-    if (!kiln_workers_start(rt)) {   /* logged */
+    rt->crash_fd = -1;
+    if (!kiln_crash_init(rt) || !kiln_workers_start(rt)) {   /* logged */
         kiln_destroy(rt);
         return NULL;
     }
@@ -278,6 +281,7 @@ void kiln_destroy(kiln_runtime *rt) {
     kiln_site_registry_fini(&rt->sites);   /* every allocator that fed it is gone */
     pthread_mutex_destroy(&rt->registry_lock);
     kiln_runtime_unregister(rt);
+    kiln_crash_fini(rt);
     kiln_log_state_fini(&rt->log_state);   /* no message after the block pool's */
     rt->magic = 0;
     kiln_heap_free(rt);

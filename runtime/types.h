@@ -16,6 +16,7 @@
 #include "../base/atomics.h"
 #include "../base/log.h"
 #include "../base/log_fold.h"
+#include "../base/log_recent.h"
 #include "../jobs/scheduler.h"
 #include "../alloc/handle_table.h"
 #include "options.h"
@@ -131,7 +132,8 @@ struct kiln_ctx {
                                             since; this thread's */
     struct kiln_ctx *prev, *next;  /* the runtime's context list (or the reuse list);
                                       under registry_lock */
-    pthread_t        thread;       /* workers: the thread running it */
+    pthread_t        thread;       /* the thread running it (a worker's, or the one that
+                                      attached it); read by the crash report */
     kiln_pool_cache  pool_caches[KILN_MAX_POOLS + 1];  /* by pool index; this thread's; the
                                                           last is never bound (destroyed pools) */
     /* Handle tables: this thread's cache of free slots per table, and (for a thread
@@ -198,6 +200,9 @@ struct kiln_runtime {
     kiln_log_sink    log;
     kiln_log_state   log_state;     /* the threshold and desc.log_file (base/log.h) */
     kiln_log_fold    log_fold;      /* repeats folded, by frame (base/log_fold.h) */
+    kiln_log_recent  log_recent;    /* the newest delivered lines (base/log_recent.h) */
+    int              crash_fd;      /* desc.crash_file's descriptor, or -1 (runtime/crash.c) */
+    char             crash_config[4096];   /* the effective options, rendered at create */
     _Atomic uint64_t api_errors;    /* calls refused for misuse, any thread (relaxed) */
 
     /* The frame clock. frame is written by the driver and read by anyone (relaxed:

@@ -360,6 +360,17 @@ ROW(logf_null_fmt, "kiln_logf", "NULL fmt", KILN_LOGITEM_LOG_FORMAT_NULL, SINK_A
     kiln_logf(f->a, KILN_LOG_WARN, NULL);
 })
 
+/* kiln_crash_report_write */
+ROW(crash_report_null_rt, "kiln_crash_report_write", "NULL runtime: false, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT(!kiln_crash_report_write(NULL, 1));
+})
+ROW(crash_report_forged_rt, "kiln_crash_report_write", "forged runtime: false, RUNTIME_INVALID", KILN_LOGITEM_RUNTIME_INVALID, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT(!kiln_crash_report_write(FORGED_RT, 1));
+})
+ROW(crash_report_bad_fd, "kiln_crash_report_write", "range: fd -1: false", KILN_LOGITEM_CRASH_FD_INVALID, SINK_A, COUNTED, 0, DOC, {
+    WANT(!kiln_crash_report_write(f->a, -1));
+})
+
 /* kiln_log_flush */
 ROW(log_flush_null_rt, "kiln_log_flush", "NULL runtime: RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     kiln_log_flush(NULL);

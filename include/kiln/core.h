@@ -17,6 +17,9 @@
 #ifndef KILN_CORE_H
 #define KILN_CORE_H
 
+/* kiln's version, as the crash report and kiln_stats_print write it. */
+#define KILN_VERSION "0.1.0"
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -127,6 +130,22 @@ KILN_API void kiln_logf(kiln_runtime *rt, kiln_log_level level, const char *fmt,
  * RUNTIME_NULL / RUNTIME_INVALID. Concurrency: any thread; blocks while the log thread
  * delivers a round. */
 KILN_API void kiln_log_flush(kiln_runtime *rt);
+
+/* The most runtimes with a crash_file at once (desc.crash_file). */
+#define KILN_CRASH_RUNTIMES 8
+
+/* Writes the crash report of rt into fd, as a fatal signal writes it into
+ * desc.crash_file, for an engine's own crash handler: the thread it runs on (its context,
+ * or none of rt's), the frame number, for every context the job it runs (the function's
+ * address; resolve it with addr2line against the binary), that job's frame epoch or that
+ * it is a background job, the last 64 frames of the history, the newest 64 log lines
+ * delivered, the block pool's reserved bytes, kiln's version and the effective options.
+ * Async-signal-safe but for the runtime check it starts with (a process-wide lock: do not
+ * call it from a handler that may have interrupted kiln_create or kiln_destroy). false
+ * for a bad rt (RUNTIME_NULL, RUNTIME_INVALID) or a negative fd (CRASH_FD_INVALID,
+ * counted). Concurrency: any thread; what other threads change meanwhile may be read half
+ * old, half new. */
+KILN_API bool kiln_crash_report_write(kiln_runtime *rt, int fd);
 
 /* Sets rt's threshold (kiln_log_threshold; KILN_LOG_THRESHOLD_DEFAULT: info) from the
  * next message on; kiln_runtime_desc's log_level reads it back. A value that is none:
@@ -423,6 +442,17 @@ typedef struct kiln_stats_schedule {
            takes the stderr default's place when desc.log is NULL. Copied at create
            (KILN_OPTION_PATH_MAX bytes at most with its NUL: OPTION_INVALID beyond).
            NULL: none */ \
+    X(const char *, crash_file, "crash_file", PATH, "none", "a file a report of what kiln was doing is appended to on a fatal signal") \
+        /* a path, opened at kiln_create (appending, created 0644 when missing; one that
+           cannot be opened refuses create: CRASH_FILE_FAILED). Installs handlers for
+           SIGSEGV, SIGBUS, SIGILL, SIGFPE and SIGABRT (one set for the process, for at
+           most KILN_CRASH_RUNTIMES runtimes at once: CRASH_REPORTERS_FULL beyond), which
+           write kiln_crash_report_write's report into it and then hand the signal on:
+           to the handler installed before, or to the default action, so the process
+           dies of it and dumps core as before. Written with write(2) alone: no malloc,
+           no lock, no stdio. The handlers run on the crashing thread's stack (a stack
+           overflow needs the program's own sigaltstack). kiln_destroy removes them
+           where they are still kiln's. NULL: none */ \
     X(kiln_stats_schedule, stats, "stats", STATS, "off", "stats in the log: exit, frame:N, exit+frame:N or off") \
         /* when kiln_stats_print goes to the log (kiln_stats_schedule). The key takes
            "exit" (at kiln_destroy), "frame:N" (every N frames), both joined by +, or

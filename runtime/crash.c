@@ -1,0 +1,300 @@
+/* runtime/crash.c — the crash report: what kiln was doing when the process died. The
+ * report is written with write(2) alone (no malloc, no lock, no stdio: its numbers are
+ * formatted here), from relaxed reads of what other threads publish: the contexts (never
+ * freed before kiln_destroy), the job each runs (the scheduler's running_task), the frame
+ * history (one try per record), the newest log lines (base/log_recent.h), and the
+ * options rendered at create. The handlers: one set per process, for SIGSEGV, SIGBUS,
+ * SIGILL, SIGFPE and SIGABRT, each writing the report of every runtime with a crash_file
+ * once, then handing the signal on as if kiln had not been there: to the handler
+ * installed before (called directly), or to the default action (restored and raised
+ * again, so the process dies of the signal and dumps core as before). */
+#define _GNU_SOURCE   /* SA_ONSTACK, strsignal-free names, sigaction */
+#include "crash.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "history.h"
+#include "options.h"
+#include "../base/log_recent.h"
+
+/* ---- write(2) and numbers, nothing else ---- */
+
+typedef struct out {
+    int    fd;
+    size_t used;
+    char   buf[512];
+} out;
+
+static void out_flush(out *o) {
+    for (size_t done = 0; done < o->used;) {
+        ssize_t n = write(o->fd, o->buf + done, o->used - done);
+        if (n <= 0) break;   /* a report is best effort: never loop on a dead descriptor */
+        done += (size_t)n;
+    }
+    o->used = 0;
+}
+
+static void put(out *o, const char *s) {
+    for (; s && *s; s++) {
+        if (o->used == sizeof o->buf) out_flush(o);
+        o->buf[o->used++] = *s;
+    }
+}
+
+static void put_u64(out *o, uint64_t v) {
+    char digits[21];
+    size_t n = 0;
+    do digits[n++] = (char)('0' + v % 10); while ((v /= 10) != 0);
+    char text[22];
+    for (size_t i = 0; i < n; i++) text[i] = digits[n - 1 - i];
+    text[n] = '\0';
+    put(o, text);
+}
+
+static void put_hex(out *o, uintptr_t v) {
+    char text[2 + 2 * sizeof v + 1] = "0x";
+    size_t n = 2;
+    int shift = (int)(8 * sizeof v) - 4;
+    while (shift > 0 && ((v >> shift) & 0xf) == 0) shift -= 4;
+    for (; shift >= 0; shift -= 4) text[n++] = "0123456789abcdef"[(v >> shift) & 0xf];
+    text[n] = '\0';
+    put(o, text);
+}
+
+static const char *signal_name(int sig) {
+    switch (sig) {
+    case SIGSEGV: return "SIGSEGV";
+    case SIGBUS:  return "SIGBUS";
+    case SIGILL:  return "SIGILL";
+    case SIGFPE:  return "SIGFPE";
+    case SIGABRT: return "SIGABRT";
+    }
+    return "a signal";
+}
+
+/* ---- the report ---- */
+
+static void report_contexts(out *o, kiln_runtime *rt) {
+    put(o, "contexts:\n");
+    for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {   /* never freed until destroy */
+        put(o, "  context ");
+        put_u64(o, kiln_load_relaxed(&ctx->id));
+        put(o, ctx->is_worker ? " (worker)" : " (attached)");
+        const kiln_task *task = kiln_load_relaxed(&ctx->queue.running_task);
+        if (!task) {
+            put(o, ": no job\n");
+            continue;
+        }
+        /* On the owner's stack: it may just have ended (then the words read are stale). */
+        put(o, ": running job ");
+        put_hex(o, (uintptr_t)task->fn.job);
+        if (task->flags & KILN_TASK_BACKGROUND) {
+            put(o, ", a background job\n");
+        } else {
+            put(o, ", a frame job of frame epoch ");
+            put_u64(o, kiln_task_epoch(task));
+            put(o, "\n");
+        }
+    }
+}
+
+static void report_history(out *o, kiln_runtime *rt) {
+    uint64_t written = kiln_history_written(rt);
+    uint64_t first = written > 64 ? written - 64 : 0;
+    put(o, "last frames (frame: duration us, jobs run, frame bytes, reserved bytes):\n");
+    for (uint64_t i = first; i < written; i++) {
+        kiln_frame_record r;
+        if (!kiln_history_record(rt, i, &r)) continue;
+        put(o, "  frame ");
+        put_u64(o, r.frame);
+        put(o, ": ");
+        put_u64(o, r.duration_ns / 1000);
+        put(o, " us, ");
+        put_u64(o, r.jobs_run);
+        put(o, " jobs, ");
+        put_u64(o, r.frame_bytes);
+        put(o, " frame bytes, ");
+        put_u64(o, r.reserved_bytes);
+        put(o, " reserved\n");
+    }
+}
+
+static void report_log(out *o, kiln_runtime *rt) {
+    kiln_log_recent *recent = rt->log_state.recent;
+    put(o, "newest log lines (oldest first):\n");
+    if (!recent) return;
+    uint64_t next = kiln_load_relaxed(&recent->next);
+    uint64_t first = next > KILN_LOG_RECENT_LINES ? next - KILN_LOG_RECENT_LINES : 0;
+    char line[KILN_LOG_RECENT_TEXT];
+    for (uint64_t t = first; t < next; t++) {
+        if (!kiln_log_recent_get(recent, t, line)) continue;
+        put(o, "  ");
+        put(o, line);
+        put(o, "\n");
+    }
+}
+
+/* The report for a signal (sig 0: asked for, kiln_crash_report_write). */
+static void report(kiln_runtime *rt, int fd, int sig, const void *address) {
+    out o = { .fd = fd };
+    put(&o, "==== kiln crash report (kiln " KILN_VERSION ") ====\n");
+    if (sig) {
+        put(&o, "signal: ");
+        put(&o, signal_name(sig));
+        put(&o, " (");
+        put_u64(&o, (uint64_t)sig);
+        put(&o, "), address ");
+        put_hex(&o, (uintptr_t)address);
+        put(&o, "\n");
+    } else {
+        put(&o, "asked for (kiln_crash_report_write), no signal\n");
+    }
+    pthread_t self = pthread_self();
+    kiln_ctx *mine = NULL;
+    for (kiln_ctx *ctx = rt->contexts; ctx && !mine; ctx = ctx->next)
+        if (pthread_equal(ctx->thread, self)) mine = ctx;
+    put(&o, "thread: ");
+    if (mine) {
+        put(&o, "context ");
+        put_u64(&o, kiln_load_relaxed(&mine->id));
+        put(&o, mine->is_worker ? " (a worker)\n" : " (an attached thread)\n");
+    } else {
+        put(&o, "not one of this runtime's contexts\n");
+    }
+    put(&o, "frame: ");
+    put_u64(&o, kiln_load_relaxed(&rt->frame));
+    put(&o, rt->frame_open ? " (open)\n" : " (closed)\n");
+    report_contexts(&o, rt);
+    report_history(&o, rt);
+    report_log(&o, rt);
+    put(&o, "memory: block pool reserved ");
+    put_u64(&o, kiln_load_relaxed(&rt->blocks.reserved_bytes));
+    put(&o, " bytes (the per-frame figures above are from each frame's end)\n");
+    put(&o, "configuration:\n");
+    put(&o, rt->crash_config);
+    put(&o, "==== end of kiln crash report ====\n");
+    out_flush(&o);
+}
+
+/* ---- the handlers ---- */
+
+static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+#define FATAL_COUNT (sizeof fatal_signals / sizeof fatal_signals[0])
+
+static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;   /* not in handlers */
+static _Atomic(kiln_runtime *) reporters[KILN_CRASH_RUNTIMES];
+static struct sigaction previous[FATAL_COUNT];   /* under install_lock; read by handlers */
+static int installed;                            /* runtimes joined: under install_lock */
+static _Atomic int reporting;                    /* a handler is writing: the first wins */
+
+static void on_fatal(int sig, siginfo_t *info, void *context) {
+    size_t which = 0;
+    while (which < FATAL_COUNT && fatal_signals[which] != sig) which++;
+    /* Once: a crash inside the report (or a second thread's) goes straight on. */
+    if (atomic_exchange(&reporting, 1) == 0) {
+        for (size_t i = 0; i < KILN_CRASH_RUNTIMES; i++) {
+            kiln_runtime *rt = atomic_load(&reporters[i]);
+            if (rt) report(rt, rt->crash_fd, sig, info ? info->si_addr : NULL);
+        }
+    }
+    if (which == FATAL_COUNT) return;
+    struct sigaction before = previous[which];
+    if (before.sa_flags & SA_SIGINFO) {
+        if (before.sa_sigaction) {
+            before.sa_sigaction(sig, info, context);
+            return;
+        }
+    } else if (before.sa_handler != SIG_DFL && before.sa_handler != SIG_IGN &&
+               before.sa_handler != NULL) {
+        before.sa_handler(sig);
+        return;
+    }
+    /* The default action (or ignore, as it was): restored, and the signal raised again;
+     * it is blocked in here, so it lands when this returns (a fault's instruction runs
+     * again and faults likewise). */
+    sigaction(sig, &before, NULL);
+    raise(sig);
+}
+
+static void install(void) {
+    struct sigaction ours;
+    memset(&ours, 0, sizeof ours);
+    ours.sa_sigaction = on_fatal;
+    ours.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    sigemptyset(&ours.sa_mask);
+    for (size_t i = 0; i < FATAL_COUNT; i++) sigaction(fatal_signals[i], &ours, &previous[i]);
+}
+
+static void uninstall(void) {
+    for (size_t i = 0; i < FATAL_COUNT; i++) {
+        struct sigaction now;
+        sigaction(fatal_signals[i], NULL, &now);
+        /* Only where ours is still there: a handler installed after it stays. */
+        if ((now.sa_flags & SA_SIGINFO) && now.sa_sigaction == on_fatal)
+            sigaction(fatal_signals[i], &previous[i], NULL);
+    }
+}
+
+bool kiln_crash_init(kiln_runtime *rt) {
+    rt->crash_fd = -1;
+    /* Rendered for every runtime: kiln_crash_report_write may be asked without a file. */
+    FILE *config = fmemopen(rt->crash_config, sizeof rt->crash_config - 1, "w");
+    if (config) {
+        kiln_desc effective = kiln_runtime_desc(rt);
+        kiln_options_print(config, "  ", &effective, &rt->option_sources);
+        fclose(config);
+    }
+    if (!rt->desc.crash_file) return true;
+    rt->crash_fd = open(rt->desc.crash_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (rt->crash_fd < 0) {
+        kiln_log(&rt->log, KILN_LOGITEM_CRASH_FILE_FAILED, "kiln_create: crash_file '%s' cannot "
+                 "be opened for appending: %s", rt->desc.crash_file, strerror(errno));
+        return false;
+    }
+    pthread_mutex_lock(&install_lock);
+    size_t slot = 0;
+    while (slot < KILN_CRASH_RUNTIMES && atomic_load(&reporters[slot])) slot++;
+    if (slot == KILN_CRASH_RUNTIMES) {
+        pthread_mutex_unlock(&install_lock);
+        kiln_log(&rt->log, KILN_LOGITEM_CRASH_REPORTERS_FULL, "kiln_create: %d runtimes have a "
+                 "crash_file already (KILN_CRASH_RUNTIMES)", KILN_CRASH_RUNTIMES);
+        close(rt->crash_fd);
+        rt->crash_fd = -1;
+        return false;
+    }
+    if (installed++ == 0) install();
+    atomic_store(&reporters[slot], rt);   /* seq_cst: whole before a handler may read it */
+    pthread_mutex_unlock(&install_lock);
+    return true;
+}
+
+void kiln_crash_fini(kiln_runtime *rt) {
+    if (rt->crash_fd < 0) return;
+    pthread_mutex_lock(&install_lock);
+    for (size_t i = 0; i < KILN_CRASH_RUNTIMES; i++) {
+        kiln_runtime *expected = rt;
+        atomic_compare_exchange_strong(&reporters[i], &expected, NULL);
+    }
+    if (--installed == 0) uninstall();
+    pthread_mutex_unlock(&install_lock);
+    close(rt->crash_fd);
+    rt->crash_fd = -1;
+}
+
+bool kiln_crash_report_write(kiln_runtime *rt, int fd) {
+    if (!kiln_runtime_check(rt, "kiln_crash_report_write")) return false;
+    if (fd < 0) {
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_CRASH_FD_INVALID,
+                        "kiln_crash_report_write: fd %d is no descriptor", fd);
+        return false;
+    }
+    report(rt, fd, 0, NULL);
+    return true;
+}

@@ -1,0 +1,259 @@
+/* tests/test_crash.c — the crash report: a child process that crashes (a NULL write in a
+ * job, on a thread kiln does not know, inside kiln's own log path, abort() in a job) dies
+ * of the signal as before and leaves a report that names the job's function, the frame,
+ * the last log line and the options; a handler installed before kiln's is called after
+ * the report; kiln_crash_report_write; refusals; the handlers are gone after destroy. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "recording_log.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#  define UNDER_ASAN 1
+#elif defined(__has_feature)
+#  if __has_feature(address_sanitizer)
+#    define UNDER_ASAN 1
+#  endif
+#endif
+
+static char dir[64], path[128];
+
+static void setup(void) {
+    unsetenv("KILN_OPTIONS");
+    strcpy(dir, "/tmp/kiln-crash-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/crash.txt", dir);
+}
+static void teardown(void) {
+    char command[128];
+    snprintf(command, sizeof command, "rm -rf '%s'", dir);
+    cr_expect_eq(system(command), 0);
+}
+TestSuite(crash, .init = setup, .fini = teardown);
+
+static char *read_report(void) {
+    static char text[1 << 16];
+    FILE *f = fopen(path, "r");
+    if (!f) return strcpy(text, "(no report file)");
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+static void quiet(void *user, kiln_log_level level, const char *message) {
+    (void)user, (void)level, (void)message;
+}
+
+static kiln_runtime *child_runtime(const char *extra) {
+    char options[256];
+    snprintf(options, sizeof options, "crash_file=%s,warn_percent=77%s", path, extra);
+    kiln_runtime *rt = kiln_create(&(kiln_desc){ .options = options, .log = quiet });
+    if (!rt) _exit(90);
+    return rt;
+}
+
+/* Runs child in a fork and returns its wait status. */
+static int run_child(void (*child)(void)) {
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        child();
+        _exit(91);   /* it was to crash */
+    }
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    return status;
+}
+
+/* Died of sig as without kiln: killed by it (under ASan, whose own handler kiln hands
+ * the signal to, an error exit instead). */
+static void expect_died_of(int status, int sig) {
+#ifdef UNDER_ASAN
+    cr_expect(!(WIFEXITED(status) && (WEXITSTATUS(status) == 0 || WEXITSTATUS(status) >= 90)),
+              "status %#x", status);
+    (void)sig;
+#else
+    cr_expect(WIFSIGNALED(status) && WTERMSIG(status) == sig, "status %#x, want signal %d",
+              status, sig);
+#endif
+}
+
+static volatile int *volatile nowhere;
+
+static void crashing_job(kiln_ctx *ctx, void *arg) {
+    (void)ctx, (void)arg;
+    *nowhere = 1;
+}
+
+static void crash_in_a_job(void) {
+    kiln_runtime *rt = child_runtime(",workers=1");
+    kiln_ctx *ctx = kiln_attach(rt);
+    kiln_logf(rt, KILN_LOG_WARN, "the last words before the crash");
+    kiln_frame_begin(ctx);
+    kiln_frame_begin(ctx);   /* FRAME_ALREADY_OPEN: kiln's own line, before the job's */
+    kiln_counter done = { { 0, 0 } };
+    kiln_run(ctx, &(kiln_job){ crashing_job, NULL }, 1, &done);
+    kiln_wait(ctx, &done);
+}
+
+Test(crash, a_job_that_writes_to_null_leaves_a_report_and_dies_of_it) {
+    int status = run_child(crash_in_a_job);
+    expect_died_of(status, SIGSEGV);
+    const char *report = read_report();
+    char job[40];
+    snprintf(job, sizeof job, "running job %p", (void *)(uintptr_t)crashing_job);
+    cr_expect(strstr(report, "==== kiln crash report (kiln " KILN_VERSION ") ====") != NULL, "%s", report);
+    cr_expect(strstr(report, "signal: SIGSEGV (11), address 0x0") != NULL, "%s", report);
+    cr_expect(strstr(report, job) != NULL, "want '%s' in:\n%s", job, report);
+    cr_expect(strstr(report, "a frame job of frame epoch") != NULL, "%s", report);
+    cr_expect(strstr(report, "frame: 1 (open)") != NULL, "%s", report);
+    cr_expect(strstr(report, "kiln warn: APP_LOG: the last words before the crash") != NULL, "%s", report);
+    cr_expect(strstr(report, "FRAME_ALREADY_OPEN") != NULL, "%s", report);
+    cr_expect(strstr(report, "  warn_percent = 77 (options)\n") != NULL, "%s", report);
+    cr_expect(strstr(report, "  crash_file = ") != NULL, "%s", report);
+    cr_expect(strstr(report, "==== end of kiln crash report ====\n") != NULL, "%s", report);
+}
+
+static void *crash_on_a_plain_thread(void *arg) {
+    (void)arg;
+    *nowhere = 2;
+    return NULL;
+}
+
+static void crash_elsewhere(void) {
+    kiln_runtime *rt = child_runtime(",workers=none");
+    kiln_ctx *ctx = kiln_attach(rt);
+    kiln_frame_begin(ctx);
+    kiln_frame_end(ctx);
+    pthread_t t;
+    pthread_create(&t, NULL, crash_on_a_plain_thread, NULL);
+    pthread_join(t, NULL);
+}
+
+Test(crash, a_crash_on_a_thread_kiln_does_not_know) {
+    expect_died_of(run_child(crash_elsewhere), SIGSEGV);
+    const char *report = read_report();
+    cr_expect(strstr(report, "thread: not one of this runtime's contexts") != NULL, "%s", report);
+    cr_expect(strstr(report, "context 1 (attached): no job") != NULL, "%s", report);
+    cr_expect(strstr(report, "  frame 1: ") != NULL, "the history: %s", report);
+}
+
+static void crashing_log(void *user, kiln_log_level level, const char *message) {
+    (void)user, (void)level;
+    if (strstr(message, "crash now")) *nowhere = 3;
+}
+
+static void crash_in_the_log(void) {
+    char options[200];
+    snprintf(options, sizeof options, "crash_file=%s,workers=none", path);
+    kiln_runtime *rt = kiln_create(&(kiln_desc){ .options = options, .log = crashing_log });
+    if (!rt) _exit(90);
+    kiln_logf(rt, KILN_LOG_ERROR, "crash now");
+}
+
+Test(crash, a_crash_inside_kilns_log_path) {
+    expect_died_of(run_child(crash_in_the_log), SIGSEGV);
+    const char *report = read_report();
+    cr_expect(strstr(report, "kiln error: APP_LOG: crash now") != NULL, "%s", report);
+    cr_expect(strstr(report, "thread: context") == NULL, "no context attached: %s", report);
+}
+
+static void aborting_job(kiln_ctx *ctx, void *arg) {
+    (void)ctx, (void)arg;
+    abort();
+}
+
+static void abort_in_a_background_job(void) {
+    kiln_runtime *rt = child_runtime(",workers=none");
+    kiln_ctx *ctx = kiln_attach(rt);
+    kiln_counter done = { { 0, 0 } };
+    kiln_run_ex(ctx, &(kiln_job){ aborting_job, NULL }, 1, &done, &(kiln_run_desc){ .background = true });
+    kiln_wait(ctx, &done);
+}
+
+Test(crash, abort_in_a_background_job) {
+    expect_died_of(run_child(abort_in_a_background_job), SIGABRT);
+    const char *report = read_report();
+    cr_expect(strstr(report, "signal: SIGABRT (6)") != NULL, "%s", report);
+    cr_expect(strstr(report, "thread: context 1 (an attached thread)") != NULL, "%s", report);
+    cr_expect(strstr(report, ", a background job") != NULL, "%s", report);
+}
+
+static void programs_handler(int sig) {
+    (void)sig;
+    static const char marker[] = "the program's handler ran\n";
+    int fd = open(path, O_WRONLY | O_APPEND);
+    if (fd >= 0) {
+        ssize_t w = write(fd, marker, sizeof marker - 1);
+        (void)w;
+        close(fd);
+    }
+    _exit(42);
+}
+
+static void crash_with_a_handler_of_its_own(void) {
+    signal(SIGSEGV, programs_handler);
+    kiln_runtime *rt = child_runtime(",workers=none");
+    (void)rt;
+    *nowhere = 4;
+}
+
+Test(crash, the_programs_handler_runs_after_the_report) {
+    int status = run_child(crash_with_a_handler_of_its_own);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 42, "status %#x", status);
+    const char *report = read_report();
+    const char *end = strstr(report, "==== end of kiln crash report ====");
+    const char *marker = strstr(report, "the program's handler ran");
+    cr_expect(end && marker && end < marker, "%s", report);
+}
+
+Test(crash, report_write_on_demand_and_its_refusals) {
+    recording_log *rec = recording_log_new();
+    kiln_desc d = recording_desc(rec);
+    kiln_runtime *rt = kiln_create(&d);
+    cr_assert_not_null(rt);
+    kiln_logf(rt, KILN_LOG_WARN, "on demand");
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    cr_assert_geq(fd, 0);
+    cr_expect(kiln_crash_report_write(rt, fd));
+    close(fd);
+    const char *report = read_report();
+    cr_expect(strstr(report, "asked for (kiln_crash_report_write), no signal") != NULL, "%s", report);
+    cr_expect(strstr(report, "kiln warn: APP_LOG: on demand") != NULL, "%s", report);
+    cr_expect(strstr(report, "  workers = none (desc)\n") != NULL, "%s", report);
+    cr_expect_not(kiln_crash_report_write(rt, -1));
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_CRASH_FD_INVALID), 1);
+    cr_expect_not(kiln_crash_report_write(NULL, 1));
+    kiln_destroy(rt);
+    d.crash_file = "/nonexistent-dir/crash.txt";
+    cr_expect_null(kiln_create(&d));
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_CRASH_FILE_FAILED), 1);
+    recording_log_free(rec);
+}
+
+Test(crash, destroy_gives_the_signals_back) {
+    struct sigaction before, after;
+    sigaction(SIGBUS, NULL, &before);
+    kiln_runtime *a = child_runtime(",workers=none");
+    kiln_runtime *b = child_runtime(",workers=none");
+    struct sigaction during;
+    sigaction(SIGBUS, NULL, &during);
+    cr_expect(during.sa_flags & SA_SIGINFO, "kiln's handler is in place");
+    kiln_destroy(a);
+    sigaction(SIGBUS, NULL, &after);
+    cr_expect(after.sa_flags & SA_SIGINFO, "still there for b");
+    kiln_destroy(b);
+    sigaction(SIGBUS, NULL, &after);
+    cr_expect_eq((void *)(uintptr_t)after.sa_handler, (void *)(uintptr_t)before.sa_handler);
+    cr_expect_eq(after.sa_flags & SA_SIGINFO, before.sa_flags & SA_SIGINFO);
+}
