@@ -127,6 +127,20 @@ void kiln_log_deliver_fmt(const kiln_log_sink *sink, kiln_log_item item, const c
     if (ok) kiln_log_deliver(sink, item, kiln_log_item_level(item), message);
 }
 
+bool kiln_log_emit(const kiln_log_sink *sink, kiln_log_item item, kiln_log_level level,
+                   const char *message, uint64_t weight) {
+    struct kiln_log_ring *ring = sink && sink->state ? sink->state->ring : NULL;
+    /* Async: into the ring, unless this thread is in a callback (the writer's own
+     * delivery among them): those go to stderr at once, as in sync mode. */
+    if (!ring || callback_depth != 0) {
+        kiln_log_deliver(sink, item, level, message);
+        return true;
+    }
+    if (kiln_log_ring_put(ring, level, item, message)) return true;
+    if (weight > 1) kiln_log_ring_lost(ring, weight - 1);   /* the put counted one */
+    return false;
+}
+
 static void deliver(const kiln_log_sink *sink, kiln_log_item item, kiln_log_level level,
                     const char *fmt, va_list args) {
     bool to_sinks = shown(sink, level);
@@ -134,16 +148,13 @@ static void deliver(const kiln_log_sink *sink, kiln_log_item item, kiln_log_leve
     if (!to_sinks && !to_hook) return;
     char message[512];
     if (!format(message, sizeof message, item, fmt, args)) return;
-    /* A repeat of a message of this window is counted, not delivered (nor hooked). */
-    if (sink && sink->state && sink->state->fold &&
-        !kiln_log_fold_admit(sink->state->fold, sink, item, message))
-        return;
     if (to_sinks) {
-        struct kiln_log_ring *ring = sink && sink->state ? sink->state->ring : NULL;
-        /* Async: into the ring, unless this thread is in a callback (the writer's own
-         * delivery among them): those go to stderr at once, as in sync mode. */
-        if (ring && callback_depth == 0) kiln_log_ring_put(ring, level, item, message);
-        else kiln_log_deliver(sink, item, level, message);
+        /* A repeat of a message delivered in this window is counted, not delivered (nor
+         * hooked). Only a message the sinks get counts as delivered. */
+        if (sink && sink->state && sink->state->fold &&
+            !kiln_log_fold_admit(sink->state->fold, sink, item, message))
+            return;
+        kiln_log_emit(sink, item, level, message, 1);
     }
     /* After the log (delivered or queued): a hook that stops in the debugger does so on
      * the thread that hit the error. */

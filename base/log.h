@@ -61,6 +61,13 @@ KILN_INTERNAL void kiln_log_state_stop_async(kiln_log_state *state);
 KILN_INTERNAL void kiln_log_deliver(const kiln_log_sink *sink, kiln_log_item item,
                                     kiln_log_level level, const char *message);
 
+/* A formatted message onto the sink's path past the threshold and the folding: queued
+ * (async) or delivered now. false when the async ring had no room: then the message is
+ * counted as weight dropped messages (a LOG_REPEATS summary weighs the repeats it
+ * tells of). Concurrency: any thread. */
+KILN_INTERNAL bool kiln_log_emit(const kiln_log_sink *sink, kiln_log_item item,
+                                 kiln_log_level level, const char *message, uint64_t weight);
+
 /* kiln_log_deliver of a message it formats ("ITEM: details", at the item's level). */
 KILN_INTERNAL KILN_PRINTF(3, 4)
 void kiln_log_deliver_fmt(const kiln_log_sink *sink, kiln_log_item item, const char *fmt, ...);

@@ -3,6 +3,8 @@
 #define _POSIX_C_SOURCE 200809L   /* clock_gettime */
 #include "log_fold.h"
 
+#include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "atomics.h"
@@ -13,15 +15,28 @@ _Static_assert((KILN_LOG_FOLD_ENTRIES & (KILN_LOG_FOLD_ENTRIES - 1)) == 0, "a po
 static bool is_digit(char c) { return c >= '0' && c <= '9'; }
 static bool is_hex(char c) { return is_digit(c) || ((c | 0x20) >= 'a' && (c | 0x20) <= 'f'); }
 
-/* FNV-1a of the text with every number (decimal, or 0x and hex digits) as one '#': the
- * same object saying the same thing with other figures hashes alike. Never 0. */
+/* Whether the number at p names an object: a context's ("context 3", "ctx 3"). */
+static bool names_a_context(const char *text, const char *p) {
+    return (p - text >= 8 && memcmp(p - 8, "context ", 8) == 0) ||
+           (p - text >= 4 && memcmp(p - 4, "ctx ", 4) == 0);
+}
+
+/* FNV-1a of the text with every figure (a decimal number, or 0x and hex digits) as one
+ * '#', so the same object saying the same thing with other figures hashes alike. What
+ * names the object stays as it is: a quoted name ('enemy2'), a context's number. Never 0. */
 static uint32_t text_hash(kiln_log_item item, const char *text) {
     uint32_t h = 2166136261u ^ (uint32_t)item;
+    bool quoted = false;
     for (const char *p = text; *p;) {
         char c = *p;
-        if (is_digit(c)) {
-            if (c == '0' && (p[1] | 0x20) == 'x') p += 2;
-            while (is_hex(*p)) p++;
+        if (c == '\'') quoted = !quoted;
+        if (is_digit(c) && !quoted && !names_a_context(text, p)) {
+            if (c == '0' && (p[1] | 0x20) == 'x') {
+                p += 2;
+                while (is_hex(*p)) p++;
+            } else {
+                while (is_digit(*p)) p++;
+            }
             c = '#';
         } else {
             p++;
@@ -39,11 +54,15 @@ static uint32_t window_now(const kiln_log_fold *fold) {
     return (uint32_t)(frame << 12) ^ (uint32_t)(now.tv_sec & 4095);
 }
 
+/* One LOG_REPEATS, past the threshold's check (it is the tail of messages the sinks
+ * took) and the folding; a full async ring counts the repeats it tells of as dropped. */
 static void summarize(const kiln_log_sink *sink, uint32_t item, uint64_t repeats) {
     const char *name = kiln_log_item_name((kiln_log_item)item);
-    kiln_log(sink, KILN_LOGITEM_LOG_REPEATS, "%llu more like the last %s message (the same "
-             "item and object with other figures), folded", (unsigned long long)repeats,
+    char message[160];
+    snprintf(message, sizeof message, "LOG_REPEATS: %llu more like the last %s message (the "
+             "same item and object with other figures), folded", (unsigned long long)repeats,
              name ? name : "UNKNOWN_ITEM");
+    kiln_log_emit(sink, KILN_LOGITEM_LOG_REPEATS, KILN_LOG_INFO, message, repeats);
 }
 
 static bool never_folded(kiln_log_item item) {

@@ -65,6 +65,10 @@ void kiln_log_ring_drain(kiln_log_ring *ring) {
     pthread_mutex_unlock(&ring->drain_lock);
 }
 
+void kiln_log_ring_lost(kiln_log_ring *ring, uint64_t n) {
+    kiln_add_relaxed(&ring->dropped, n);
+}
+
 uint64_t kiln_log_ring_dropped(const kiln_log_ring *ring) {
     return kiln_load_relaxed(&((kiln_log_ring *)ring)->dropped);
 }

@@ -64,6 +64,9 @@ KILN_INTERNAL bool kiln_log_ring_put(kiln_log_ring *ring, kiln_log_level level,
  * another consumer delivers). Concurrency: any thread but one inside a sink's callback. */
 KILN_INTERNAL void kiln_log_ring_drain(kiln_log_ring *ring);
 
+/* Counts n more messages as dropped (what a dropped summary told of). Any thread. */
+KILN_INTERNAL void kiln_log_ring_lost(kiln_log_ring *ring, uint64_t n);
+
 /* Messages dropped so far. Any thread (relaxed). */
 KILN_INTERNAL uint64_t kiln_log_ring_dropped(const kiln_log_ring *ring);
 

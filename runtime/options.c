@@ -92,9 +92,14 @@ static bool span_is(span s, const char *word) {
     return strlen(word) == s.len && memcmp(s.at, word, s.len) == 0;
 }
 
+/* White space: spaces, tabs and line ends (a config file's line read with fgets). */
+static bool is_space(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
 static span span_trim(span s) {
-    while (s.len && (s.at[0] == ' ' || s.at[0] == '\t')) s.at++, s.len--;
-    while (s.len && (s.at[s.len - 1] == ' ' || s.at[s.len - 1] == '\t')) s.len--;
+    while (s.len && is_space(s.at[0])) s.at++, s.len--;
+    while (s.len && is_space(s.at[s.len - 1])) s.len--;
     return s;
 }
 

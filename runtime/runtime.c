@@ -36,6 +36,7 @@ static kiln_desc desc_with_defaults(const kiln_desc *desc) {
     d.warn_percent = KILN_DEFAULT(d.warn_percent, KILN_WARN_PERCENT_DEFAULT);
     d.idle_spin_us = KILN_DEFAULT(d.idle_spin_us, KILN_IDLE_SPIN_US_DEFAULT);
     d.log_level = KILN_DEFAULT(d.log_level, KILN_LOG_THRESHOLD_INFO);
+    d.stuck_wait_ms = KILN_DEFAULT(d.stuck_wait_ms, KILN_STUCK_WAIT_MS_DEFAULT);
     return d;
 }
 

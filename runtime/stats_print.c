@@ -257,6 +257,8 @@ void kiln_stats_print(kiln_runtime *rt, FILE *out) {
 
 /* A log message holds 511 bytes: a longer line goes in pieces. */
 #define REPORT_PIECE 400
+/* Async: the ring holds 256 messages; the report, longer, is delivered as it goes. */
+#define REPORT_FLUSH 128
 
 void kiln_stats_log(kiln_runtime *rt) {
     char *text = NULL;
@@ -269,6 +271,7 @@ void kiln_stats_log(kiln_runtime *rt) {
     }
     kiln_stats_print(rt, out);
     fclose(out);
+    size_t lines = 0;
     for (char *line = text; line && *line;) {
         char *end = strchr(line, '\n');
         size_t length = end ? (size_t)(end - line) : strlen(line);
@@ -279,6 +282,7 @@ void kiln_stats_log(kiln_runtime *rt) {
             if (length == 0) break;
         }
         line = end ? end + 1 : line + length;
+        if (++lines % REPORT_FLUSH == 0) kiln_log_flush_state(&rt->log_state);   /* async: room */
     }
     free(text);   /* open_memstream's: the C heap */
 }

@@ -453,7 +453,7 @@ static phase_result run_phase(const char *name, size_t limit) {
         .memory_limit = limit,
         .frame_budget = FRAME_BUDGET,
         .frame_reserve = FRAME_RESERVE,
-        .log = stress_log_fn,
+        .log = stress_log_fn, .log_every_repeat = true,   /* counted one by one */
         .log_user = &log,
     });
     if (!rt) {

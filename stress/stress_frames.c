@@ -569,7 +569,8 @@ int main(int argc, char **argv) {
                                             "HANDLES_RECLAIM_STALLED", "HANDLES_FULL", NULL };
     stress_log log = { .expected = expected };
     rt = kiln_create(&(kiln_desc){ .worker_count = opt.threads, .block_size = 16u << 10,
-                                   .log = stress_log_fn, .log_user = &log });
+                                   .log = stress_log_fn, .log_user = &log,
+                                   .log_every_repeat = true });   /* counted one by one */
     if (!rt) return 1;
     kiln_ctx *ctx = kiln_attach(rt);
     table = kiln_handles_create(rt, &(kiln_handles_desc){ .name = "frames", .item_size = sizeof(item),

@@ -735,7 +735,7 @@ int main(int argc, char **argv) {
         "HANDLES_DESTROYED", "HANDLES_ITEMS_LIVE", "HANDLES_CAPACITY_NEAR", NULL };
     static stress_log log = { .expected = expected_items };
     double start = stress_seconds();
-    g_rt = kiln_create(&(kiln_desc){ .worker_count = opt.threads, .log = stress_log_fn,
+    g_rt = kiln_create(&(kiln_desc){ .worker_count = opt.threads, .log = stress_log_fn, .log_every_repeat = true,   /* counted one by one */
                                      .log_user = &log });
     kiln_ctx *ctx = g_rt ? kiln_attach(g_rt) : NULL;
     if (!ctx) {

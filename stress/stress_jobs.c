@@ -1003,7 +1003,7 @@ int main(int argc, char **argv) {
         .block_size = BLOCK_SIZE,
         .frame_budget = FRAME_BUDGET,
         .debug = KILN_DEBUG_CHECKS,
-        .log = stress_log_fn,
+        .log = stress_log_fn, .log_every_repeat = true,   /* counted one by one */
         .log_user = &log,
     });
     g_main_ctx = g_rt ? kiln_attach(g_rt) : NULL;

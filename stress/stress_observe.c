@@ -332,7 +332,8 @@ int main(int argc, char **argv) {
     stress_log log = { .expected = NULL };
     rt = kiln_create(&(kiln_desc){ .worker_count = opt.threads, .block_size = BLOCK,
                                    .debug = KILN_DEBUG_SITES,
-                                   .log = stress_log_fn, .log_user = &log });
+                                   .log = stress_log_fn, .log_user = &log,
+                                   .log_every_repeat = true });   /* counted one by one */
     if (!rt) return 1;
     kiln_ctx *ctx = kiln_attach(rt);
     if (!ctx) return 1;

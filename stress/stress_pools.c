@@ -638,7 +638,7 @@ int main(int argc, char **argv) {
     rt = kiln_create(&(kiln_desc){
         .block_size = BLOCK_SIZE,
         .reserve_size = RESERVE_SIZE,
-        .log = log_fn,
+        .log = log_fn, .log_every_repeat = true,   /* counted one by one */
     });
     if (!rt) {
         stress_fail("kiln_create failed");

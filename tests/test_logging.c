@@ -469,3 +469,83 @@ Test(logging, repeats_from_many_threads_are_each_delivered_or_counted_once) {
     cr_expect_eq(delivered + folded, 4000, "delivered %zu, folded %zu: %s", delivered, folded,
                  recorded_summary(rec));
 }
+
+/* ---- what the fourth review of the log found ---- */
+
+Test(logging, objects_whose_names_differ_only_in_digits_are_not_folded_together) {
+    kiln_runtime *rt = create_folding(KILN_LOG_SYNC);
+    char out[8];
+    for (int i = 0; i < 3; i++) {
+        kiln_option_source(rt, "layer1", out, sizeof out);
+        kiln_option_source(rt, "layer2", out, sizeof out);
+        kiln_option_source(rt, "a1bad", out, sizeof out);
+        kiln_option_source(rt, "a1cafe", out, sizeof out);
+    }
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_OPTION_KEY_UNKNOWN), 4, "%s", recorded_summary(rec));
+    kiln_destroy(rt);
+    cr_expect_eq(count_items_with(rec, KILN_LOGITEM_LOG_REPEATS, "2 more like"), 4, "%s",
+                 recorded_summary(rec));
+}
+
+Test(logging, a_message_below_the_threshold_is_not_the_first_of_its_kind) {
+    kiln_runtime *rt = create_folding(KILN_LOG_SYNC);
+    kiln_log_set_level(rt, KILN_LOG_THRESHOLD_OFF);
+    refuse(rt, 1, "workers");
+    kiln_log_set_level(rt, KILN_LOG_THRESHOLD_DEBUG);
+    refuse(rt, 2, "workers");
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_OPTION_OUT_TOO_SMALL), 1, "delivered: %s",
+                 recorded_summary(rec));
+    kiln_destroy(rt);
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_LOG_REPEATS), 0, "%s", recorded_summary(rec));
+}
+
+Test(logging, a_summary_the_full_ring_drops_counts_the_repeats_it_told_of) {
+    hold_entered = hold_released = false;
+    kiln_desc d = recording_desc(rec);
+    d.log = hold_first;
+    d.log_every_repeat = false;
+    kiln_runtime *rt = create_async(d);
+    kiln_ctx *ctx = kiln_attach(rt);
+    kiln_frame_begin(ctx);
+    kiln_logf(rt, KILN_LOG_WARN, "first");
+    pthread_mutex_lock(&hold_lock);
+    while (!hold_entered) pthread_cond_wait(&hold_cond, &hold_lock);
+    pthread_mutex_unlock(&hold_lock);
+    for (int i = 0; i < KILN_LOG_RING_MESSAGES - 1; i++) kiln_logf(rt, KILN_LOG_WARN, "fill %d", i);
+    kiln_stats s;
+    cr_assert(kiln_stats_get(rt, &s));
+    cr_assert_eq(s.log_dropped, 0, "the ring is full, nothing dropped yet");
+    for (int i = 0; i < 10; i++) refuse(rt, 1 + (size_t)i % 4, "workers");   /* 1 dropped, 9 folded */
+    kiln_frame_end(ctx);   /* the summary of 9: dropped too */
+    cr_assert(kiln_stats_get(rt, &s));
+    cr_expect_eq(s.log_dropped, 10, "every refusal the log lost is counted");
+    pthread_mutex_lock(&hold_lock);
+    hold_released = true;
+    pthread_cond_broadcast(&hold_cond);
+    pthread_mutex_unlock(&hold_lock);
+    kiln_detach(ctx);
+    kiln_destroy(rt);
+}
+
+Test(logging, an_async_exit_report_longer_than_the_ring_arrives_whole) {
+    size_t lines[2];
+    for (int mode = 0; mode < 2; mode++) {
+        recording_log_clear(rec);
+        kiln_desc d = recording_desc(rec);
+        d.options = mode ? "stats=exit,log_mode=async" : "stats=exit";
+        kiln_runtime *rt = kiln_create(&d);
+        cr_assert_not_null(rt);
+        kiln_arena *arenas[300];
+        for (int i = 0; i < 300; i++) {
+            char name[16];
+            snprintf(name, sizeof name, "a%d", i);
+            arenas[i] = kiln_arena_create(rt, name);
+        }
+        kiln_destroy(rt);   /* destroys the arenas too (ARENA_STILL_ALIVE each) */
+        (void)arenas;
+        lines[mode] = count_items(rec, KILN_LOGITEM_STATS_REPORT);
+        cr_expect_eq(count_items(rec, KILN_LOGITEM_LOG_DROPPED), 0, "%s", recorded_summary(rec));
+    }
+    cr_expect_gt(lines[0], 300);
+    cr_expect_eq(lines[1], lines[0], "async %zu lines, sync %zu", lines[1], lines[0]);
+}

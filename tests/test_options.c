@@ -322,3 +322,12 @@ Test(options, readme_table_lists_every_key_as_the_list_does) {
     free(readme);
     free(want);
 }
+
+Test(options, a_config_files_line_ends_are_white_space_and_defaults_are_filled_in) {
+    kiln_runtime *rt = create_with("workers=none,\r\nmemory_limit=1G\n");
+    cr_assert_not_null(rt, "%s", recorded_summary(rec));
+    kiln_desc d = kiln_runtime_desc(rt);
+    cr_expect_eq(d.memory_limit, (size_t)1 << 30);
+    cr_expect_eq(d.stuck_wait_ms, 2000u, "every default filled in");
+    kiln_destroy(rt);
+}

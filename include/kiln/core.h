@@ -53,7 +53,10 @@ typedef enum kiln_log_mode {
                              (kiln_stats.log_dropped) and told by one LOG_DROPPED per
                              delivery round that saw drops. The callbacks (log, log_item)
                              and the file run on the log thread, one message at a time;
-                             error_hook still runs on the thread that hit the error. */
+                             error_hook still runs on the thread that hit the error. A
+                             child made by fork() has no log thread: it must not use a
+                             runtime made before the fork (nor may it in sync mode: the
+                             workers are not there either). */
 } kiln_log_mode;
 
 /* kiln_desc.log_level and kiln_log_set_level: the least level delivered to the log's
@@ -428,11 +431,14 @@ typedef struct kiln_stats_schedule {
            (LOG_MODE_INVALID) */ \
     X(bool, log_every_repeat, "log_every_repeat", BOOL, "off", "on: repeats are delivered one by one instead of folded") \
         /* false: repeats are folded in every mode. A message like one delivered in the
-           same frame (the same item, the same text once its numbers are set aside: the
-           same object saying the same thing) is counted instead of delivered (nor does it
+           same frame (the same item, the same text once its figures are set aside: the
+           same object saying the same thing; a quoted name like 'enemy2' and a context's
+           number are the object's, and stay) is counted instead of delivered (nor does it
            reach error_hook; a refused call is still counted in api_errors), and one
            LOG_REPEATS (INFO) says how many at the frame's end, or when a message takes
-           its place; a frame is cut after about a second for this. Never folded:
+           its place; a frame is cut after about a second for this. A message below the
+           threshold is not delivered, so it is no first one. A LOG_REPEATS that a full
+           async ring drops counts as the repeats it told of in log_dropped. Never folded:
            APP_LOG, STATS_REPORT, LOG_REPEATS, LOG_DROPPED. true: every message is
            delivered, for tools (and tests) that count them */ \
     X(const char *, log_file, "log_file", PATH, "none", "a file every message is appended to, one line each") \
@@ -440,8 +446,8 @@ typedef struct kiln_stats_schedule {
            cannot be opened refuses create: LOG_FILE_FAILED). Every delivered message is
            one line "kiln <level>: ITEM: details" written to it with one write(2); it
            takes the stderr default's place when desc.log is NULL. Copied at create
-           (KILN_OPTION_PATH_MAX bytes at most with its NUL: OPTION_INVALID beyond).
-           NULL: none */ \
+           (KILN_OPTION_PATH_MAX bytes at most with its NUL: OPTION_INVALID beyond);
+           "log_file=" with nothing after it sets none. NULL: none */ \
     X(const char *, crash_file, "crash_file", PATH, "none", "a file a report of what kiln was doing is appended to on a fatal signal") \
         /* a path, opened at kiln_create (appending, created 0644 when missing; one that
            cannot be opened refuses create: CRASH_FILE_FAILED). Installs handlers for
@@ -456,7 +462,8 @@ typedef struct kiln_stats_schedule {
     X(kiln_stats_schedule, stats, "stats", STATS, "off", "stats in the log: exit, frame:N, exit+frame:N or off") \
         /* when kiln_stats_print goes to the log (kiln_stats_schedule). The key takes
            "exit" (at kiln_destroy), "frame:N" (every N frames), both joined by +, or
-           "off" */ \
+           "off". In async mode the report, longer than the ring, is delivered as it is
+           written, on the thread that writes it (the driver at frame end) */ \
     /* end of list */
 
 /* The X that declares kiln_desc's members from KILN_DESC_FIELDS. */
