@@ -100,6 +100,17 @@ static void add(bench_workload *w, const char *name, bench_round_fn fn, row *r) 
     bench_add_entry(w, name, fn, r);
 }
 
+/* Runs the workload, prints it with each row's note (the drops), frees it. */
+static void run_and_print(bench_workload *w) {
+    bench_run(w);
+    for (int i = 0; i < w->count; i++) {
+        row *r = w->entries[i].state;
+        snprintf(w->entries[i].note, sizeof w->entries[i].note, "%s", r->note);
+    }
+    bench_print(w);
+    bench_workload_free(w);
+}
+
 int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--quick") == 0) size = &quick_run;
@@ -132,13 +143,7 @@ int main(int argc, char **argv) {
     add(&l1, "kiln async ring", round_kiln, &async_row);
     add(&l1, "kiln below threshold", round_kiln, &filtered_row);
     add(&l1, "plain vsnprintf+write", round_plain, &plain_row);
-    bench_run(&l1);
-    for (int i = 0; i < l1.count; i++) {
-        row *r = l1.entries[i].state;
-        snprintf(l1.entries[i].note, sizeof l1.entries[i].note, "%s", r->note);
-    }
-    bench_print(&l1);
-    bench_workload_free(&l1);
+    run_and_print(&l1);
 
     row folded = { .rt = make(NULL, false) }, every = { .rt = make(NULL, true) },
         every_async = { .rt = make("log_mode=async", true) };
@@ -156,13 +161,7 @@ int main(int argc, char **argv) {
     add(&l2, "kiln folded (default)", round_kiln, &folded);
     add(&l2, "kiln every repeat, sync", round_kiln, &every);
     add(&l2, "kiln every repeat, async", round_kiln, &every_async);
-    bench_run(&l2);
-    for (int i = 0; i < l2.count; i++) {
-        row *r = l2.entries[i].state;
-        snprintf(l2.entries[i].note, sizeof l2.entries[i].note, "%s", r->note);
-    }
-    bench_print(&l2);
-    bench_workload_free(&l2);
+    run_and_print(&l2);
 
     for (int i = 0; i < 3; i++) {
         kiln_frame_end(l2_rows[i]->ctx);
