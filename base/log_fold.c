@@ -3,7 +3,6 @@
 #define _POSIX_C_SOURCE 200809L   /* clock_gettime */
 #include "log_fold.h"
 
-#include <stdio.h>
 #include <string.h>
 #include <time.h>
 
@@ -54,24 +53,13 @@ static uint32_t window_now(const kiln_log_fold *fold) {
     return (uint32_t)(frame << 12) ^ (uint32_t)(now.tv_sec & 4095);
 }
 
-/* One LOG_REPEATS, past the threshold's check (it is the tail of messages the sinks
- * took) and the folding; a full async ring counts the repeats it tells of as dropped. */
-static void summarize(const kiln_log_sink *sink, uint32_t item, uint64_t repeats) {
-    const char *name = kiln_log_item_name((kiln_log_item)item);
-    char message[160];
-    snprintf(message, sizeof message, "LOG_REPEATS: %llu more like the last %s message (the "
-             "same item and object with other figures), folded", (unsigned long long)repeats,
-             name ? name : "UNKNOWN_ITEM");
-    kiln_log_emit(sink, KILN_LOGITEM_LOG_REPEATS, KILN_LOG_INFO, message, repeats);
-}
-
 static bool never_folded(kiln_log_item item) {
     return item == KILN_LOGITEM_STATS_REPORT || item == KILN_LOGITEM_APP_LOG ||
            item == KILN_LOGITEM_LOG_REPEATS || item == KILN_LOGITEM_LOG_DROPPED;
 }
 
-bool kiln_log_fold_admit(kiln_log_fold *fold, const kiln_log_sink *sink, kiln_log_item item,
-                         const char *message) {
+bool kiln_log_fold_admit(kiln_log_fold *fold, kiln_log_item item, const char *message,
+                         kiln_log_fold_tell_fn tell, void *user) {
     if (never_folded(item)) return true;
     uint32_t hash = text_hash(item, message);
     uint64_t key = (uint64_t)hash << 32 | window_now(fold);
@@ -88,11 +76,11 @@ bool kiln_log_fold_admit(kiln_log_fold *fold, const kiln_log_sink *sink, kiln_lo
     }
     uint32_t old_item = kiln_exchange_acq_rel(&entry->item, (uint32_t)item);
     uint64_t repeats = kiln_exchange_acq_rel(&entry->repeats, 0);
-    if (repeats) summarize(sink, old_item, repeats);
+    if (repeats) tell(user, (kiln_log_item)old_item, repeats);
     return true;
 }
 
-void kiln_log_fold_sweep(kiln_log_fold *fold, const kiln_log_sink *sink, bool all) {
+void kiln_log_fold_sweep(kiln_log_fold *fold, bool all, kiln_log_fold_tell_fn tell, void *user) {
     uint32_t window = window_now(fold);
     for (size_t i = 0; i < KILN_LOG_FOLD_ENTRIES; i++) {
         kiln_log_fold_entry *entry = &fold->entries[i];
@@ -103,6 +91,6 @@ void kiln_log_fold_sweep(kiln_log_fold *fold, const kiln_log_sink *sink, bool al
          * cannot come (the window is over), and in this one (all) starts a new count. */
         uint32_t item = kiln_load_relaxed(&entry->item);
         uint64_t repeats = kiln_exchange_acq_rel(&entry->repeats, 0);
-        if (repeats) summarize(sink, item, repeats);
+        if (repeats) tell(user, (kiln_log_item)item, repeats);
     }
 }

@@ -15,7 +15,9 @@
 #ifndef KILN_BASE_LOG_FOLD_H
 #define KILN_BASE_LOG_FOLD_H
 
-#include "log.h"
+#include <kiln/core.h>
+
+#include "common.h"
 
 #define KILN_LOG_FOLD_ENTRIES 256   /* a power of two */
 
@@ -30,16 +32,19 @@ typedef struct kiln_log_fold {
     kiln_log_fold_entry     entries[KILN_LOG_FOLD_ENTRIES];
 } kiln_log_fold;
 
-/* Whether the message is delivered (true) or folded into an earlier one (false). A
- * message that ends an earlier window's entry first delivers that entry's summary
- * through sink (kiln_log_deliver_fmt's path, never folded). Items of their own kind are
- * never folded: STATS_REPORT, APP_LOG (the program's), LOG_REPEATS, LOG_DROPPED.
- * Concurrency: any thread, lock-free. */
-KILN_INTERNAL bool kiln_log_fold_admit(kiln_log_fold *fold, const kiln_log_sink *sink,
-                                       kiln_log_item item, const char *message);
+/* What an entry folded, to be told (one LOG_REPEATS): its item and how many. */
+typedef void (*kiln_log_fold_tell_fn)(void *user, kiln_log_item item, uint64_t repeats);
 
-/* Delivers the summary of every entry whose window has ended (all: every entry), so a
- * burst followed by silence is told. Concurrency: any thread, lock-free. */
-KILN_INTERNAL void kiln_log_fold_sweep(kiln_log_fold *fold, const kiln_log_sink *sink, bool all);
+/* Whether the message is delivered (true) or folded into an earlier one (false). A
+ * message that takes over an entry with repeats first tells them through tell. Items of
+ * their own kind are never folded: STATS_REPORT, APP_LOG (the program's), LOG_REPEATS,
+ * LOG_DROPPED. Concurrency: any thread, lock-free. */
+KILN_INTERNAL bool kiln_log_fold_admit(kiln_log_fold *fold, kiln_log_item item, const char *message,
+                                       kiln_log_fold_tell_fn tell, void *user);
+
+/* Tells the repeats of every entry whose window has ended (all: every entry), so a burst
+ * followed by silence is told. Concurrency: any thread, lock-free. */
+KILN_INTERNAL void kiln_log_fold_sweep(kiln_log_fold *fold, bool all, kiln_log_fold_tell_fn tell,
+                                       void *user);
 
 #endif /* KILN_BASE_LOG_FOLD_H */

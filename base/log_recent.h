@@ -7,7 +7,9 @@
 #ifndef KILN_BASE_LOG_RECENT_H
 #define KILN_BASE_LOG_RECENT_H
 
-#include "log.h"
+#include <kiln/core.h>
+
+#include "common.h"
 
 #define KILN_LOG_RECENT_LINES 64
 #define KILN_LOG_RECENT_TEXT  256

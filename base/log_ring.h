@@ -20,7 +20,7 @@
 
 #include <pthread.h>
 
-#include "log.h"
+#include "log_sink.h"
 
 #define KILN_LOG_RING_MESSAGES 256    /* a power of two */
 #define KILN_LOG_RING_TEXT     512    /* kiln formats at most 511 bytes and its NUL */

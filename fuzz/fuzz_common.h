@@ -180,6 +180,8 @@ static inline kiln_runtime *fuzz_runtime(fuzz_log *log, size_t block_size, uint3
     desc.debug = debug;
     desc.log = fuzz_log_fn;
     desc.log_user = log;
+    desc.log_every_repeat = true;   /* the models count one message per call */
+    desc.options_env = KILN_OPTIONS_ENV_IGNORE;
     kiln_runtime *rt = kiln_create(&desc);
     FUZZ_CHECK(rt != NULL, "kiln_create failed: %s", log->last);
     return rt;

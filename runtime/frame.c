@@ -102,7 +102,7 @@ void kiln_frame_end(kiln_ctx *ctx) {
     kiln_history_frame_end(rt, ctx, &record);
     if (kiln_unlikely(kiln_tracing(&rt->trace))) kiln_trace_frame_end(ctx, &record);
     rt->frame_open = false;
-    kiln_log_fold_sweep(&rt->log_fold, &rt->log, true);   /* this frame's repeats, told */
+    kiln_log_fold_tell(&rt->log, true);   /* this frame's repeats, told */
     uint32_t every = rt->desc.stats.every_frames;
     if (kiln_unlikely(every != 0) && record.frame % every == 0) kiln_stats_log(rt);
 }

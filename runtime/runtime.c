@@ -240,7 +240,7 @@ void kiln_destroy(kiln_runtime *rt) {
     if (rt->desc.stats.at_exit) kiln_stats_log(rt);   /* before anything is torn down */
     uint64_t ran_before = kiln_load_relaxed(&rt->jobs.retire_runs);
     kiln_workers_stop(rt);
-    kiln_log_fold_sweep(&rt->log_fold, &rt->log, true);   /* through the ring, in order */
+    kiln_log_fold_tell(&rt->log, true);   /* through the ring, in order */
     kiln_log_state_stop_async(&rt->log_state);   /* the rest of the teardown logs in sync */
     while (rt->contexts) {
         kiln_ctx *ctx = rt->contexts;
@@ -271,7 +271,7 @@ void kiln_destroy(kiln_runtime *rt) {
         for (unsigned p = 0; p < 2; p++) kiln_job_arena_free(ctx, p);
     kiln_trace_fini(&rt->trace);   /* every context is detached: nobody records */
     kiln_block_pool_fini(&rt->blocks);   /* the last message it may log: blocks still out */
-    kiln_log_fold_sweep(&rt->log_fold, &rt->log, true);   /* the repeats not told yet */
+    kiln_log_fold_tell(&rt->log, true);   /* the repeats not told yet */
     /* No message from here on: a log callback may read the figures of any object until
      * then, so the records go last. */
     kiln_contexts_free(rt);
@@ -286,43 +286,6 @@ void kiln_destroy(kiln_runtime *rt) {
     kiln_log_state_fini(&rt->log_state);   /* no message after the block pool's */
     rt->magic = 0;
     kiln_heap_free(rt);
-}
-
-kiln_desc kiln_runtime_desc(const kiln_runtime *rt) {
-    if (!kiln_runtime_check(rt, "kiln_runtime_desc")) return (kiln_desc){ 0 };
-    kiln_desc d = rt->desc;
-    /* As kiln_create reads it back: no workers is KILN_NO_WORKERS (0 means the default),
-     * and the reservation is the whole blocks the block pool asks for. */
-    if (d.worker_count == 0) d.worker_count = KILN_NO_WORKERS;
-    d.reserve_size = rt->blocks.reserve_blocks * rt->blocks.block_size;
-    d.log_level = (kiln_log_threshold)kiln_load_relaxed(&rt->log_state.threshold);
-    return d;
-}
-
-bool kiln_option_source(kiln_runtime *rt, const char *key, char *out, size_t cap) {
-    if (!kiln_runtime_check(rt, "kiln_option_source")) return false;
-    if (cap != 0 && !out) {
-        kiln_log_misuse(&rt->log, KILN_LOGITEM_STATS_NULL_OUT,
-                        "kiln_option_source: out is NULL with cap %zu", cap);
-        return false;
-    }
-    if (cap) out[0] = '\0';
-    kiln_desc_field field = kiln_option_find(key);
-    if (field == KILN_FIELD_COUNT) {
-        kiln_log_misuse(&rt->log, KILN_LOGITEM_OPTION_KEY_UNKNOWN,
-                        "kiln_option_source: '%s' is no option key", key ? key : "(null)");
-        return false;
-    }
-    const char *layer = kiln_option_layer_name((kiln_option_layer)rt->option_sources.layer[field]);
-    size_t length = strlen(layer);
-    if (length >= cap) {   /* no partial name */
-        kiln_log_misuse(&rt->log, KILN_LOGITEM_OPTION_OUT_TOO_SMALL,
-                        "kiln_option_source: out holds %zu bytes; '%s' takes %zu "
-                        "(KILN_OPTION_SOURCE_MAX: %d)", cap, layer, length + 1, KILN_OPTION_SOURCE_MAX);
-        return false;
-    }
-    memcpy(out, layer, length + 1);
-    return true;
 }
 
 uint64_t kiln_frame_number(const kiln_runtime *rt) {
