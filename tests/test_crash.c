@@ -1,8 +1,9 @@
 /* tests/test_crash.c — the crash report: a child process that crashes (a store to an
  * unmapped address in a job, on a thread kiln does not know, inside kiln's own log path;
- * abort() in a job) dies of the signal as before and leaves a report that names the job's function, the frame,
- * the last log line and the options; a handler installed before kiln's is called after
- * the report; kiln_crash_report_write; refusals; the handlers are gone after destroy. */
+ * abort() in a job) dies of the signal as before and leaves a report that names the
+ * job's function, the frame, the last log line and the options; a handler installed
+ * before kiln's is called after the report; kiln_crash_report_write; refusals; the
+ * handlers are gone after destroy. */
 #define _GNU_SOURCE
 #include <criterion/criterion.h>
 #include <fcntl.h>
