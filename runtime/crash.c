@@ -17,6 +17,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -45,6 +46,15 @@ static void put(out *o, const char *s) {
     for (; s && *s; s++) {
         if (o->used == sizeof o->buf) out_flush(o);
         o->buf[o->used++] = *s;
+    }
+}
+
+/* A text of others' (a log line): its line ends written as \n, so it cannot fake a line
+ * of the report's own. */
+static void put_escaped(out *o, const char *s) {
+    for (; s && *s; s++) {
+        if (*s == '\n' || *s == '\r') put(o, *s == '\n' ? "\\n" : "\\r");
+        else put(o, (char[]){ *s, 0 });
     }
 }
 
@@ -136,13 +146,14 @@ static void report_log(out *o, kiln_runtime *rt) {
     for (uint64_t t = first; t < next; t++) {
         if (!kiln_log_recent_get(recent, t, line)) continue;
         put(o, "  ");
-        put(o, line);
+        put_escaped(o, line);
         put(o, "\n");
     }
 }
 
-/* The report for a signal (sig 0: asked for, kiln_crash_report_write). */
-static void report(kiln_runtime *rt, int fd, int sig, const void *address) {
+/* The report for a signal (sig 0: asked for, kiln_crash_report_write); info NULL or a
+ * signal sent by a process (abort, raise, kill: si_code <= 0) has no faulting address. */
+static void report(kiln_runtime *rt, int fd, int sig, const siginfo_t *info) {
     out o = { .fd = fd };
     put(&o, "==== kiln crash report (kiln " KILN_VERSION ") ====\n");
     if (sig) {
@@ -150,8 +161,13 @@ static void report(kiln_runtime *rt, int fd, int sig, const void *address) {
         put(&o, signal_name(sig));
         put(&o, " (");
         put_u64(&o, (uint64_t)sig);
-        put(&o, "), address ");
-        put_hex(&o, (uintptr_t)address);
+        if (info && info->si_code > 0) {
+            put(&o, "), address ");
+            put_hex(&o, (uintptr_t)info->si_addr);
+        } else {
+            put(&o, "), sent by process ");
+            put_u64(&o, info ? (uint64_t)info->si_pid : 0);
+        }
         put(&o, "\n");
     } else {
         put(&o, "asked for (kiln_crash_report_write), no signal\n");
@@ -192,17 +208,27 @@ static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;   /* not in han
 static _Atomic(kiln_runtime *) reporters[KILN_CRASH_RUNTIMES];
 static struct sigaction previous[FATAL_COUNT];   /* under install_lock; read by handlers */
 static int installed;                            /* runtimes joined: under install_lock */
-static _Atomic int reporting;                    /* a handler is writing: the first wins */
+static _Atomic(pthread_t) reporting_thread;     /* the thread writing (valid while 1) */
+static _Atomic int reporting;                    /* 0, then 1 while the first handler
+                                                    writes, 2 once it has written */
 
 static void on_fatal(int sig, siginfo_t *info, void *context) {
     size_t which = 0;
     while (which < FATAL_COUNT && fatal_signals[which] != sig) which++;
-    /* Once: a crash inside the report (or a second thread's) goes straight on. */
-    if (atomic_exchange(&reporting, 1) == 0) {
+    /* Once: the first handler writes; another thread's crash meanwhile waits for it (a
+     * second or so at most) before it goes on, so the process does not die under the
+     * report; a crash inside the report's own thread goes straight on. */
+    int expected = 0;
+    if (atomic_compare_exchange_strong(&reporting, &expected, 1)) {
+        atomic_store(&reporting_thread, pthread_self());
         for (size_t i = 0; i < KILN_CRASH_RUNTIMES; i++) {
             kiln_runtime *rt = atomic_load(&reporters[i]);
-            if (rt) report(rt, rt->crash_fd, sig, info ? info->si_addr : NULL);
+            if (rt) report(rt, rt->crash_fd, sig, info);
         }
+        atomic_store(&reporting, 2);
+    } else if (!pthread_equal(atomic_load(&reporting_thread), pthread_self())) {
+        struct timespec pause = { 0, 1000000 };   /* 1 ms; nanosleep is async-signal-safe */
+        for (int i = 0; i < 2000 && atomic_load(&reporting) == 1; i++) nanosleep(&pause, NULL);
     }
     if (which == FATAL_COUNT) return;
     struct sigaction before = previous[which];
@@ -252,21 +278,24 @@ bool kiln_crash_init(kiln_runtime *rt) {
         fclose(config);
     }
     if (!rt->desc.crash_file) return true;
-    rt->crash_fd = open(rt->desc.crash_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (rt->crash_fd < 0) {
-        kiln_log(&rt->log, KILN_LOGITEM_CRASH_FILE_FAILED, "kiln_create: crash_file '%s' cannot "
-                 "be opened for appending: %s", rt->desc.crash_file, strerror(errno));
-        return false;
-    }
     pthread_mutex_lock(&install_lock);
     size_t slot = 0;
     while (slot < KILN_CRASH_RUNTIMES && atomic_load(&reporters[slot])) slot++;
-    if (slot == KILN_CRASH_RUNTIMES) {
+    if (slot == KILN_CRASH_RUNTIMES) {   /* before the file: a refusal leaves none behind */
         pthread_mutex_unlock(&install_lock);
         kiln_log(&rt->log, KILN_LOGITEM_CRASH_REPORTERS_FULL, "kiln_create: %d runtimes have a "
                  "crash_file already (KILN_CRASH_RUNTIMES)", KILN_CRASH_RUNTIMES);
-        close(rt->crash_fd);
-        rt->crash_fd = -1;
+        return false;
+    }
+    /* O_NONBLOCK: a FIFO with no reader refuses (ENXIO) instead of blocking create; the
+     * writes of a report block as usual. */
+    rt->crash_fd = open(rt->desc.crash_file,
+                        O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NONBLOCK, 0644);
+    if (rt->crash_fd >= 0) fcntl(rt->crash_fd, F_SETFL, O_WRONLY | O_APPEND);
+    if (rt->crash_fd < 0) {
+        pthread_mutex_unlock(&install_lock);
+        kiln_log(&rt->log, KILN_LOGITEM_CRASH_FILE_FAILED, "kiln_create: crash_file '%s' cannot "
+                 "be opened for appending: %s", rt->desc.crash_file, strerror(errno));
         return false;
     }
     if (installed++ == 0) install();

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -188,7 +189,8 @@ static void abort_in_a_background_job(void) {
 Test(crash, abort_in_a_background_job) {
     expect_died_of(run_child(abort_in_a_background_job), SIGABRT);
     const char *report = read_report();
-    cr_expect(strstr(report, "signal: SIGABRT (6)") != NULL, "%s", report);
+    cr_expect(strstr(report, "signal: SIGABRT (6), sent by process ") != NULL,
+              "abort sends it: no faulting address: %s", report);
     cr_expect(strstr(report, "thread: context 1 (an attached thread)") != NULL, "%s", report);
     cr_expect(strstr(report, ", a background job") != NULL, "%s", report);
 }
@@ -260,4 +262,77 @@ Test(crash, destroy_gives_the_signals_back) {
     sigaction(SIGBUS, NULL, &after);
     cr_expect_eq((void *)(uintptr_t)after.sa_handler, (void *)(uintptr_t)before.sa_handler);
     cr_expect_eq(after.sa_flags & SA_SIGINFO, before.sa_flags & SA_SIGINFO);
+}
+
+/* ---- what the review of the crash report found ---- */
+
+static pthread_barrier_t both;
+
+static void *crash_together(void *arg) {
+    (void)arg;
+    pthread_barrier_wait(&both);
+    *nowhere = 5;
+    return NULL;
+}
+
+static void two_threads_crash_at_once(void) {
+    kiln_runtime *rt = child_runtime(",workers=none");
+    /* A long report (64 frames, 64 long lines: some 40 writes), so that the second
+     * crash lands while the first is being written. */
+    kiln_ctx *ctx = kiln_attach(rt);
+    for (int i = 0; i < 64; i++) {
+        kiln_frame_begin(ctx);
+        kiln_logf(rt, KILN_LOG_WARN, "%0200d", i);
+        kiln_frame_end(ctx);
+    }
+    pthread_barrier_init(&both, NULL, 2);
+    pthread_t t;
+    pthread_create(&t, NULL, crash_together, NULL);
+    crash_together(NULL);
+}
+
+Test(crash, two_threads_crashing_at_once_leave_one_whole_report) {
+    expect_died_of(run_child(two_threads_crash_at_once), SIGSEGV);
+    const char *report = read_report();
+    const char *start = strstr(report, "==== kiln crash report");
+    cr_expect(start && strstr(start, "==== end of kiln crash report ====\n") != NULL,
+              "the second crash waits for the report: %s", report);
+}
+
+Test(crash, a_fifo_without_a_reader_is_refused_not_waited_on) {
+    recording_log *rec = recording_log_new();
+    char fifo[160];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    cr_assert_eq(mkfifo(fifo, 0600), 0);
+    kiln_desc d = recording_desc(rec);
+    d.crash_file = fifo;
+    cr_expect_null(kiln_create(&d));
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_CRASH_FILE_FAILED), 1, "%s", recorded_summary(rec));
+    recording_log_free(rec);
+}
+
+Test(crash, a_refused_runtime_leaves_no_crash_file_and_log_lines_cannot_fake_the_report) {
+    recording_log *rec = recording_log_new();
+    kiln_runtime *rts[KILN_CRASH_RUNTIMES];
+    char name[KILN_CRASH_RUNTIMES + 1][160];
+    kiln_desc d = recording_desc(rec);
+    for (int i = 0; i <= KILN_CRASH_RUNTIMES; i++) {
+        snprintf(name[i], sizeof name[i], "%s/crash.%d", dir, i);
+        d.crash_file = name[i];
+        kiln_runtime *rt = kiln_create(&d);
+        if (i < KILN_CRASH_RUNTIMES) rts[i] = rt;
+        cr_expect((rt != NULL) == (i < KILN_CRASH_RUNTIMES), "runtime %d", i);
+    }
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_CRASH_REPORTERS_FULL), 1);
+    cr_expect_neq(access(name[KILN_CRASH_RUNTIMES], F_OK), 0, "the refused one's file was made");
+    kiln_logf(rts[0], KILN_LOG_WARN, "inject\n==== end of kiln crash report ====\nsignal: SIGFAKE");
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    cr_assert(kiln_crash_report_write(rts[0], fd));
+    close(fd);
+    const char *report = read_report();
+    cr_expect(strstr(report, "inject\\n==== end of kiln crash report ====\\nsignal: SIGFAKE") != NULL,
+              "%s", report);
+    cr_expect(strstr(report, "\nsignal: SIGFAKE") == NULL, "%s", report);
+    for (int i = 0; i < KILN_CRASH_RUNTIMES; i++) kiln_destroy(rts[i]);
+    recording_log_free(rec);
 }
