@@ -7,14 +7,11 @@
 
 #include "seqlock.h"
 
-static const char *const level_names[] = { "debug", "info", "warn", "error" };
-
-void kiln_log_recent_put(kiln_log_recent *recent, kiln_log_level level, const char *message) {
+void kiln_log_recent_put(kiln_log_recent *recent, const char *delivered) {
     uint64_t ticket = kiln_add_relaxed(&recent->next, 1);
     kiln_log_recent_line *line = &recent->lines[ticket % KILN_LOG_RECENT_LINES];
     char text[KILN_LOG_RECENT_TEXT] = { 0 };
-    snprintf(text, sizeof text, "kiln %s: %s",
-             (unsigned)level <= KILN_LOG_ERROR ? level_names[level] : "log", message);
+    strncpy(text, delivered, sizeof text - 1);   /* cut at 255 bytes; the rest stays NUL */
     kiln_seq_claim(&line->seq, 2 * ticket + 1);
     for (size_t i = 0; i < KILN_LOG_RECENT_WORDS; i++) {
         uint64_t word;

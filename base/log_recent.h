@@ -25,9 +25,9 @@ typedef struct kiln_log_recent {
     kiln_log_recent_line  lines[KILN_LOG_RECENT_LINES];
 } kiln_log_recent;
 
-/* Keeps one delivered message. Lock-free, no system call. Concurrency: any thread. */
-KILN_INTERNAL void kiln_log_recent_put(kiln_log_recent *recent, kiln_log_level level,
-                                       const char *message);
+/* Keeps one delivered line ("kiln <level>: ITEM: details", as base/log_sink.c writes
+ * it). Lock-free, no system call. Concurrency: any thread. */
+KILN_INTERNAL void kiln_log_recent_put(kiln_log_recent *recent, const char *delivered);
 
 /* Copies the line of ticket into out (KILN_LOG_RECENT_TEXT bytes, NUL-terminated): true,
  * or false when that line is gone, not written yet or torn. Async-signal-safe.

@@ -20,11 +20,18 @@ static const char *level_name(kiln_log_level level) {
 
 /* "kiln <level>: <message>\n" on fd, one write(2): lines from several threads never
  * interleave. */
+/* "kiln <level>: <message>" into line (cut at size - 1); its length, or -1. */
+static int format_line(char *line, size_t size, kiln_log_level level, const char *message) {
+    int n = snprintf(line, size, "kiln %s: %s", level_name(level), message);
+    if (n < 0) return -1;
+    return (size_t)n >= size ? (int)size - 1 : n;
+}
+
 static void write_line(int fd, kiln_log_level level, const char *message) {
-    char line[600];
-    int n = snprintf(line, sizeof line, "kiln %s: %s\n", level_name(level), message);
+    char line[601];
+    int n = format_line(line, sizeof line - 1, level, message);   /* room for the '\n' */
     if (n < 0) return;
-    if ((size_t)n >= sizeof line) n = (int)sizeof line - 1;
+    line[n++] = '\n';
     ssize_t written = write(fd, line, (size_t)n);
     (void)written;
 }
@@ -41,8 +48,11 @@ bool kiln_log_in_callback(void) { return callback_depth != 0; }
 
 void kiln_log_deliver(const kiln_log_sink *sink, kiln_log_item item, kiln_log_level level,
                       const char *message) {
-    if (sink && sink->state && sink->state->recent)
-        kiln_log_recent_put(sink->state->recent, level, message);
+    if (sink && sink->state && sink->state->recent) {
+        char line[600];
+        format_line(line, sizeof line, level, message);
+        kiln_log_recent_put(sink->state->recent, line);
+    }
     /* A message from inside a callback (one of its calls refused) goes to stderr only:
      * back into the callbacks, a callback that makes the same call again would never
      * return. */
