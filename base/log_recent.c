@@ -11,7 +11,9 @@ void kiln_log_recent_put(kiln_log_recent *recent, const char *delivered) {
     uint64_t ticket = kiln_add_relaxed(&recent->next, 1);
     kiln_log_recent_line *line = &recent->lines[ticket % KILN_LOG_RECENT_LINES];
     char text[KILN_LOG_RECENT_TEXT] = { 0 };
-    strncpy(text, delivered, sizeof text - 1);   /* cut at 255 bytes; the rest stays NUL */
+    strncpy(text, delivered, sizeof text - 1);   /* the rest stays NUL */
+    if (text[sizeof text - 2] != '\0' && delivered[sizeof text - 1] != '\0')
+        memcpy(text + sizeof text - 4, "...", 3);   /* cut: say so */
     kiln_seq_claim(&line->seq, 2 * ticket + 1);
     for (size_t i = 0; i < KILN_LOG_RECENT_WORDS; i++) {
         uint64_t word;

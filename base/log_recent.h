@@ -12,7 +12,7 @@
 #include "common.h"
 
 #define KILN_LOG_RECENT_LINES 64
-#define KILN_LOG_RECENT_TEXT  256
+#define KILN_LOG_RECENT_TEXT  512   /* a longer line is cut, ending in "..." */
 #define KILN_LOG_RECENT_WORDS (KILN_LOG_RECENT_TEXT / 8)
 
 typedef struct kiln_log_recent_line {

@@ -31,14 +31,29 @@ bool kiln_log_ring_put(kiln_log_ring *ring, kiln_log_level level, kiln_log_item 
         }
         ticket = kiln_load_relaxed(&ring->head);   /* another producer took it */
     }
-    slot->ticket = ticket;
-    slot->level = (uint32_t)level;
-    slot->item = (uint32_t)item;
+    kiln_store_relaxed(&slot->kind, (uint64_t)level << 32 | (uint32_t)item);
     size_t length = strnlen(message, KILN_LOG_RING_TEXT - 1);
-    memcpy(slot->text, message, length);
-    slot->text[length] = '\0';
+    size_t i = 0;
+    for (; 8 * i + 8 <= length; i++) {   /* whole words */
+        uint64_t word;
+        memcpy(&word, message + 8 * i, 8);
+        kiln_store_relaxed(&slot->words[i], word);
+    }
+    uint64_t last = 0;   /* the rest and the NUL, zero-padded */
+    memcpy(&last, message + 8 * i, length - 8 * i);
+    kiln_store_relaxed(&slot->words[i], last);
     kiln_store_release(&slot->seq, ticket + 1);   /* written: the consumer's acquire */
     return true;
+}
+
+/* Copies a slot's text into text (KILN_LOG_RING_TEXT bytes) up to its NUL word. */
+static void copy_text(kiln_log_slot *slot, char *text) {
+    for (size_t i = 0; i < KILN_LOG_RING_WORDS; i++) {
+        uint64_t word = kiln_load_relaxed(&slot->words[i]);
+        memcpy(text + 8 * i, &word, 8);
+        if (memchr(text + 8 * i, '\0', 8)) return;
+    }
+    text[KILN_LOG_RING_TEXT - 1] = '\0';
 }
 
 void kiln_log_ring_drain(kiln_log_ring *ring) {
@@ -46,8 +61,11 @@ void kiln_log_ring_drain(kiln_log_ring *ring) {
     for (;;) {
         kiln_log_slot *slot = &ring->slots[ring->tail & RING_MASK];
         if (kiln_load_acquire(&slot->seq) != ring->tail + 1) break;   /* not written yet */
-        kiln_log_deliver(&ring->sink, (kiln_log_item)slot->item, (kiln_log_level)slot->level,
-                         slot->text);
+        char text[KILN_LOG_RING_TEXT];
+        copy_text(slot, text);
+        uint64_t kind = kiln_load_relaxed(&slot->kind);
+        kiln_log_deliver(&ring->sink, (kiln_log_item)(uint32_t)kind,
+                         (kiln_log_level)(kind >> 32), text);
         /* release: the text is read before a producer may take the slot again. */
         kiln_store_release(&slot->seq, ring->tail + KILN_LOG_RING_MESSAGES);
         ring->tail++;
@@ -63,6 +81,26 @@ void kiln_log_ring_drain(kiln_log_ring *ring) {
         ring->dropped_told = dropped;
     }
     pthread_mutex_unlock(&ring->drain_lock);
+}
+
+void kiln_log_ring_each_queued(kiln_log_ring *ring,
+                               void (*fn)(void *user, kiln_log_level level, const char *text),
+                               void *user) {
+    uint64_t head = kiln_load_acquire(&ring->head);
+    uint64_t first = head > KILN_LOG_RING_MESSAGES ? head - KILN_LOG_RING_MESSAGES : 0;
+    for (uint64_t ticket = first; ticket < head; ticket++) {
+        kiln_log_slot *slot = &ring->slots[ticket & RING_MASK];
+        /* Written and not delivered: seq is ticket + 1 before the copy and after it (the
+         * acquire fence orders the copy's loads before the second look; a slot taken
+         * again meanwhile shows a larger seq). */
+        if (kiln_load_acquire(&slot->seq) != ticket + 1) continue;
+        char text[KILN_LOG_RING_TEXT];
+        copy_text(slot, text);
+        uint64_t kind = kiln_load_relaxed(&slot->kind);
+        kiln_fence_acquire();
+        if (kiln_load_relaxed(&slot->seq) != ticket + 1) continue;
+        fn(user, (kiln_log_level)(kind >> 32), text);
+    }
 }
 
 void kiln_log_ring_lost(kiln_log_ring *ring, uint64_t n) {

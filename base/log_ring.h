@@ -26,12 +26,16 @@
 #define KILN_LOG_RING_TEXT     512    /* kiln formats at most 511 bytes and its NUL */
 #define KILN_LOG_WRITER_SLEEP_MS 10   /* the writer looks for messages this often */
 
+#define KILN_LOG_RING_WORDS    (KILN_LOG_RING_TEXT / 8)
+
+/* A slot's words are relaxed atomics, written before seq's release, so that the crash
+ * report may copy a queued message while producers and the writer go on (it checks seq
+ * again after the copy). */
 typedef struct kiln_log_slot {
     _Atomic uint64_t seq;      /* see the protocol */
-    uint64_t         ticket;   /* the message's ticket, written before seq */
-    uint32_t         level;    /* kiln_log_level */
-    uint32_t         item;     /* kiln_log_item */
-    char             text[KILN_LOG_RING_TEXT];
+    _Atomic uint64_t kind;     /* level << 32 | item (kiln_log_level, kiln_log_item) */
+    _Atomic uint64_t words[KILN_LOG_RING_WORDS];   /* the text, NUL-ended, words past the
+                                                      NUL's unwritten */
 } kiln_log_slot;
 
 typedef struct kiln_log_ring {
@@ -63,6 +67,14 @@ KILN_INTERNAL bool kiln_log_ring_put(kiln_log_ring *ring, kiln_log_level level,
 /* Delivers every message queued before the call, on the calling thread (blocks while
  * another consumer delivers). Concurrency: any thread but one inside a sink's callback. */
 KILN_INTERNAL void kiln_log_ring_drain(kiln_log_ring *ring);
+
+/* Hands each message queued and not yet delivered to fn, oldest first: its level and
+ * text (NUL-ended, a copy that was whole). Lock-free, no system call: async-signal-safe
+ * (the crash report). Concurrency: any thread, producers and the writer going on. */
+KILN_INTERNAL void kiln_log_ring_each_queued(kiln_log_ring *ring,
+                                             void (*fn)(void *user, kiln_log_level level,
+                                                        const char *text),
+                                             void *user);
 
 /* Counts n more messages as dropped (what a dropped summary told of). Any thread. */
 KILN_INTERNAL void kiln_log_ring_lost(kiln_log_ring *ring, uint64_t n);

@@ -8,7 +8,7 @@
 
 #include "log_recent.h"
 
-static const char *level_name(kiln_log_level level) {
+const char *kiln_log_level_text(kiln_log_level level) {
     switch (level) {
     case KILN_LOG_DEBUG: return "debug";
     case KILN_LOG_INFO:  return "info";
@@ -18,15 +18,15 @@ static const char *level_name(kiln_log_level level) {
     return "log";
 }
 
-/* "kiln <level>: <message>\n" on fd, one write(2): lines from several threads never
- * interleave. */
 /* "kiln <level>: <message>" into line (cut at size - 1); its length, or -1. */
 static int format_line(char *line, size_t size, kiln_log_level level, const char *message) {
-    int n = snprintf(line, size, "kiln %s: %s", level_name(level), message);
+    int n = snprintf(line, size, "kiln %s: %s", kiln_log_level_text(level), message);
     if (n < 0) return -1;
     return (size_t)n >= size ? (int)size - 1 : n;
 }
 
+/* "kiln <level>: <message>\n" on fd, one write(2): lines from several threads never
+ * interleave. */
 static void write_line(int fd, kiln_log_level level, const char *message) {
     char line[601];
     int n = format_line(line, sizeof line - 1, level, message);   /* room for the '\n' */

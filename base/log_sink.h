@@ -58,6 +58,9 @@ KILN_INTERNAL bool kiln_log_format(char *message, size_t size, kiln_log_item ite
  * inside it). Nothing inside another callback. */
 KILN_INTERNAL void kiln_log_call_hook(const kiln_log_sink *sink, const char *message);
 
+/* A level's name as lines spell it ("warn"); "log" for a value that is no level. */
+KILN_INTERNAL const char *kiln_log_level_text(kiln_log_level level);
+
 /* The default sink: "kiln <level>: <message>\n" on stderr, one write per message. */
 KILN_INTERNAL void kiln_log_stderr(void *user, kiln_log_level level, const char *message);
 

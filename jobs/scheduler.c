@@ -615,12 +615,12 @@ static inline void leave_jobs(kiln_job_system *sys, kiln_job_queue *q) {
 /* The task itself, with its flags as the running ones meanwhile, and a frame job's
  * epoch as the running one (its children's) and its frame memory as the current. */
 static inline void call_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task *task) {
-    uint32_t outer = q->running_flags;
+    uint64_t outer = kiln_load_relaxed(&q->running_flags);   /* the owner's own stores */
     const kiln_counter_state *outer_counter = kiln_load_relaxed(&q->running_counter);
-    const kiln_task *outer_task = kiln_load_relaxed(&q->running_task);
-    q->running_flags = (uint32_t)task->flags;
+    uintptr_t outer_fn = kiln_load_relaxed(&q->running_fn);
+    kiln_store_relaxed(&q->running_flags, task->flags);
     kiln_store_relaxed(&q->running_counter, task->counter);
-    kiln_store_relaxed(&q->running_task, task);
+    kiln_store_relaxed(&q->running_fn, (uintptr_t)task->fn.job);   /* either member */
     q->job_depth++;
     if (kiln_unlikely(task->flags & KILN_TASK_BACKGROUND)) {
         call_background(sys, q, task);
@@ -638,9 +638,9 @@ static inline void call_task(kiln_job_system *sys, kiln_job_queue *q, kiln_task 
             enter_job_frame(sys, q, outer_epoch);
     }
     q->job_depth--;
-    q->running_flags = outer;
+    kiln_store_relaxed(&q->running_flags, outer);
     kiln_store_relaxed(&q->running_counter, outer_counter);
-    kiln_store_relaxed(&q->running_task, outer_task);
+    kiln_store_relaxed(&q->running_fn, outer_fn);
 }
 
 /* The root is a job on q like its pieces (job_depth, running_flags, frame work), so

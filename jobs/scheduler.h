@@ -129,14 +129,15 @@ struct kiln_job_queue {
     _Atomic(const kiln_counter_state *) running_counter;  /* the counter of the job running
                                             now (NULL: none): written by the owner, read
                                             relaxed by a stuck wait's report */
-    _Atomic(const struct kiln_task *) running_task;  /* the innermost task running now, on
-                                            the owner's stack (NULL: none): written by the
-                                            owner, read relaxed by the crash report, which
-                                            may find it just ended */
+    _Atomic uintptr_t   running_fn;      /* the function of the innermost job running now
+                                            (0: none) */
+    _Atomic uint64_t    running_flags;   /* KILN_TASK_* and epoch tag of that job (its task's
+                                            flags). Both written by the owner (relaxed: plain
+                                            moves), read by it and, relaxed, by the crash
+                                            report, which may pair one job's with another's */
 
     /* Owner-only. */
     uint64_t            rng;             /* victim choice */
-    uint32_t            running_flags;   /* KILN_TASK_* of the job running now */
     uint32_t            job_depth;       /* jobs running on this thread, nested ones included */
     uint32_t            background_depth;  /* of them, background jobs: a worker is in
                                             background (handle reclaim) from its outermost

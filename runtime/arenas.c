@@ -227,7 +227,7 @@ static bool frame_reset_allowed(const kiln_arena *arena, const kiln_ctx *owner) 
         item = KILN_LOGITEM_ARENA_RESET_INSIDE_JOB;
         why = "belongs to a thread that is running a job (the jobs below it may be using its "
               "memory); reset it between jobs";
-    } else if (kiln_load_relaxed(&owner->rt->driver) == owner && owner->rt->frame_open) {
+    } else if (kiln_load_relaxed(&owner->rt->driver) == owner && kiln_load_relaxed(&owner->rt->frame_open)) {
         item = KILN_LOGITEM_ARENA_DRIVER_FRAME_RESET;
         why = "is the frame driver's and its frame is open: kiln_frame_end resets it";
     }
@@ -338,7 +338,7 @@ static inline bool frame_alloc_ok(const kiln_ctx *ctx) {
      * attached context always has its frame arena. */
     if (kiln_unlikely(!ctx || kiln_ctx_word(ctx) != KILN_CTX_MAGIC)) return false;
     if (kiln_unlikely(!ctx->frame_now)) return false;   /* a job arena could not be made */
-    return !(kiln_unlikely(ctx->debug_checks) && (ctx->queue.running_flags & KILN_TASK_BACKGROUND));
+    return !(kiln_unlikely(ctx->debug_checks) && (kiln_load_relaxed(&ctx->queue.running_flags) & KILN_TASK_BACKGROUND));
 }
 
 /* Logs why frame_alloc_ok said no; NULL, so that callers reach it by a tail call. */

@@ -1,13 +1,16 @@
 /* runtime/context.c — thread contexts: attach and detach, the workers' contexts and
  * threads, and the memory contexts keep for reuse. */
+#define _GNU_SOURCE   /* pthread_setname_np, gettid */
 #include "context.h"
 #include "arenas.h"
 #include "check.h"
 #include "handles.h"
 #include "pools.h"
 
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../base/heap.h"
 
@@ -97,7 +100,10 @@ kiln_ctx *kiln_attach(kiln_runtime *rt) {
     if (!kiln_runtime_check(rt, "kiln_attach")) return NULL;
     if (!kiln_outside_log_callback(&rt->log, "kiln_attach")) return NULL;
     kiln_ctx *ctx = kiln_context_new(rt, false);
-    if (ctx) ctx->thread = pthread_self();   /* the crash report names the crashing thread */
+    if (ctx) {
+        ctx->thread = pthread_self();
+        kiln_store_relaxed(&ctx->tid, (int32_t)gettid());   /* the crash report's */
+    }
     return ctx;
 }
 
@@ -142,7 +148,7 @@ static void context_release(kiln_ctx *ctx) {
      * the release store pairs with the acquire of the next driver's claim (is_driver),
      * which therefore sees frame_open false. */
     if (kiln_load_relaxed(&rt->driver) == ctx) {
-        rt->frame_open = false;
+        kiln_store_relaxed(&rt->frame_open, false);
         ctx->queue.drives_clock = false;   /* a later driver writes the epoch */
         kiln_store_release(&rt->driver, NULL);
     }
@@ -187,6 +193,12 @@ void kiln_detach(kiln_ctx *ctx) {
 
 static void *worker_main(void *arg) {
     kiln_ctx *ctx = arg;
+    uint32_t index = 0;   /* rt->workers[index] was set before this thread started */
+    while (ctx->rt->workers[index] != ctx) index++;
+    char name[16];        /* the most a thread name holds, its NUL included */
+    snprintf(name, sizeof name, "kiln-worker-%u", index + 1);
+    pthread_setname_np(pthread_self(), name);   /* debuggers, profilers, the crash report */
+    kiln_store_relaxed(&ctx->tid, (int32_t)gettid());   /* named: kiln_workers_start goes on */
     kiln_arena_debug_claim(ctx->frame_arena);   /* its frame arena is this thread's */
     kiln_jobs_worker_loop(&ctx->rt->jobs, &ctx->queue);
     return NULL;
@@ -215,6 +227,10 @@ bool kiln_workers_start(kiln_runtime *rt) {
         }
         rt->workers_started = i + 1;
     }
+    /* Each worker is running, its thread id and name set, before create returns: a crash
+     * report from then on names every worker's thread. */
+    for (uint32_t i = 0; i < n; i++)
+        while (kiln_load_relaxed(&rt->workers[i]->tid) == 0) sched_yield();
     return true;
 }
 

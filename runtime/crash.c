@@ -1,8 +1,10 @@
 /* runtime/crash.c — the crash report: what kiln was doing when the process died. The
- * report is written with write(2) alone (no malloc, no lock, no stdio: its numbers are
- * formatted here), from relaxed reads of what other threads publish: the contexts (never
- * freed before kiln_destroy), the job each runs (the scheduler's running_task), the frame
- * history (one try per record), the newest log lines (base/log_recent.h), and the
+ * report is written with system calls alone (write; open, read and pread for thread and
+ * symbol names; no malloc, no lock, no stdio: its numbers are formatted here), from
+ * relaxed reads of what other threads publish: the contexts (never freed before
+ * kiln_destroy), the job each runs (the scheduler's running_fn and running_flags), the
+ * frame history (one try per record), the newest log lines (base/log_recent.h) and those
+ * queued (base/log_ring.h), the memory snapshot (runtime/memory_snapshot.h), and the
  * options rendered at create. The handlers: one set per process, for SIGSEGV, SIGBUS,
  * SIGILL, SIGFPE and SIGABRT, each writing the report of every runtime with a crash_file
  * once, then handing the signal on as if kiln had not been there: to the handler
@@ -24,6 +26,8 @@
 #include "history.h"
 #include "options.h"
 #include "../base/log_recent.h"
+#include "../base/log_ring.h"
+#include "../base/symbol.h"
 
 /* ---- write(2) and numbers, nothing else ---- */
 
@@ -58,13 +62,19 @@ static void put_escaped(out *o, const char *s) {
     }
 }
 
-static void put_u64(out *o, uint64_t v) {
-    char digits[21];
+/* v in decimal into text (21 bytes at least), NUL-ended; its length. */
+static size_t format_u64(char *text, uint64_t v) {
+    char digits[20];
     size_t n = 0;
     do digits[n++] = (char)('0' + v % 10); while ((v /= 10) != 0);
-    char text[22];
     for (size_t i = 0; i < n; i++) text[i] = digits[n - 1 - i];
     text[n] = '\0';
+    return n;
+}
+
+static void put_u64(out *o, uint64_t v) {
+    char text[21];
+    format_u64(text, v);
     put(o, text);
 }
 
@@ -91,25 +101,77 @@ static const char *signal_name(int sig) {
 
 /* ---- the report ---- */
 
+/* "thread <tid> '<name>'": the thread's id and the name it has (as a debugger shows
+ * it: /proc/self/task/<tid>/comm, read with open and read). */
+static void put_thread(out *o, int32_t tid) {
+    put(o, "thread ");
+    if (tid <= 0) {
+        put(o, "?");
+        return;
+    }
+    put_u64(o, (uint64_t)tid);
+    char path[48] = "/proc/self/task/";
+    size_t n = strlen(path);
+    n += format_u64(path + n, (uint64_t)tid);
+    memcpy(path + n, "/comm", sizeof "/comm");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    char name[32];
+    ssize_t got = read(fd, name, sizeof name - 1);
+    close(fd);
+    if (got <= 0) return;
+    name[got] = '\0';
+    if (name[got - 1] == '\n') name[got - 1] = '\0';
+    put(o, " '");
+    put_escaped(o, name);
+    put(o, "'");
+}
+
+/* A job's function: its address, and its symbol where the process's files tell it. */
+static void put_function(out *o, uintptr_t address) {
+    uintptr_t offset;
+    put_hex(o, address);
+    char name[128];
+    if (!kiln_symbol_name(address, name, sizeof name, &offset)) return;
+    put(o, " (");
+    put_escaped(o, name);
+    put(o, "+");
+    put_hex(o, offset);
+    put(o, ")");
+}
+
+/* The frame a frame job belongs to: its tag holds the low 31 bits of its epoch, which is
+ * the frame clock's epoch now or the one before (only those two are ever live), and a
+ * frame epoch is its frame's number. */
+static uint64_t task_frame(kiln_runtime *rt, uint64_t task_flags) {
+    uint64_t now = kiln_load_relaxed(&rt->handle_epoch);
+    uint32_t behind = ((uint32_t)now - kiln_task_epoch(&(kiln_task){ .flags = task_flags })) &
+                      0x7fffffffu;
+    return now - behind;
+}
+
 static void report_contexts(out *o, kiln_runtime *rt) {
     put(o, "contexts:\n");
     for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {   /* never freed until destroy */
         put(o, "  context ");
         put_u64(o, kiln_load_relaxed(&ctx->id));
-        put(o, ctx->is_worker ? " (worker)" : " (attached)");
-        const kiln_task *task = kiln_load_relaxed(&ctx->queue.running_task);
-        if (!task) {
-            put(o, ": no job\n");
+        put(o, ctx->is_worker ? " (worker, " : " (attached, ");
+        put_thread(o, kiln_load_relaxed(&ctx->tid));
+        /* What the owner publishes as it goes: another thread's pair may be one job's
+         * function and the next one's flags. */
+        uintptr_t fn = kiln_load_relaxed(&ctx->queue.running_fn);
+        uint64_t flags = kiln_load_relaxed(&ctx->queue.running_flags);
+        if (!fn) {
+            put(o, "): no job\n");
             continue;
         }
-        /* On the owner's stack: it may just have ended (then the words read are stale). */
-        put(o, ": running job ");
-        put_hex(o, (uintptr_t)task->fn.job);
-        if (task->flags & KILN_TASK_BACKGROUND) {
+        put(o, "): running job ");
+        put_function(o, fn);
+        if (flags & KILN_TASK_BACKGROUND) {
             put(o, ", a background job\n");
         } else {
-            put(o, ", a frame job of frame epoch ");
-            put_u64(o, kiln_task_epoch(task));
+            put(o, ", a frame job of frame ");
+            put_u64(o, task_frame(rt, flags));
             put(o, "\n");
         }
     }
@@ -136,6 +198,17 @@ static void report_history(out *o, kiln_runtime *rt) {
     }
 }
 
+static void put_queued(void *user, kiln_log_level level, const char *text) {
+    out *o = user;
+    put(o, "  kiln ");
+    put(o, kiln_log_level_text(level));
+    put(o, ": ");
+    put_escaped(o, text);
+    put(o, "\n");
+}
+
+/* The newest lines delivered, then (log_mode=async) those still queued: the newest of
+ * all, which the crash may have stopped before the writer's next round. */
 static void report_log(out *o, kiln_runtime *rt) {
     kiln_log_recent *recent = rt->log_state.recent;
     put(o, "newest log lines (oldest first):\n");
@@ -148,6 +221,72 @@ static void report_log(out *o, kiln_runtime *rt) {
         put(o, "  ");
         put_escaped(o, line);
         put(o, "\n");
+    }
+    kiln_log_ring *ring = rt->log_state.ring;
+    if (!ring) return;
+    put(o, "queued in the async log, not delivered yet (oldest first):\n");
+    kiln_log_ring_each_queued(ring, put_queued, o);
+}
+
+static const char *const snapshot_kinds[] = {
+    [KILN_SNAPSHOT_FRAME_ARENAS] = "", [KILN_SNAPSHOT_ARENA] = "arena ",
+    [KILN_SNAPSHOT_POOL] = "pool ", [KILN_SNAPSHOT_HANDLES] = "handle table ",
+};
+
+/* The memory section as kiln_snapshot_each hands it items: its header with the first. */
+typedef struct memory_printer {
+    out            *o;
+    const uint64_t *frame;   /* kiln_snapshot_each's, set before the first item */
+    bool            started;
+} memory_printer;
+
+static void put_allocator(void *user, const kiln_snapshot_item *item) {
+    memory_printer *p = user;
+    out *o = p->o;
+    if (!p->started) {
+        p->started = true;
+        put(o, "memory at the end of frame ");
+        put_u64(o, *p->frame);
+        put(o, ":\n");
+    }
+    bool named = item->kind != KILN_SNAPSHOT_FRAME_ARENAS;
+    put(o, "  ");
+    put(o, item->kind <= KILN_SNAPSHOT_HANDLES ? snapshot_kinds[item->kind] : "? ");
+    if (named) put(o, "'");
+    put_escaped(o, item->name);
+    put(o, named ? "': " : ": ");
+    put_u64(o, item->bytes);
+    put(o, named ? " bytes" : " bytes at the frame's peak");
+    if (item->kind == KILN_SNAPSHOT_POOL || item->kind == KILN_SNAPSHOT_HANDLES) {
+        put(o, ", ");
+        put_u64(o, item->live);
+        put(o, item->kind == KILN_SNAPSHOT_POOL ? " objects" : " items");
+    }
+    if (item->kind != KILN_SNAPSHOT_HANDLES) {
+        put(o, ", ");
+        put_u64(o, item->blocks);
+        put(o, " blocks");
+    }
+    put(o, "\n");
+}
+
+/* The block pool now, then each allocator as the last frame end saw it
+ * (runtime/memory_snapshot.h). */
+static void report_memory(out *o, kiln_runtime *rt) {
+    put(o, "memory: block pool reserved ");
+    put_u64(o, kiln_load_relaxed(&rt->blocks.reserved_bytes));
+    put(o, " bytes now, in blocks of ");
+    put_u64(o, rt->blocks.block_size);
+    put(o, "\n");
+    uint64_t frame = 0, omitted = 0;
+    memory_printer p = { .o = o, .frame = &frame };
+    bool whole = kiln_snapshot_each(&rt->memory_snapshot, &frame, &omitted, put_allocator, &p);
+    if (!p.started) put(o, "memory per allocator: no frame has ended yet\n");
+    else if (!whole) put(o, "  (a frame end wrote over the rest)\n");
+    else if (omitted) {
+        put(o, "  and ");
+        put_u64(o, omitted);
+        put(o, " allocators more\n");
     }
 }
 
@@ -172,27 +311,27 @@ static void report(kiln_runtime *rt, int fd, int sig, const siginfo_t *info) {
     } else {
         put(&o, "asked for (kiln_crash_report_write), no signal\n");
     }
-    pthread_t self = pthread_self();
+    int32_t self = (int32_t)gettid();
     kiln_ctx *mine = NULL;
     for (kiln_ctx *ctx = rt->contexts; ctx && !mine; ctx = ctx->next)
-        if (pthread_equal(ctx->thread, self)) mine = ctx;
+        if (kiln_load_relaxed(&ctx->tid) == self) mine = ctx;
     put(&o, "thread: ");
     if (mine) {
         put(&o, "context ");
         put_u64(&o, kiln_load_relaxed(&mine->id));
-        put(&o, mine->is_worker ? " (a worker)\n" : " (an attached thread)\n");
+        put(&o, mine->is_worker ? " (a worker, " : " (an attached thread, ");
     } else {
-        put(&o, "not one of this runtime's contexts\n");
+        put(&o, "not one of this runtime's contexts (");
     }
+    put_thread(&o, self);
+    put(&o, ")\n");
     put(&o, "frame: ");
     put_u64(&o, kiln_load_relaxed(&rt->frame));
-    put(&o, rt->frame_open ? " (open)\n" : " (closed)\n");
+    put(&o, kiln_load_relaxed(&rt->frame_open) ? " (open)\n" : " (closed)\n");
     report_contexts(&o, rt);
     report_history(&o, rt);
     report_log(&o, rt);
-    put(&o, "memory: block pool reserved ");
-    put_u64(&o, kiln_load_relaxed(&rt->blocks.reserved_bytes));
-    put(&o, " bytes (the per-frame figures above are from each frame's end)\n");
+    report_memory(&o, rt);
     put(&o, "configuration:\n");
     put(&o, rt->crash_config);
     put(&o, "==== end of kiln crash report ====\n");

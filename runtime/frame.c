@@ -47,13 +47,13 @@ uint64_t kiln_frame_begin(kiln_ctx *ctx) {
                         "(another context does); ignored", ctx->id);
         return frame;
     }
-    if (rt->frame_open) {
+    if (kiln_load_relaxed(&rt->frame_open)) {
         kiln_log_misuse(&rt->log, KILN_LOGITEM_FRAME_ALREADY_OPEN,
                         "kiln_frame_begin: frame %llu is still open (no kiln_frame_end); ignored",
                         (unsigned long long)frame);
         return frame;
     }
-    rt->frame_open = true;
+    kiln_store_relaxed(&rt->frame_open, true);
     ctx->queue.drives_clock = true;   /* it now reads the frame epoch exactly */
     kiln_store_relaxed(&rt->frame, frame + 1);
     kiln_history_frame_begin(rt);
@@ -75,7 +75,7 @@ void kiln_frame_end(kiln_ctx *ctx) {
                         "(another context does); ignored", ctx->id);
         return;
     }
-    if (driver == NULL || !rt->frame_open) {
+    if (driver == NULL || !kiln_load_relaxed(&rt->frame_open)) {
         kiln_log_misuse(&rt->log, KILN_LOGITEM_FRAME_END_WITHOUT_BEGIN,
                         "kiln_frame_end: context %u has no open frame; ignored", ctx->id);
         return;
@@ -101,7 +101,7 @@ void kiln_frame_end(kiln_ctx *ctx) {
     kiln_frame_record record;   /* the frame's figures: to the history, then the tracer */
     kiln_history_frame_end(rt, ctx, &record);
     if (kiln_unlikely(kiln_tracing(&rt->trace))) kiln_trace_frame_end(ctx, &record);
-    rt->frame_open = false;
+    kiln_store_relaxed(&rt->frame_open, false);
     kiln_log_fold_tell(&rt->log, true);   /* this frame's repeats, told */
     uint32_t every = rt->desc.stats.every_frames;
     if (kiln_unlikely(every != 0) && record.frame % every == 0) kiln_stats_log(rt);

@@ -60,6 +60,11 @@ static void count_allocations(kiln_runtime *rt, uint64_t allocs[KILN_MAX_QUEUES]
         kiln_pool_stats stats;
         kiln_pool_stats_read(pool, &all, &stats);
         record->pool_live += stats.live;
+        kiln_snapshot_item item = { .kind = KILN_SNAPSHOT_POOL, .live = stats.live,
+                                    .bytes = stats.live * stats.slot_size,
+                                    .blocks = stats.blocks_held };
+        memcpy(item.name, stats.name, sizeof item.name);
+        kiln_snapshot_add(&rt->memory_snapshot, &item);
     }
     for (int i = 0; i < KILN_MAX_HANDLE_TABLES; i++) {
         kiln_handles *table = rt->handle_tables[i];
@@ -70,7 +75,37 @@ static void count_allocations(kiln_runtime *rt, uint64_t allocs[KILN_MAX_QUEUES]
             kiln_handle_tally_cache(&table->core, &ctx->handle_caches[table->core.index], &all);
             allocs[ctx->queue.slot] += all.allocs - before;
         }
-        record->handles_live += all.allocs > all.frees ? all.allocs - all.frees : 0;
+        uint64_t live = all.allocs > all.frees ? all.allocs - all.frees : 0;
+        record->handles_live += live;
+        kiln_snapshot_item item = { .kind = KILN_SNAPSHOT_HANDLES, .live = live,
+                                    .bytes = live * table->core.item_size };
+        memcpy(item.name, table->core.name, sizeof item.name);
+        kiln_snapshot_add(&rt->memory_snapshot, &item);
+    }
+}
+
+/* The arenas' part of the memory snapshot (runtime/memory_snapshot.h): the frame arenas
+ * as one (the peaks of the frame just reset), then each arena of the program's. Under
+ * registry_lock. */
+static void snapshot_arenas(kiln_runtime *rt, const kiln_frame_record *record) {
+    kiln_snapshot_item frame = { .kind = KILN_SNAPSHOT_FRAME_ARENAS, .name = "frame arenas",
+                                 .bytes = record->frame_bytes };
+    for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {   /* owner-written, relaxed */
+        frame.blocks += kiln_load_relaxed(&ctx->frame_arena->blocks_held);
+        for (int p = 0; p < 2; p++) {
+            kiln_arena *jobs = kiln_load_acquire(&ctx->job_arenas[p]);
+            if (jobs) frame.blocks += kiln_load_relaxed(&jobs->blocks_held);
+        }
+    }
+    kiln_snapshot_add(&rt->memory_snapshot, &frame);
+    for (kiln_arena_record *a = rt->arenas; a; a = a->next) {
+        if (a->frame_owner) continue;
+        kiln_arena_stats stats;
+        if (!kiln_arena_stats_read(&a->arena, &stats)) continue;
+        kiln_snapshot_item item = { .kind = KILN_SNAPSHOT_ARENA, .bytes = stats.bytes_in_use,
+                                    .blocks = stats.blocks_held };
+        memcpy(item.name, stats.name, sizeof item.name);
+        kiln_snapshot_add(&rt->memory_snapshot, &item);
     }
 }
 
@@ -123,7 +158,10 @@ void kiln_history_frame_end(kiln_runtime *rt, kiln_ctx *driver, kiln_frame_recor
     alloc_overrun over[KILN_MAX_QUEUES];
     size_t overruns = 0;
     pthread_mutex_lock(&rt->registry_lock);
+    kiln_snapshot_begin(&rt->memory_snapshot);
+    snapshot_arenas(rt, record);
     count_allocations(rt, allocs, record);
+    kiln_snapshot_end(&rt->memory_snapshot, record->frame);
     for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {
         kiln_history_seen *seen = &h->seen[ctx->queue.slot];
         if (seen->id != ctx->id)   /* attached since: its counts started at zero */

@@ -283,7 +283,7 @@ void kiln_parallel_for(kiln_ctx *ctx, size_t count, size_t grain, kiln_range_fn 
      * inside a background job. */
     kiln_task root = {
         .fn.range = fn, .arg = arg,
-        .flags = KILN_TASK_RANGE | (ctx->queue.running_flags & KILN_TASK_BACKGROUND),
+        .flags = KILN_TASK_RANGE | (kiln_load_relaxed(&ctx->queue.running_flags) & KILN_TASK_BACKGROUND),
         .begin = 0, .end = count, .grain = grain,
         .isolation = ctx->queue.isolated,   /* inside an isolated wait, its pieces are its */
     };

@@ -19,6 +19,7 @@
 #include "../base/log_recent.h"
 #include "../jobs/scheduler.h"
 #include "../alloc/handle_table.h"
+#include "memory_snapshot.h"
 #include "options.h"
 
 #define KILN_RUNTIME_MAGIC 0x6b696c6e52554e54ull   /* "kilnRUNT" */
@@ -133,7 +134,9 @@ struct kiln_ctx {
     struct kiln_ctx *prev, *next;  /* the runtime's context list (or the reuse list);
                                       under registry_lock */
     pthread_t        thread;       /* the thread running it (a worker's, or the one that
-                                      attached it); read by the crash report */
+                                      attached it) */
+    _Atomic int32_t  tid;          /* that thread's id (gettid), stored by it (relaxed: a
+                                      number for the crash report, nothing published) */
     kiln_pool_cache  pool_caches[KILN_MAX_POOLS + 1];  /* by pool index; this thread's; the
                                                           last is never bound (destroyed pools) */
     /* Handle tables: this thread's cache of free slots per table, and (for a thread
@@ -209,7 +212,9 @@ struct kiln_runtime {
      * a number for logs and stats, nothing is published through it). */
     _Atomic uint64_t frame;
     _Atomic(kiln_ctx *) driver;     /* the context that drives the clock; set by CAS */
-    bool             frame_open;    /* driver thread only */
+    _Atomic bool     frame_open;    /* written by the driver thread only, read by it and
+                                       by the crash report (relaxed: a flag for a report,
+                                       nothing published through it) */
 
     /* Registry of contexts and arenas, for stats, frame end and destroy. */
     pthread_mutex_t  registry_lock;
@@ -244,6 +249,8 @@ struct kiln_runtime {
      * (runtime/trace.c); their headers say who writes what. */
     kiln_trace       trace;
     kiln_history     history;
+    kiln_memory_snapshot memory_snapshot;   /* each allocator at the last frame end
+                                       (runtime/memory_snapshot.h): driver-written */
     kiln_site_registry sites;       /* KILN_DEBUG_SITES: the site counts (alloc/debug.h),
                                        blocks.sites points here; entries NULL without it */
 };

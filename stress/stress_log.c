@@ -11,14 +11,20 @@
  * Then repeats folded (sync mode): --threads threads make the same refused call with
  * other figures, a driver ends frames beside them, and every refusal is delivered or
  * counted in a LOG_REPEATS summary exactly once.
+ * Beside both, a reporter writes kiln_crash_report_write's report again and again (the
+ * newest lines delivered and queued, the history, the memory snapshot, all read while
+ * they change) and checks every message line in it is whole.
  * Usage: stress-log [--threads N] [--iterations N] [--seed S]: N writers of each kind,
  * each writing --iterations messages. Exit status 0 when every check held. */
+#define _GNU_SOURCE   /* memfd_create */
 #include "stress_common.h"   /* first: it sets the feature macros */
 
 #include <kiln/kiln.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 enum { MAX_WRITERS = 64 };
 
@@ -89,6 +95,42 @@ static void *flusher(void *arg) {
     return NULL;
 }
 
+/* ---- the crash report, read while everything changes ---- */
+
+typedef struct reporter_arg {
+    kiln_runtime *rt;
+    _Atomic bool  stop;
+    uint64_t      reports, lines;
+} reporter_arg;
+
+/* Checks each "APP_LOG: w<writer> n<number> <check>" line of a report is whole. */
+static void check_report_lines(reporter_arg *r, const char *report) {
+    for (const char *at = strstr(report, "APP_LOG: w"); at; at = strstr(at + 1, "APP_LOG: w")) {
+        unsigned long long w, n, c;
+        int got = sscanf(at, "APP_LOG: w%llu n%llu %llu", &w, &n, &c);
+        STRESS_CHECK(got == 3 && c == check_of(w, n), "a torn line in the report: '%.60s'", at);
+        r->lines++;
+    }
+}
+
+static void *reporter(void *arg) {
+    reporter_arg *r = arg;
+    static char report[1 << 17];   /* one reporter at a time */
+    int fd = memfd_create("kiln-report", 0);
+    if (fd < 0) { stress_fail("memfd_create"); return NULL; }
+    while (!atomic_load(&r->stop)) {
+        STRESS_CHECK(ftruncate(fd, 0) == 0 && lseek(fd, 0, SEEK_SET) == 0, "reset");
+        STRESS_CHECK(kiln_crash_report_write(r->rt, fd), "kiln_crash_report_write");
+        ssize_t n = pread(fd, report, sizeof report - 1, 0);
+        report[n > 0 ? n : 0] = '\0';
+        STRESS_CHECK(strstr(report, "==== end of kiln crash report ====\n") != NULL, "cut report");
+        check_report_lines(r, report);
+        r->reports++;
+    }
+    close(fd);
+    return NULL;
+}
+
 /* ---- repeats folded ---- */
 
 static _Atomic uint64_t fold_delivered, fold_counted;
@@ -116,13 +158,25 @@ static void check_folding(void) {
                                                   .options_env = KILN_OPTIONS_ENV_IGNORE });
     if (!frt) { stress_fail("no runtime"); return; }
     kiln_ctx *ctx = kiln_attach(frt);
-    pthread_t threads[MAX_WRITERS / 2];
+    kiln_pool *pool = kiln_pool_create(frt, &(kiln_pool_desc){ .name = "stress", .size = 32 });
+    kiln_arena *arena = kiln_arena_create(frt, "stress arena");
+    pthread_t threads[MAX_WRITERS / 2], report_thread;
+    reporter_arg r = { .rt = frt };   /* reads the memory snapshot the frame ends write */
+    pthread_create(&report_thread, NULL, reporter, &r);
     for (uint32_t t = 0; t < opt.threads; t++) pthread_create(&threads[t], NULL, refuser, frt);
     for (int f = 0; f < 200; f++) {   /* frame ends sweep beside the refusals */
         kiln_frame_begin(ctx);
+        void *p = kiln_pool_alloc(ctx, pool);
+        kiln_arena_alloc(arena, 64, 8);
+        kiln_frame_alloc(ctx, 128, 16);
         kiln_frame_end(ctx);
+        kiln_pool_free(ctx, pool, p);
     }
     for (uint32_t t = 0; t < opt.threads; t++) pthread_join(threads[t], NULL);
+    atomic_store(&r.stop, true);
+    pthread_join(report_thread, NULL);
+    kiln_pool_destroy(pool);
+    kiln_arena_destroy(arena);
     kiln_detach(ctx);
     kiln_destroy(frt);
     uint64_t total = (uint64_t)opt.threads * opt.iterations;
@@ -143,8 +197,10 @@ int main(int argc, char **argv) {
                                    .options_env = KILN_OPTIONS_ENV_IGNORE });
     if (!rt) return 1;
     kiln_ctx *ctx = kiln_attach(rt);
-    pthread_t plain[MAX_WRITERS / 2], flush_thread;
+    pthread_t plain[MAX_WRITERS / 2], flush_thread, report_thread;
     pthread_create(&flush_thread, NULL, flusher, NULL);
+    reporter_arg r = { .rt = rt };   /* reads the lines delivered and queued */
+    pthread_create(&report_thread, NULL, reporter, &r);
     for (uint32_t t = 0; t < opt.threads; t++)
         pthread_create(&plain[t], NULL, plain_writer, (void *)(uintptr_t)t);
     kiln_job jobs[MAX_WRITERS / 2];
@@ -156,6 +212,9 @@ int main(int argc, char **argv) {
     for (uint32_t t = 0; t < opt.threads; t++) pthread_join(plain[t], NULL);
     atomic_store(&writers_done, true);
     pthread_join(flush_thread, NULL);
+    atomic_store(&r.stop, true);
+    pthread_join(report_thread, NULL);
+    STRESS_CHECK(r.reports > 0, "no report written");
     kiln_log_flush(rt);
     kiln_stats s;
     kiln_stats_get(rt, &s);
@@ -166,8 +225,10 @@ int main(int argc, char **argv) {
     kiln_detach(ctx);
     kiln_destroy(rt);
     check_folding();
-    printf("stress-log: %llu messages, %llu delivered, %llu dropped, %.1f s\n",
+    printf("stress-log: %llu messages, %llu delivered, %llu dropped; %llu reports read "
+           "beside them (%llu message lines); %.1f s\n",
            (unsigned long long)written, (unsigned long long)delivered,
-           (unsigned long long)s.log_dropped, stress_seconds() - start);
+           (unsigned long long)s.log_dropped, (unsigned long long)r.reports,
+           (unsigned long long)r.lines, stress_seconds() - start);
     return stress_failure_count() ? 1 : 0;
 }

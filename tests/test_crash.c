@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/symbol.h"
 #include "recording_log.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -100,9 +101,23 @@ static void crashing_job(kiln_ctx *ctx, void *arg) {
     *nowhere = 1;
 }
 
+/* The allocators a frame end saw before the crash (the report's memory lines). */
+static void allocate_a_frame(kiln_ctx *ctx) {
+    kiln_runtime *rt = kiln_ctx_runtime(ctx);
+    kiln_arena *level = kiln_arena_create(rt, "level geometry");
+    if (!level || !kiln_arena_alloc(level, 3000, 16)) _exit(92);
+    kiln_pool *particles = kiln_pool_create(rt, &(kiln_pool_desc){ .name = "particles",
+                                                                   .size = 64 });
+    for (int i = 0; i < 10; i++)
+        if (!kiln_pool_alloc(ctx, particles)) _exit(93);
+    kiln_frame_begin(ctx);
+    kiln_frame_end(ctx);
+}
+
 static void crash_in_a_job(void) {
     kiln_runtime *rt = child_runtime(",workers=1");
     kiln_ctx *ctx = kiln_attach(rt);
+    allocate_a_frame(ctx);
     kiln_logf(rt, KILN_LOG_WARN, "the last words before the crash");
     kiln_frame_begin(ctx);
     kiln_frame_begin(ctx);   /* FRAME_ALREADY_OPEN: kiln's own line, before the job's */
@@ -120,8 +135,14 @@ Test(crash, a_job_that_writes_to_null_leaves_a_report_and_dies_of_it) {
     cr_expect(strstr(report, "==== kiln crash report (kiln " KILN_VERSION ") ====") != NULL, "%s", report);
     cr_expect(strstr(report, "signal: SIGSEGV (11), address 0x10") != NULL, "%s", report);
     cr_expect(strstr(report, job) != NULL, "want '%s' in:\n%s", job, report);
-    cr_expect(strstr(report, "a frame job of frame epoch") != NULL, "%s", report);
-    cr_expect(strstr(report, "frame: 1 (open)") != NULL, "%s", report);
+    cr_expect(strstr(report, " (crashing_job+0x") != NULL, "the job's symbol: %s", report);
+    cr_expect(strstr(report, "a frame job of frame 2\n") != NULL, "%s", report);
+    cr_expect(strstr(report, "frame: 2 (open)") != NULL, "%s", report);
+    cr_expect(strstr(report, "(worker, thread ") != NULL && strstr(report, " 'kiln-worker-1')") != NULL,
+              "the worker's thread and name: %s", report);
+    cr_expect(strstr(report, "memory at the end of frame 1") != NULL, "%s", report);
+    cr_expect(strstr(report, "  arena 'level geometry': 3") != NULL, "%s", report);
+    cr_expect(strstr(report, "  pool 'particles': 640 bytes, 10 objects") != NULL, "%s", report);
     cr_expect(strstr(report, "kiln warn: APP_LOG: the last words before the crash") != NULL, "%s", report);
     cr_expect(strstr(report, "FRAME_ALREADY_OPEN") != NULL, "%s", report);
     cr_expect(strstr(report, "  warn_percent = 77 (options)\n") != NULL, "%s", report);
@@ -145,12 +166,32 @@ static void crash_elsewhere(void) {
     pthread_join(t, NULL);
 }
 
+/* Expects each of the texts (a NULL-ended list) in the report. */
+static void expect_in_report(const char *report, const char *const *texts) {
+    for (; *texts; texts++) cr_expect(strstr(report, *texts) != NULL, "want '%s' in:\n%s", *texts, report);
+}
+#define EXPECT_IN_REPORT(report, ...) expect_in_report((report), (const char *const[]){ __VA_ARGS__, NULL })
+
 Test(crash, a_crash_on_a_thread_kiln_does_not_know) {
     expect_died_of(run_child(crash_elsewhere), SIGSEGV);
-    const char *report = read_report();
-    cr_expect(strstr(report, "thread: not one of this runtime's contexts") != NULL, "%s", report);
-    cr_expect(strstr(report, "context 1 (attached): no job") != NULL, "%s", report);
-    cr_expect(strstr(report, "  frame 1: ") != NULL, "the history: %s", report);
+    EXPECT_IN_REPORT(read_report(), "thread: not one of this runtime's contexts (thread ",
+                     "context 1 (attached, thread ", "): no job", "  frame 1: ");
+}
+
+/* Async: the newest lines may still be in the ring, not delivered, when it crashes. */
+static void crash_after_async_lines(void) {
+    kiln_runtime *rt = child_runtime(",workers=none,log_mode=async");
+    kiln_ctx *ctx = kiln_attach(rt);
+    for (int i = 0; i < 20; i++) kiln_logf(rt, KILN_LOG_WARN, "queued line %d", i);
+    (void)ctx;
+    *nowhere = 5;
+}
+
+Test(crash, async_lines_not_yet_delivered_are_in_the_report) {
+    expect_died_of(run_child(crash_after_async_lines), SIGSEGV);
+    EXPECT_IN_REPORT(read_report(), "kiln warn: APP_LOG: queued line 0",
+                     "kiln warn: APP_LOG: queued line 19",
+                     "thread: context 1 (an attached thread, thread ");
 }
 
 static void crashing_log(void *user, kiln_log_level level, const char *message) {
@@ -191,7 +232,7 @@ Test(crash, abort_in_a_background_job) {
     const char *report = read_report();
     cr_expect(strstr(report, "signal: SIGABRT (6), sent by process ") != NULL,
               "abort sends it: no faulting address: %s", report);
-    cr_expect(strstr(report, "thread: context 1 (an attached thread)") != NULL, "%s", report);
+    cr_expect(strstr(report, "thread: context 1 (an attached thread, thread ") != NULL, "%s", report);
     cr_expect(strstr(report, ", a background job") != NULL, "%s", report);
 }
 
@@ -221,6 +262,35 @@ Test(crash, the_programs_handler_runs_after_the_report) {
     const char *end = strstr(report, "==== end of kiln crash report ====");
     const char *marker = strstr(report, "the program's handler ran");
     cr_expect(end && marker && end < marker, "%s", report);
+}
+
+/* ---- base/symbol.h: names found with system calls alone ---- */
+
+__attribute__((noinline)) static int a_static_function(int x) { return x * 3 + 1; }
+
+Test(crash, symbol_names_of_this_file_a_library_and_nothing) {
+    char name[64];
+    uintptr_t offset = 99;
+    cr_assert(kiln_symbol_name((uintptr_t)a_static_function + 2, name, sizeof name, &offset));
+    cr_expect_str_eq(name, "a_static_function");
+    cr_expect_eq(offset, 2);
+    cr_expect_eq(a_static_function(1), 4);
+    /* In a shared library, which may be stripped: its exported .dynsym names it. */
+    cr_assert(kiln_symbol_name((uintptr_t)&getpid, name, sizeof name, &offset));
+    cr_expect(strstr(name, "getpid") != NULL, "%s", name);
+    /* A name longer than the room is cut, NUL-ended. */
+    char small[4];
+    cr_assert(kiln_symbol_name((uintptr_t)a_static_function, small, sizeof small, &offset));
+    cr_expect_str_eq(small, "a_s");
+    /* No file behind it: unmapped, the heap, the stack. */
+    int local = 0;
+    void *heap = malloc(16);
+    cr_expect_not(kiln_symbol_name(NOWHERE_ADDRESS, name, sizeof name, &offset));
+    cr_expect_not(kiln_symbol_name((uintptr_t)heap, name, sizeof name, &offset));
+    cr_expect_not(kiln_symbol_name((uintptr_t)&local, name, sizeof name, &offset));
+    cr_expect_not(kiln_symbol_name((uintptr_t)a_static_function, name, 1, &offset));
+    cr_expect_not(kiln_symbol_name((uintptr_t)a_static_function, NULL, 8, &offset));
+    free(heap);
 }
 
 Test(crash, report_write_on_demand_and_its_refusals) {

@@ -138,11 +138,20 @@ KILN_API void kiln_log_flush(kiln_runtime *rt);
 #define KILN_CRASH_RUNTIMES 8
 
 /* Writes the crash report of rt into fd, as a fatal signal writes it into
- * desc.crash_file, for an engine's own crash handler: the thread it runs on (its context,
- * or none of rt's), the frame number, for every context the job it runs (the function's
- * address; resolve it with addr2line against the binary), that job's frame epoch or that
- * it is a background job, the last 64 frames of the history, the newest 64 log lines
- * delivered, the block pool's reserved bytes, kiln's version and the effective options.
+ * desc.crash_file, for an engine's own crash handler:
+ * - the thread it runs on (its context, or none of rt's; its id and name);
+ * - the frame number, and for every context its thread (id and name: kiln's workers are
+ *   "kiln-worker-N") and the job it runs: the function's address and its symbol, read
+ *   from the symbol table of the file it was loaded from (.symtab, or .dynsym when
+ *   stripped: then only exported functions are named; the address is always there for
+ *   addr2line), and the frame that job belongs to or that it is a background job;
+ * - the last 64 frames of the history;
+ * - the newest 64 log lines delivered (each cut at 511 bytes, ending in "..."), then with
+ *   log_mode=async the messages still queued;
+ * - the block pool's reserved bytes now, and each allocator as the last frame end saw
+ *   it (the frame arenas as one, then every arena, pool and handle table: bytes, objects,
+ *   blocks; 32 at most, the rest counted);
+ * - kiln's version and the effective options.
  * Async-signal-safe but for the runtime check it starts with (a process-wide lock: do not
  * call it from a handler that may have interrupted kiln_create or kiln_destroy). false
  * for a bad rt (RUNTIME_NULL, RUNTIME_INVALID) or a negative fd (CRASH_FD_INVALID,
