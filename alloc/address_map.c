@@ -1,7 +1,7 @@
 /* alloc/address_map.c — building the block bitmap: leaves allocated on first use. */
 #include "address_map.h"
 
-#include "../base/heap.h"
+#include "../base/sys_alloc.h"
 
 #define KILN_ADDRESS_LEAVES ((size_t)1 << (KILN_ADDRESS_BITS - KILN_ADDRESS_REGION))
 
@@ -9,15 +9,15 @@ bool kiln_address_map_init(kiln_address_map *map, unsigned block_shift) {
     map->block_shift = block_shift;
     map->leaf_lo = KILN_ADDRESS_LEAVES;
     map->leaf_hi = 0;
-    map->leaves = kiln_heap_calloc(KILN_ADDRESS_LEAVES, sizeof *map->leaves);
+    map->leaves = kiln_sys_calloc(KILN_ADDRESS_LEAVES, sizeof *map->leaves);
     return map->leaves != NULL;
 }
 
 void kiln_address_map_fini(kiln_address_map *map) {
     if (!map->leaves) return;
     for (size_t i = map->leaf_lo; i < map->leaf_hi; i++)
-        kiln_heap_free((void *)kiln_load_relaxed(&map->leaves[i]));
-    kiln_heap_free(map->leaves);
+        kiln_sys_free((void *)kiln_load_relaxed(&map->leaves[i]));
+    kiln_sys_free(map->leaves);
     map->leaves = NULL;
 }
 
@@ -29,7 +29,7 @@ bool kiln_address_map_add(kiln_address_map *map, const void *base, size_t size) 
     for (uintptr_t region = begin >> KILN_ADDRESS_REGION; region <= (end - 1) >> KILN_ADDRESS_REGION;
          region++) {
         if (kiln_load_relaxed(&map->leaves[region])) continue;   /* the only writer */
-        _Atomic uint64_t *leaf = kiln_heap_calloc(leaf_words, sizeof *leaf);
+        _Atomic uint64_t *leaf = kiln_sys_calloc(leaf_words, sizeof *leaf);
         if (!leaf) return false;
         kiln_store_release(&map->leaves[region], leaf);
         if (region < map->leaf_lo) map->leaf_lo = region;

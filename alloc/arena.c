@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "../base/heap.h"
+#include "../base/sys_alloc.h"
 #include "../base/near_limit.h"
 #include "../base/seqlock.h"
 #include "os.h"
@@ -318,7 +318,7 @@ static KILN_COLD void *alloc_fallback(kiln_arena *arena, size_t size, size_t ali
     size_t heap_align = align > alignof(max_align_t) ? align : alignof(max_align_t);
     size_t header = kiln_align_up(sizeof(kiln_fallback), heap_align);
     /* size passed alloc_large's bound (or fits a block), so header + size is representable. */
-    kiln_fallback *fb = kiln_heap_aligned(heap_align, header + size);
+    kiln_fallback *fb = kiln_sys_aligned(heap_align, header + size);
     if (!fb) {
         kiln_owner_inc(&arena->failures);
         return NULL;
@@ -345,7 +345,7 @@ static KILN_COLD void *alloc_fallback(kiln_arena *arena, size_t size, size_t ali
 static void free_fallbacks(kiln_arena *arena) {
     for (kiln_fallback *fb = arena->fallback_list, *prev; fb; fb = prev) {
         prev = fb->prev;
-        kiln_heap_free(fb);
+        kiln_sys_free(fb);
     }
     arena->fallback_list = NULL;
     kiln_store_relaxed(&arena->fallback_bytes, 0);

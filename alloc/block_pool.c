@@ -5,7 +5,7 @@
 #include <sched.h>
 #include <string.h>
 
-#include "../base/heap.h"
+#include "../base/sys_alloc.h"
 #include "../base/near_limit.h"
 #include "os.h"
 
@@ -77,7 +77,7 @@ void kiln_block_pool_fini(kiln_block_pool *pool) {
     while (r) {
         kiln_reservation *next = r->next;
         kiln_os_unmap(r->base, r->size);
-        kiln_heap_free(r);
+        kiln_sys_free(r);
         r = next;
     }
     pool->reservations = NULL;
@@ -190,7 +190,7 @@ static bool grow_locked(kiln_block_pool *pool, kiln_log_item *refusal, size_t *a
         *refusal = KILN_LOGITEM_BLOCK_COUNT_LIMIT;
         return false;
     }
-    kiln_reservation *record = kiln_heap_alloc(sizeof *record);
+    kiln_reservation *record = kiln_sys_alloc(sizeof *record);
     char *base = record ? kiln_os_map_aligned(blocks * bs, bs) : NULL;
     *refusal = record ? KILN_LOGITEM_OS_MAP_FAILED : KILN_LOGITEM_BLOCK_POOL_OUT_OF_MEMORY;
     if (base && !kiln_address_map_add(&pool->map, base, blocks * bs)) {
@@ -199,7 +199,7 @@ static bool grow_locked(kiln_block_pool *pool, kiln_log_item *refusal, size_t *a
         *refusal = KILN_LOGITEM_BLOCK_POOL_OUT_OF_MEMORY;
     }
     if (!base) {
-        kiln_heap_free(record);
+        kiln_sys_free(record);
         return false;
     }
     *record = (kiln_reservation){ pool->reservations, base, blocks * bs };

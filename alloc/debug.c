@@ -7,7 +7,7 @@
 #include <stdlib.h>
 
 #include "../base/atomics.h"
-#include "../base/heap.h"
+#include "../base/sys_alloc.h"
 #include "os.h"
 
 /* ---- guard bytes ---- */
@@ -128,7 +128,7 @@ static size_t site_hash(kiln_debug_site site) {
 
 bool kiln_site_registry_init(kiln_site_registry *r) {
     *r = (kiln_site_registry){ 0 };
-    r->entries = kiln_heap_calloc(KILN_SITE_REGISTRY_CAP, sizeof *r->entries);
+    r->entries = kiln_sys_calloc(KILN_SITE_REGISTRY_CAP, sizeof *r->entries);
     if (!r->entries) return false;
     pthread_mutex_init(&r->lock, NULL);
     return true;
@@ -136,7 +136,7 @@ bool kiln_site_registry_init(kiln_site_registry *r) {
 
 void kiln_site_registry_fini(kiln_site_registry *r) {
     if (!r->entries) return;
-    kiln_heap_free(r->entries);
+    kiln_sys_free(r->entries);
     pthread_mutex_destroy(&r->lock);
     *r = (kiln_site_registry){ 0 };
 }
@@ -230,7 +230,7 @@ static bool same_site(const kiln_site_count *entry, kiln_debug_site site) {
  * site goes uncounted in lost; the report says so as an ERROR). */
 static bool site_table_grow(kiln_site_table *t) {
     size_t cap = t->cap ? 2 * t->cap : 64;
-    kiln_site_count *slots = kiln_heap_calloc(cap, sizeof *slots);
+    kiln_site_count *slots = kiln_sys_calloc(cap, sizeof *slots);
     if (!slots) return false;
     for (size_t i = 0; i < t->cap; i++) {
         if (t->slots[i].count == 0) continue;
@@ -239,7 +239,7 @@ static bool site_table_grow(kiln_site_table *t) {
         while (slots[j].count != 0) j = (j + 1) & (cap - 1);
         slots[j] = t->slots[i];
     }
-    kiln_heap_free(t->slots);
+    kiln_sys_free(t->slots);
     t->slots = slots;
     t->cap = cap;
     return true;
@@ -294,6 +294,6 @@ void kiln_site_table_report(kiln_site_table *t, const kiln_log_sink *log, kiln_l
                  "in all)", what, (unsigned long long)(t->total - listed), noun,
                  n - (n < KILN_LEAK_SITES_LISTED ? n : KILN_LEAK_SITES_LISTED), n,
                  (unsigned long long)t->total, noun);
-    kiln_heap_free(t->slots);
+    kiln_sys_free(t->slots);
     *t = (kiln_site_table){ 0 };
 }

@@ -4,7 +4,7 @@
  * every field: alloc/handle_table.h. */
 #include "handle_table.h"
 
-#include "../base/heap.h"
+#include "../base/sys_alloc.h"
 #include "../base/near_limit.h"
 #include "os.h"
 
@@ -67,7 +67,7 @@ bool kiln_handle_table_init(kiln_handle_table *table, const kiln_handle_table_co
      * slot of generation 0 must read as zero). */
     kiln_os_touch_pages(table->slots, (size_t)desc->reserve * table->stride, false);
     /* KILN_DEBUG_SITES: the site of each slot's item, beside the slots. */
-    if (config->sites) table->sites = kiln_heap_calloc(table->capacity, sizeof *table->sites);
+    if (config->sites) table->sites = kiln_sys_calloc(table->capacity, sizeof *table->sites);
     if (config->sites && !table->sites) {
         kiln_log(&config->log, KILN_LOGITEM_HANDLES_OUT_OF_MEMORY,
                  "kiln_handles_create: table '%s': no memory for its allocation-site array",
@@ -94,7 +94,7 @@ void kiln_handle_table_fini(kiln_handle_table *table, const kiln_handle_tally *t
     kiln_store_relaxed(&table->folded_frees, tally->frees);
     kiln_handle_ring_fini(&table->ring);
     kiln_block_pool_unmap_large(table->blocks, table->slots, table->map_bytes);
-    kiln_heap_free(table->sites);
+    kiln_sys_free(table->sites);
     table->sites = NULL;
     table->slots = NULL;
     table->capacity = 0;

@@ -1,5 +1,5 @@
 /* base/fault.h — the countdown behind kiln's fault injection (alloc/os.c for mappings,
- * base/heap.c for heap allocations): a test arms it with "the nth call from now fails",
+ * base/sys_alloc.c for heap allocations): a test arms it with "the nth call from now fails",
  * and exactly that call fails, whichever thread makes it. Never installed. */
 #ifndef KILN_BASE_FAULT_H
 #define KILN_BASE_FAULT_H

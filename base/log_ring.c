@@ -7,7 +7,7 @@
 #include <time.h>
 
 #include "atomics.h"
-#include "heap.h"
+#include "sys_alloc.h"
 
 #define RING_MASK ((uint64_t)KILN_LOG_RING_MESSAGES - 1)
 _Static_assert((KILN_LOG_RING_MESSAGES & (KILN_LOG_RING_MESSAGES - 1)) == 0, "a power of two");
@@ -122,7 +122,7 @@ static void *writer_main(void *arg) {
 }
 
 kiln_log_ring *kiln_log_ring_start(const kiln_log_sink *sink) {
-    kiln_log_ring *ring = kiln_heap_aligned(KILN_CACHE_LINE, sizeof *ring);
+    kiln_log_ring *ring = kiln_sys_aligned(KILN_CACHE_LINE, sizeof *ring);
     if (!ring) return NULL;
     memset(ring, 0, sizeof *ring);
     for (uint64_t i = 0; i < KILN_LOG_RING_MESSAGES; i++) kiln_store_relaxed(&ring->slots[i].seq, i);
@@ -130,7 +130,7 @@ kiln_log_ring *kiln_log_ring_start(const kiln_log_sink *sink) {
     pthread_mutex_init(&ring->drain_lock, NULL);
     if (pthread_create(&ring->writer, NULL, writer_main, ring) != 0) {
         pthread_mutex_destroy(&ring->drain_lock);
-        kiln_heap_free(ring);
+        kiln_sys_free(ring);
         return NULL;
     }
     return ring;
@@ -142,5 +142,5 @@ void kiln_log_ring_stop(kiln_log_ring *ring) {
     pthread_join(ring->writer, NULL);
     kiln_log_ring_drain(ring);   /* what came after the writer's last look */
     pthread_mutex_destroy(&ring->drain_lock);
-    kiln_heap_free(ring);
+    kiln_sys_free(ring);
 }

@@ -9,7 +9,7 @@
 #ifndef KILN_BASE_REGISTRY_H
 #define KILN_BASE_REGISTRY_H
 
-#include "heap.h"
+#include "sys_alloc.h"
 
 /* Sets slot (an int) to the first empty entry of table[0 .. count), or to -1 when every
  * entry holds an object. */
@@ -31,14 +31,14 @@
         (head) = (object);                      \
     } while (0)
 
-/* Frees (kiln_heap_free) every record on the dead list head, whose objects are of type
+/* Frees (kiln_sys_free) every record on the dead list head, whose objects are of type
  * type, and empties the list. */
 #define KILN_DEAD_LIST_FREE(type, head, link)      \
     do {                                           \
         type *kiln_dead_ = (head);                 \
         while (kiln_dead_) {                       \
             type *kiln_next_ = kiln_dead_->link;   \
-            kiln_heap_free(kiln_dead_);            \
+            kiln_sys_free(kiln_dead_);            \
             kiln_dead_ = kiln_next_;               \
         }                                          \
         (head) = NULL;                             \

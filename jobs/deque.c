@@ -1,10 +1,10 @@
 /* jobs/deque.c — the deque's rings: allocation, growth, and their release. */
 #include "deque.h"
 
-#include "../base/heap.h"
+#include "../base/sys_alloc.h"
 
 static kiln_deque_ring *ring_new(int64_t capacity) {
-    kiln_deque_ring *ring = kiln_heap_alloc(sizeof *ring + (size_t)capacity * sizeof ring->slots[0]);
+    kiln_deque_ring *ring = kiln_sys_alloc(sizeof *ring + (size_t)capacity * sizeof ring->slots[0]);
     if (!ring) return NULL;
     ring->mask = capacity - 1;
     ring->retired = NULL;
@@ -23,7 +23,7 @@ bool kiln_deque_init(kiln_deque *deque, int64_t capacity) {
 void kiln_deque_fini(kiln_deque *deque) {
     for (kiln_deque_ring *ring = kiln_load_relaxed(&deque->ring), *next; ring; ring = next) {
         next = ring->retired;
-        kiln_heap_free(ring);
+        kiln_sys_free(ring);
     }
     kiln_store_relaxed(&deque->ring, NULL);
 }

@@ -26,7 +26,7 @@
  *   task the submitter wrote, through the submitter's release of its own hold. */
 #include "graph.h"
 
-#include "../base/heap.h"
+#include "../base/sys_alloc.h"
 #include "counter.h"
 
 kiln_batch *kiln_batch_new(kiln_job_system *sys, size_t count, uint32_t prerequisites) {
@@ -35,7 +35,7 @@ kiln_batch *kiln_batch_new(kiln_job_system *sys, size_t count, uint32_t prerequi
     size_t links = (size_t)(small ? KILN_BATCH_SMALL_LINKS : prerequisites) * sizeof(kiln_wait_link);
     if (count > (SIZE_MAX - sizeof(kiln_batch) - links) / sizeof(kiln_task)) return NULL;
     kiln_batch *batch = small ? kiln_batch_spare(sys) : NULL;
-    if (!batch) batch = kiln_heap_alloc(sizeof(kiln_batch) + tasks + links);
+    if (!batch) batch = kiln_sys_alloc(sizeof(kiln_batch) + tasks + links);
     if (!batch) return NULL;
     batch->small = small;
     batch->count = count;

@@ -2,7 +2,7 @@
  * background jobs, one ring per counter in a small hash table. */
 #include "inbox.h"
 
-#include "../base/heap.h"
+#include "../base/sys_alloc.h"
 
 static kiln_task *slot_at(const kiln_inbox *inbox, size_t i) {
     return &inbox->slots[(inbox->head + i) & (inbox->cap - 1)];
@@ -15,10 +15,10 @@ static bool grow(kiln_inbox *inbox, size_t need) {
         if (cap > SIZE_MAX / 2 / sizeof(kiln_task)) return false;
         cap *= 2;
     }
-    kiln_task *slots = kiln_heap_alloc(cap * sizeof *slots);
+    kiln_task *slots = kiln_sys_alloc(cap * sizeof *slots);
     if (!slots) return false;
     for (size_t i = 0; i < inbox->count; i++) slots[i] = *slot_at(inbox, i);
-    kiln_heap_free(inbox->slots);
+    kiln_sys_free(inbox->slots);
     inbox->slots = slots;
     inbox->head = 0;
     inbox->cap = cap;
@@ -42,7 +42,7 @@ bool kiln_inbox_pop(kiln_inbox *inbox, kiln_task *task) {
 }
 
 void kiln_inbox_fini(kiln_inbox *inbox) {
-    kiln_heap_free(inbox->slots);
+    kiln_sys_free(inbox->slots);
     *inbox = (kiln_inbox){ 0 };
 }
 
@@ -62,12 +62,12 @@ static size_t probe(const kiln_lanes *lanes, const kiln_counter_state *counter) 
 
 /* A table of cap slots with every lane moved over; false when memory runs out. */
 static bool rehash(kiln_lanes *lanes, size_t cap) {
-    kiln_inbox_lane *slots = kiln_heap_calloc(cap, sizeof *slots);
+    kiln_inbox_lane *slots = kiln_sys_calloc(cap, sizeof *slots);
     if (!slots) return false;
     kiln_lanes grown = { slots, cap, lanes->used, lanes->count, 0 };
     for (size_t i = 0; i < lanes->cap; i++)
         if (lanes->slots[i].used) grown.slots[probe(&grown, lanes->slots[i].counter)] = lanes->slots[i];
-    kiln_heap_free(lanes->slots);
+    kiln_sys_free(lanes->slots);
     *lanes = grown;
     return true;
 }
@@ -148,6 +148,6 @@ size_t kiln_lanes_count_of(const kiln_lanes *lanes, const kiln_counter_state *co
 
 void kiln_lanes_fini(kiln_lanes *lanes) {
     for (size_t i = 0; i < lanes->cap; i++) kiln_inbox_fini(&lanes->slots[i].ring);
-    kiln_heap_free(lanes->slots);
+    kiln_sys_free(lanes->slots);
     *lanes = (kiln_lanes){ 0 };
 }

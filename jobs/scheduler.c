@@ -6,7 +6,7 @@
 #include "../base/backoff.h"
 #include "../base/clock.h"
 #include "../base/futex.h"
-#include "../base/heap.h"
+#include "../base/sys_alloc.h"
 #include "counter.h"
 
 #include <limits.h>
@@ -80,7 +80,7 @@ void kiln_job_system_init(kiln_job_system *sys, uint32_t workers, uint32_t idle_
 void kiln_job_system_fini(kiln_job_system *sys) {
     for (kiln_batch *batch = sys->spare_batches, *next; batch; batch = next) {
         next = batch->next;
-        kiln_heap_free(batch);
+        kiln_sys_free(batch);
     }
     sys->spare_batches = NULL;
     pthread_mutex_destroy(&sys->table_lock);
@@ -358,7 +358,7 @@ void kiln_batch_free(kiln_job_system *sys, kiln_batch *batch) {
         sys->spare_count++;
     }
     pthread_mutex_unlock(&sys->batch_lock);
-    if (!keep) kiln_heap_free(batch);
+    if (!keep) kiln_sys_free(batch);
 }
 
 kiln_batch *kiln_batch_spare(kiln_job_system *sys) {
@@ -382,7 +382,7 @@ void kiln_jobs_free_waiting(kiln_job_system *sys) {
         next = batch->next;
         calls++;
         jobs += batch->count;
-        kiln_heap_free(batch);
+        kiln_sys_free(batch);
     }
     if (calls)
         kiln_log(&sys->log, KILN_LOGITEM_JOB_STILL_WAITING,

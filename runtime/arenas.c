@@ -15,14 +15,14 @@
 #include "arenas.h"
 #include "check.h"
 
-#include "../base/heap.h"
+#include "../base/sys_alloc.h"
 
 #include <stdio.h>
 
 static void records_free(kiln_arena_record *list) {
     for (kiln_arena_record *a = list, *next; a; a = next) {
         next = a->next;
-        kiln_heap_free(a);
+        kiln_sys_free(a);
     }
 }
 
@@ -44,7 +44,7 @@ static kiln_arena_record *record_take(kiln_runtime *rt, const char *name, bool i
         pthread_mutex_unlock(&rt->registry_lock);
     }
     *reused = record != NULL;
-    if (!record) record = kiln_heap_aligned(KILN_CACHE_LINE, sizeof *record);
+    if (!record) record = kiln_sys_aligned(KILN_CACHE_LINE, sizeof *record);
     if (!record)
         kiln_log(&rt->log, KILN_LOGITEM_ARENA_OUT_OF_MEMORY,
                  "arena '%s': no heap memory for its record", name ? name : "arena");
@@ -55,7 +55,7 @@ static kiln_arena_record *record_take(kiln_runtime *rt, const char *name, bool i
  * ever handed out, so it is freed). Any thread (takes registry_lock). */
 static void record_keep(kiln_runtime *rt, kiln_arena_record *record, bool fresh) {
     if (fresh) {
-        kiln_heap_free(record);
+        kiln_sys_free(record);
         return;
     }
     pthread_mutex_lock(&rt->registry_lock);
@@ -85,7 +85,7 @@ static kiln_arena *arena_new(kiln_runtime *rt, const char *name, kiln_ctx *frame
     };
     bool reused = false;
     kiln_arena_record *record = listed ? record_take(rt, name, is_frame, &reused)
-                                       : kiln_heap_aligned(KILN_CACHE_LINE, sizeof *record);
+                                       : kiln_sys_aligned(KILN_CACHE_LINE, sizeof *record);
     if (!record) {
         if (!listed)
             kiln_log(&rt->log, KILN_LOGITEM_ARENA_OUT_OF_MEMORY,
@@ -150,7 +150,7 @@ void kiln_job_arena_free(kiln_ctx *ctx, unsigned parity) {
     if (!arena) return;
     kiln_store_relaxed(&ctx->job_arenas[parity], NULL);
     kiln_arena_fini(arena);
-    kiln_heap_free(kiln_arena_record_of(arena));
+    kiln_sys_free(kiln_arena_record_of(arena));
 }
 
 /* Under registry_lock: takes arena off the registry and marks it destroyed. */

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../base/heap.h"
+#include "../base/sys_alloc.h"
 
 /* Under registry_lock: a kept context to reuse (*reused set), or a new zeroed one. */
 static kiln_ctx *context_memory(kiln_runtime *rt, bool *reused) {
@@ -22,7 +22,7 @@ static kiln_ctx *context_memory(kiln_runtime *rt, bool *reused) {
         rt->detached = ctx->next;
         return ctx;
     }
-    ctx = kiln_heap_aligned(KILN_CACHE_LINE, sizeof *ctx);
+    ctx = kiln_sys_aligned(KILN_CACHE_LINE, sizeof *ctx);
     if (ctx) memset(ctx, 0, sizeof *ctx);
     return ctx;
 }
@@ -70,7 +70,7 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
             pthread_mutex_unlock(&rt->registry_lock);
         } else {        /* never published: nobody can be looking at it */
             kiln_job_queue_fini(&ctx->queue);
-            kiln_heap_free(ctx);
+            kiln_sys_free(ctx);
         }
         return NULL;
     }
@@ -135,7 +135,7 @@ void kiln_contexts_free(kiln_runtime *rt) {
         next = ctx->next;
         for (unsigned p = 0; p < 2; p++) kiln_job_arena_free(ctx, p);
         kiln_job_queue_fini(&ctx->queue);
-        kiln_heap_free(ctx);
+        kiln_sys_free(ctx);
     }
     rt->detached = NULL;
 }
@@ -207,7 +207,7 @@ static void *worker_main(void *arg) {
 bool kiln_workers_start(kiln_runtime *rt) {
     uint32_t n = rt->desc.worker_count;
     if (n == 0) return true;
-    rt->workers = kiln_heap_calloc(n, sizeof *rt->workers);
+    rt->workers = kiln_sys_calloc(n, sizeof *rt->workers);
     if (!rt->workers) {
         kiln_log(&rt->log, KILN_LOGITEM_RUNTIME_OUT_OF_MEMORY,
                  "kiln_create: no memory for the table of %u workers (%zu bytes)", n,
@@ -239,7 +239,7 @@ void kiln_workers_stop(kiln_runtime *rt) {
     for (uint32_t i = 0; i < rt->workers_started; i++) pthread_join(rt->workers[i]->thread, NULL);
     /* The threads are gone: this thread now owns their contexts (the joins ordered it). */
     for (uint32_t i = 0; i < rt->workers_started; i++) context_release(rt->workers[i]);
-    kiln_heap_free(rt->workers);
+    kiln_sys_free(rt->workers);
     rt->workers = NULL;
     rt->workers_started = 0;
 }

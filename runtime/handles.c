@@ -5,7 +5,7 @@
 #include "handles.h"
 
 #include "../alloc/handle_sites.h"
-#include "../base/heap.h"
+#include "../base/sys_alloc.h"
 #include "../base/registry.h"
 #include "check.h"
 
@@ -26,7 +26,7 @@ kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *des
     }
     const char *name = desc->name ? desc->name : "handles";
     if (!kiln_handle_table_desc_ok(desc, name, &rt->log)) return NULL;
-    kiln_handles *table = kiln_heap_aligned(KILN_CACHE_LINE, sizeof *table);
+    kiln_handles *table = kiln_sys_aligned(KILN_CACHE_LINE, sizeof *table);
     if (!table) {
         kiln_log(&rt->log, KILN_LOGITEM_HANDLES_OUT_OF_MEMORY,
                  "kiln_handles_create: no memory for table '%s'", name);
@@ -57,7 +57,7 @@ kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *des
     if (slot < 0)
         kiln_log_misuse(&rt->log, KILN_LOGITEM_HANDLES_TOO_MANY, "kiln_handles_create: table '%s': all %d "
                         "table slots are in use", name, KILN_MAX_HANDLE_TABLES);
-    if (!made) kiln_heap_free(table);
+    if (!made) kiln_sys_free(table);
     return made ? table : NULL;
 }
 

@@ -2,7 +2,7 @@
  * arrays into tasks on the caller's queue, parallel_for. */
 #include "check.h"
 
-#include "../base/heap.h"
+#include "../base/sys_alloc.h"
 #include "../jobs/counter.h"
 #include "../jobs/graph.h"
 
@@ -179,7 +179,7 @@ static KILN_COLD void run_after(kiln_ctx *ctx, const kiln_job *jobs, size_t coun
     }
     kiln_counter_state *state;
     if (!counter_add(ctx, counter, count, function, &state)) {
-        kiln_heap_free(batch);   /* not listed yet: nobody else has seen it */
+        kiln_sys_free(batch);   /* not listed yet: nobody else has seen it */
         return;
     }
     fill_tasks(batch->tasks, jobs, count, state, flags, kiln_jobs_isolation(&ctx->queue, state));

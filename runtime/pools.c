@@ -5,7 +5,7 @@
 #include "pools.h"
 #include "check.h"
 
-#include "../base/heap.h"
+#include "../base/sys_alloc.h"
 
 #include "../base/registry.h"
 
@@ -31,7 +31,7 @@ kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
     KILN_REGISTRY_FREE_SLOT(slot, rt->pools, KILN_MAX_POOLS);
     kiln_pool_record *record = NULL;
     if (slot >= 0) {
-        record = kiln_heap_aligned(KILN_CACHE_LINE, sizeof *record);
+        record = kiln_sys_aligned(KILN_CACHE_LINE, sizeof *record);
         if (record) memset(record, 0, sizeof *record);
     }
     kiln_pool *pool = record ? &record->pool : NULL;
@@ -52,7 +52,7 @@ kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
         rt->pools[slot] = pool;
         rt->pool_count++;
     } else {
-        kiln_heap_free(record);
+        kiln_sys_free(record);
     }
     pthread_mutex_unlock(&rt->registry_lock);
     if (slot < 0)

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../base/heap.h"
+#include "../base/sys_alloc.h"
 #include "../base/near_limit.h"
 
 /* Every worker holds a job queue slot, and an attached thread needs one too. */
@@ -149,7 +149,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     kiln_desc d = desc_with_defaults(&given);
     if (!desc_check(&d, &early)) return NULL;
     size_t size = kiln_align_up(sizeof(kiln_runtime), KILN_CACHE_LINE);
-    kiln_runtime *rt = kiln_heap_aligned(KILN_CACHE_LINE, size);
+    kiln_runtime *rt = kiln_sys_aligned(KILN_CACHE_LINE, size);
     if (!rt) {
         kiln_log(&early, KILN_LOGITEM_RUNTIME_OUT_OF_MEMORY,
                  "kiln_create: no memory for the runtime (%zu bytes)", size);
@@ -160,7 +160,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     rt->option_sources = sources;
     kiln_options_bind_paths(&rt->desc, &rt->option_sources);
     if (!kiln_log_state_init(&rt->log_state, &rt->desc, &early)) {   /* logged */
-        kiln_heap_free(rt);
+        kiln_sys_free(rt);
         return NULL;
     }
     rt->log_fold.frame = &rt->frame;
@@ -174,7 +174,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
         kiln_log(&early, KILN_LOGITEM_LOG_START_FAILED,
                  "kiln_create: no memory or thread for the async log's ring (log_mode=async)");
         kiln_log_state_fini(&rt->log_state);
-        kiln_heap_free(rt);
+        kiln_sys_free(rt);
         return NULL;
     }
     kiln_block_pool_config pool_config = {
@@ -186,7 +186,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     };
     if (!kiln_block_pool_init(&rt->blocks, &pool_config)) {   /* logged */
         kiln_log_state_fini(&rt->log_state);
-        kiln_heap_free(rt);
+        kiln_sys_free(rt);
         return NULL;
     }
     if ((d.debug & KILN_DEBUG_SITES) && !kiln_site_registry_init(&rt->sites)) {
@@ -194,7 +194,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
                  "kiln_create: no heap memory for the site counts of KILN_DEBUG_SITES");
         kiln_block_pool_fini(&rt->blocks);
         kiln_log_state_fini(&rt->log_state);
-        kiln_heap_free(rt);
+        kiln_sys_free(rt);
         return NULL;
     }
     if (d.debug & KILN_DEBUG_SITES) rt->blocks.sites = &rt->sites;
@@ -285,7 +285,7 @@ void kiln_destroy(kiln_runtime *rt) {
     kiln_crash_fini(rt);
     kiln_log_state_fini(&rt->log_state);   /* no message after the block pool's */
     rt->magic = 0;
-    kiln_heap_free(rt);
+    kiln_sys_free(rt);
 }
 
 uint64_t kiln_frame_number(const kiln_runtime *rt) {

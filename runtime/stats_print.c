@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../base/heap.h"
+#include "../base/sys_alloc.h"
 #include "json.h"
 
 /* ---------- the stats structs, described ---------- */
@@ -94,7 +94,7 @@ static bool fetch(kiln_runtime *rt, list_fn list, section *s) {
     size_t count = list(rt, NULL, 0);
     for (;;) {
         size_t cap = count + 4;
-        void *items = kiln_heap_calloc(cap, s->item_size);
+        void *items = kiln_sys_calloc(cap, s->item_size);
         if (!items) return false;
         count = list(rt, items, cap);
         if (count <= cap) {
@@ -102,7 +102,7 @@ static bool fetch(kiln_runtime *rt, list_fn list, section *s) {
             s->count = count;
             return true;
         }
-        kiln_heap_free(items);
+        kiln_sys_free(items);
     }
 }
 
@@ -116,7 +116,7 @@ typedef struct snapshot {
 
 static void snapshot_free(snapshot *snap) {
     for (int i = 0; i < S_COUNT; i++)
-        if (snap->sections[i].list) kiln_heap_free((void *)snap->sections[i].items);
+        if (snap->sections[i].list) kiln_sys_free((void *)snap->sections[i].items);
 }
 
 /* Reads every figure; false (logged) for bad input or when memory runs out. */

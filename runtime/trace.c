@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../base/clock.h"
-#include "../base/heap.h"
+#include "../base/sys_alloc.h"
 #include "../base/seqlock.h"
 
 _Static_assert((KILN_TRACE_RING_EVENTS & (KILN_TRACE_RING_EVENTS - 1)) == 0, "the ring index is a mask");
@@ -20,7 +20,7 @@ void kiln_trace_init(kiln_trace *trace) {
 void kiln_trace_fini(kiln_trace *trace) {
     for (kiln_trace_ring *ring = trace->rings, *next; ring; ring = next) {
         next = ring->next;
-        kiln_heap_free(ring);
+        kiln_sys_free(ring);
     }
     trace->rings = NULL;
     pthread_mutex_destroy(&trace->lock);
@@ -31,7 +31,7 @@ void kiln_trace_fini(kiln_trace *trace) {
  * there is no memory. */
 static KILN_COLD kiln_trace_ring *ring_new(kiln_ctx *ctx) {
     kiln_trace *trace = &ctx->rt->trace;
-    kiln_trace_ring *ring = kiln_heap_calloc(1, sizeof *ring);
+    kiln_trace_ring *ring = kiln_sys_calloc(1, sizeof *ring);
     if (!ring) {
         kiln_add_relaxed(&trace->lost, 1);
         if (!kiln_exchange_relaxed(&trace->lost_logged, true))

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../base/heap.h"
+#include "../base/sys_alloc.h"
 #include "../base/seqlock.h"
 #include "../jobs/task.h"
 #include "json.h"
@@ -73,7 +73,7 @@ static void note_thread(trace_writer *w, uint32_t id, bool worker, bool driver) 
     }
     if (w->thread_count == w->thread_cap) {
         size_t cap = w->thread_cap ? 2 * w->thread_cap : 16;
-        trace_thread *grown = kiln_heap_realloc(w->threads, cap * sizeof *grown);
+        trace_thread *grown = kiln_sys_realloc(w->threads, cap * sizeof *grown);
         if (!grown) {
             w->out_of_memory = true;   /* the thread goes unnamed; the events are written */
             return;
@@ -202,11 +202,11 @@ bool kiln_trace_write_file(kiln_runtime *rt, FILE *out) {
         kiln_log_misuse(&rt->log, KILN_LOGITEM_TRACE_NULL_FILE, "kiln_trace_write_file: out is NULL");
         return false;
     }
-    trace_writer *w = kiln_heap_calloc(1, sizeof *w);
-    trace_event *buf = kiln_heap_alloc(KILN_TRACE_RING_EVENTS * sizeof *buf);
+    trace_writer *w = kiln_sys_calloc(1, sizeof *w);
+    trace_event *buf = kiln_sys_alloc(KILN_TRACE_RING_EVENTS * sizeof *buf);
     if (!w || !buf) {
-        kiln_heap_free(w);
-        kiln_heap_free(buf);
+        kiln_sys_free(w);
+        kiln_sys_free(buf);
         return write_failed(rt, "no memory to copy a ring");
     }
     *w = (trace_writer){ .out = out, .first = true, .pid = (long)getpid() };
@@ -225,9 +225,9 @@ bool kiln_trace_write_file(kiln_runtime *rt, FILE *out) {
             "\"ring_events\":%" PRIu64 ",\"recorded\":%" PRIu64 ",\"dropped\":%" PRIu64 "}}\n",
             stats.ring_events, stats.recorded, stats.dropped);
     bool named = !w->out_of_memory, written = fflush(out) == 0 && !ferror(out);
-    kiln_heap_free(w->threads);
-    kiln_heap_free(w);
-    kiln_heap_free(buf);
+    kiln_sys_free(w->threads);
+    kiln_sys_free(w);
+    kiln_sys_free(buf);
     if (!written) return write_failed(rt, "the stream reported an error");
     return named ? true : write_failed(rt, "no memory to name the threads (the events are written)");
 }

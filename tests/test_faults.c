@@ -1,18 +1,18 @@
-/* tests/test_faults.c — every heap allocation kiln makes can fail (base/heap.h): each
+/* tests/test_faults.c — every heap allocation kiln makes can fail (base/sys_alloc.h): each
  * scenario is run once to count its allocations, then once per allocation with that one
  * failing. Every run must end without a crash, log the failure as an ERROR naming the
  * memory it lacked, return safely (NULL, false, or the work done another way: a job that
  * finds no room in its deque runs inline) and leave no heap byte behind (exact in the
  * ASan build, see heap_accounting_exact). Scenarios run without workers, so the sequence
  * of allocations is the same on every run, except the one with workers, which walks the
- * allocations of kiln_create only. Only kiln's own calls go through kiln_heap_*, so the
+ * allocations of kiln_create only. Only kiln's own calls go through kiln_sys_*, so the
  * counts are kiln's alone (Criterion and the recorder allocate with malloc). */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/types.h>
 
-#include "base/heap.h"
+#include "base/sys_alloc.h"
 #include "recording_log.h"
 
 #define BS ((size_t)64 << 10)
@@ -32,7 +32,7 @@ static void setup(void) {
 }
 
 static void teardown(void) {
-    kiln_heap_fail_nth(0);
+    kiln_sys_fail_nth(0);
     fclose(sink);
     recording_log_free(rec);
     rec = NULL;
@@ -229,9 +229,9 @@ typedef void (*scenario_fn)(void);
  * once, so the measured runs start from the same heap), then once per allocation with
  * that one failing. Returns the count. */
 static unsigned long walk(const char *name, scenario_fn scenario) {
-    unsigned long before = kiln_heap_allocations();
+    unsigned long before = kiln_sys_allocations();
     scenario();
-    unsigned long total = kiln_heap_allocations() - before;
+    unsigned long total = kiln_sys_allocations() - before;
     size_t all;
     cr_assert_eq(errors_naming_memory(&all), 0, "%s: a clean run logs no error:%s", name,
                  recorded_summary(rec));
@@ -242,12 +242,12 @@ static unsigned long walk(const char *name, scenario_fn scenario) {
     for (unsigned long n = 1; n <= total; n++) {
         recording_log_clear(rec);
         size_t heap0 = heap_bytes_in_use();
-        unsigned long injected = kiln_heap_injected_failures();
-        kiln_heap_fail_nth(n);
+        unsigned long injected = kiln_sys_injected_failures();
+        kiln_sys_fail_nth(n);
         scenario();
-        kiln_heap_fail_nth(0);
+        kiln_sys_fail_nth(0);
         size_t heap1 = heap_bytes_in_use();
-        bool fired = kiln_heap_injected_failures() != injected;
+        bool fired = kiln_sys_injected_failures() != injected;
         size_t naming = errors_naming_memory(&all);
         /* A run may make fewer allocations than the counting run (a reservation that
          * straddles a 4 GiB region needs one more leaf of the address map): then nothing
@@ -278,16 +278,16 @@ Test(faults, create_from_options) { walk("kiln_create from options", scenario_op
 /* Each walk reaches the sites it is about: the counts are kiln's own, and these floors
  * say which allocations each scenario must at least contain. */
 Test(faults, scenarios_reach_their_sites) {
-    unsigned long before = kiln_heap_allocations();
+    unsigned long before = kiln_sys_allocations();
     scenario_create();
-    unsigned long create = kiln_heap_allocations() - before;
+    unsigned long create = kiln_sys_allocations() - before;
     cr_assert_eq(create, 2, "the runtime and the address map, got %lu", create);
-    before = kiln_heap_allocations();
+    before = kiln_sys_allocations();
     scenario_job_growth();
-    unsigned long jobs = kiln_heap_allocations() - before;
-    before = kiln_heap_allocations();
+    unsigned long jobs = kiln_sys_allocations() - before;
+    before = kiln_sys_allocations();
     scenario_attach();
-    unsigned long attach = kiln_heap_allocations() - before;
+    unsigned long attach = kiln_sys_allocations() - before;
     /* One context: its memory, three deques, the first reservation's record and leaf. */
     cr_assert_geq(attach, create + 2 * 4 + 2, "attach: %lu", attach);
     cr_assert_geq(jobs, create + 4 + 2 + 2, "two deque growths: %lu", jobs);
@@ -305,9 +305,9 @@ static kiln_runtime *create_with_workers(void) {
 Test(faults, create_with_workers) {
     kiln_destroy(create_with_workers());   /* the first thread stacks are cached after this */
     recording_log_clear(rec);
-    unsigned long before = kiln_heap_allocations();
+    unsigned long before = kiln_sys_allocations();
     kiln_runtime *rt = create_with_workers();
-    unsigned long total = kiln_heap_allocations() - before;
+    unsigned long total = kiln_sys_allocations() - before;
     cr_assert_not_null(rt, "log:%s", recorded_summary(rec));
     kiln_destroy(rt);
     /* The worker table, and per worker a context and three deques. */
@@ -316,11 +316,11 @@ Test(faults, create_with_workers) {
     for (unsigned long n = 1; n <= total; n++) {
         recording_log_clear(rec);
         size_t heap0 = heap_bytes_in_use();
-        unsigned long injected = kiln_heap_injected_failures();
-        kiln_heap_fail_nth(n);
+        unsigned long injected = kiln_sys_injected_failures();
+        kiln_sys_fail_nth(n);
         rt = create_with_workers();
-        kiln_heap_fail_nth(0);   /* idle workers allocate nothing meanwhile */
-        bool fired = kiln_heap_injected_failures() != injected;
+        kiln_sys_fail_nth(0);   /* idle workers allocate nothing meanwhile */
+        bool fired = kiln_sys_injected_failures() != injected;
         kiln_destroy(rt);
         size_t heap1 = heap_bytes_in_use();
         size_t all, naming = errors_naming_memory(&all);

@@ -16,7 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "base/heap.h"   /* fault injection (the static library) */
+#include "base/sys_alloc.h"   /* fault injection (the static library) */
 #include "json_check.h"
 #include "recording_log.h"
 
@@ -763,9 +763,9 @@ Test(observe_sites, no_heap_for_the_site_counts_refuses_create) {
     bool refused = false;
     for (unsigned long n = 1; n <= 8 && !refused; n++) {   /* the counts are among the first */
         recording_log_clear(rec);
-        kiln_heap_fail_nth(n);
+        kiln_sys_fail_nth(n);
         kiln_runtime *made = kiln_create(&desc);
-        kiln_heap_fail_nth(0);
+        kiln_sys_fail_nth(0);
         refused = count_items(rec, KILN_LOGITEM_SITES_OUT_OF_MEMORY) == 1;
         if (refused) cr_assert_null(made, "a runtime without its site counts");
         kiln_destroy(made);

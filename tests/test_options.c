@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/heap.h"
+#include "base/sys_alloc.h"
 #include "recording_log.h"
 
 static recording_log *rec;
@@ -136,11 +136,11 @@ Test(options, an_unknown_key_is_warned_with_the_nearest_and_create_goes_on) {
  * allowed, and no heap allocation made (checking comes before anything is created). */
 static void expect_refused(const char *options, const char *allowed_fragment) {
     recording_log_clear(rec);
-    unsigned long before = kiln_heap_allocations();
+    unsigned long before = kiln_sys_allocations();
     kiln_runtime *rt = create_with(options);
     cr_expect_null(rt, "'%s' was taken", options);
     if (rt) kiln_destroy(rt);
-    cr_expect_eq(kiln_heap_allocations(), before, "'%s': a refused create allocated", options);
+    cr_expect_eq(kiln_sys_allocations(), before, "'%s': a refused create allocated", options);
     cr_expect_eq(count_items_at(rec, KILN_LOGITEM_OPTION_INVALID, KILN_LOG_ERROR), 1,
                  "'%s': %s", options, recorded_summary(rec));
     const char *text = last_item_text(rec, KILN_LOGITEM_OPTION_INVALID);

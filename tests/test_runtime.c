@@ -11,7 +11,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "base/heap.h"
+#include "base/sys_alloc.h"
 #include "base/near_limit.h"
 #include "jobs/scheduler.h"   /* KILN_IDLE_SPIN_US_DEFAULT */
 #include "recording_log.h"
@@ -790,17 +790,17 @@ Test(runtime, near_limit_episodes_have_hysteresis) {
  * a runtime without: failing it is logged, and the runtime is not made. */
 Test(runtime, worker_table_failure_is_logged) {
     kiln_desc desc = recording_desc(rec);
-    unsigned long before = kiln_heap_allocations();
+    unsigned long before = kiln_sys_allocations();
     kiln_destroy(kiln_create(&desc));
-    unsigned long without_workers = kiln_heap_allocations() - before;
+    unsigned long without_workers = kiln_sys_allocations() - before;
     cr_assert_eq(recorded_count(rec), 0, "log:%s", recorded_summary(rec));
     desc.worker_count = 1;
-    kiln_heap_fail_nth(without_workers + 1);
-    unsigned long injected = kiln_heap_injected_failures();
+    kiln_sys_fail_nth(without_workers + 1);
+    unsigned long injected = kiln_sys_injected_failures();
     kiln_runtime *rt = kiln_create(&desc);
-    kiln_heap_fail_nth(0);
+    kiln_sys_fail_nth(0);
     cr_assert_null(rt);
-    cr_assert_eq(kiln_heap_injected_failures(), injected + 1);
+    cr_assert_eq(kiln_sys_injected_failures(), injected + 1);
     cr_assert_eq(count_items_with(rec, KILN_LOGITEM_RUNTIME_OUT_OF_MEMORY, "the table of 1 workers"), 1,
                  "log:%s", recorded_summary(rec));
     cr_assert_eq(recorded_count(rec), 1, "log:%s", recorded_summary(rec));
