@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "atomics.h"
+#include "fault_signals.h"
 #include "sys_alloc.h"
 
 #define RING_MASK ((uint64_t)KILN_LOG_RING_MESSAGES - 1)
@@ -33,6 +34,12 @@ bool kiln_log_ring_put(kiln_log_ring *ring, kiln_log_level level, kiln_log_item 
     }
     kiln_store_relaxed(&slot->kind, (uint64_t)level << 32 | (uint32_t)item);
     size_t length = strnlen(message, KILN_LOG_RING_TEXT - 1);
+    char cut[KILN_LOG_RING_TEXT];   /* a longer message is cut, ending in "..." */
+    if (kiln_unlikely(message[length] != '\0')) {
+        memcpy(cut, message, length - 3);
+        memcpy(cut + length - 3, "...", 4);
+        message = cut;
+    }
     size_t i = 0;
     for (; 8 * i + 8 <= length; i++) {   /* whole words */
         uint64_t word;
@@ -113,6 +120,7 @@ uint64_t kiln_log_ring_dropped(const kiln_log_ring *ring) {
 
 static void *writer_main(void *arg) {
     kiln_log_ring *ring = arg;
+    kiln_take_fault_signals();   /* a fault in a log callback reaches the crash report */
     struct timespec pause = { 0, KILN_LOG_WRITER_SLEEP_MS * 1000000L };
     while (!kiln_load_relaxed(&ring->stop)) {
         kiln_log_ring_drain(ring);

@@ -9,7 +9,19 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SYMBOLS_PER_READ 32   /* 32 x 24 bytes on the stack per pread */
+#include "atomics.h"
+
+#define SYMBOLS_PER_READ (65536 / sizeof(ElfW(Sym)))
+#define MAPS_LINE 4096   /* a maps line holds a path of up to PATH_MAX */
+
+/* The scratch area: one caller at a time (busy), static so that a signal handler on a
+ * small alternate stack can use it. */
+static struct {
+    char      line[MAPS_LINE];
+    char      maps[4096];
+    ElfW(Sym) symbols[SYMBOLS_PER_READ];
+} scratch;
+static _Atomic int busy;
 
 static bool read_at(int fd, void *buf, size_t size, uint64_t at) {
     return pread(fd, buf, size, (off_t)at) == (ssize_t)size;
@@ -20,27 +32,29 @@ static bool read_at(int fd, void *buf, size_t size, uint64_t at) {
 typedef struct line_reader {
     int    fd;
     size_t length, at;
-    char   buf[512];
 } line_reader;
 
-/* The next line of the file into line (cut at cap - 1 bytes, NUL-ended): false at its end. */
-static bool next_line(line_reader *r, char *line, size_t cap) {
+/* The next line of maps into scratch.line: false at its end, or for a line longer than
+ * the buffer (cut: its path would be another's). */
+static bool next_line(line_reader *r, bool *whole) {
     size_t used = 0;
+    *whole = true;
     for (;;) {
         if (r->at == r->length) {
-            ssize_t n = read(r->fd, r->buf, sizeof r->buf);
+            ssize_t n = read(r->fd, scratch.maps, sizeof scratch.maps);
             if (n <= 0) {
-                line[used] = '\0';
+                scratch.line[used] = '\0';
                 return used > 0;
             }
             r->length = (size_t)n;
             r->at = 0;
         }
-        char c = r->buf[r->at++];
+        char c = scratch.maps[r->at++];
         if (c == '\n') break;
-        if (used + 1 < cap) line[used++] = c;
+        if (used + 1 < sizeof scratch.line) scratch.line[used++] = c;
+        else *whole = false;
     }
-    line[used] = '\0';
+    scratch.line[used] = '\0';
     return true;
 }
 
@@ -60,29 +74,38 @@ static const char *skip_field(const char *p) {
     return p;
 }
 
-/* The mapped file that holds address (a line "start-end perms offset dev inode path"):
- * its path into line, and the address's offset in that file. */
-static bool find_mapping(uintptr_t address, char *line, size_t cap, uint64_t *file_offset) {
+/* The file mapped where address lies ("start-end perms offset dev inode path"), opened
+ * through /proc/self/map_files/start-end (exactly the mapped file), and the address's
+ * offset in it; -1 for none (anonymous, the stack, [vdso], no /proc). */
+static int open_mapping(uintptr_t address, uint64_t *file_offset) {
     line_reader r = { .fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC) };
-    if (r.fd < 0) return false;
-    bool found = false;
-    while (!found && next_line(&r, line, cap)) {
-        const char *p = line;
+    if (r.fd < 0) return -1;
+    int fd = -1;
+    bool whole;
+    while (fd < 0 && next_line(&r, &whole)) {
+        const char *p = scratch.line;
         uintptr_t start = parse_hex(&p);
         if (*p++ != '-') continue;
         uintptr_t end = parse_hex(&p);
         if (address < start || address >= end) continue;
-        p = skip_field(p);   /* to the offset */
-        p = skip_field(p);
+        size_t range = (size_t)(p - scratch.line);   /* "start-end" */
+        p = skip_field(skip_field(p));               /* past the range and perms */
         uintptr_t offset = parse_hex(&p);
         p = skip_field(skip_field(skip_field(p)));   /* past offset, dev and inode */
-        if (*p != '/') break;   /* anonymous, the stack, [vdso]: no file to read */
+        if (*p != '/') break;
         *file_offset = address - start + offset;
-        memmove(line, p, strlen(p) + 1);
-        found = true;
+        char path[64] = "/proc/self/map_files/";
+        size_t at = strlen(path);
+        if (range >= sizeof path - at) break;
+        memcpy(path + at, scratch.line, range);
+        path[at + range] = '\0';
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0 && whole && !strstr(p, " (deleted)"))   /* no map_files: the path */
+            fd = open(p, O_RDONLY | O_CLOEXEC);
+        break;
     }
     close(r.fd);
-    return found;
+    return fd;
 }
 
 /* ---- the ELF file ---- */
@@ -118,14 +141,14 @@ static bool find_symbols(int fd, const ElfW(Ehdr) *eh, ElfW(Shdr) *symbols, ElfW
     return read_at(fd, names, sizeof *names, eh->e_shoff + (uint64_t)symbols->sh_link * sizeof *names);
 }
 
-/* Whether sym is a defined function that holds vaddr (one without a size holds what
- * lies above it, unless a sized one holds vaddr). */
+/* Whether sym is a defined function with a size that holds vaddr. */
 static bool holds(const ElfW(Sym) *sym, uint64_t vaddr) {
     unsigned type = ELF64_ST_TYPE(sym->st_info);   /* the same bits in both classes */
     if ((type != STT_FUNC && type != STT_GNU_IFUNC) || sym->st_shndx == SHN_UNDEF) return false;
-    return sym->st_value <= vaddr && (sym->st_size == 0 || vaddr < sym->st_value + sym->st_size);
+    return sym->st_size != 0 && sym->st_value <= vaddr && vaddr - sym->st_value < sym->st_size;
 }
 
+/* The symbol of the file that holds the file offset: its name into name (cap bytes). */
 static bool lookup(int fd, uint64_t offset, char *name, size_t cap, uintptr_t *from_start) {
     ElfW(Ehdr) eh;
     if (!read_at(fd, &eh, sizeof eh, 0) || memcmp(eh.e_ident, ELFMAG, SELFMAG) != 0 ||
@@ -135,40 +158,35 @@ static bool lookup(int fd, uint64_t offset, char *name, size_t cap, uintptr_t *f
     ElfW(Shdr) symbols = { 0 }, names = { 0 };
     if (!file_to_vaddr(fd, &eh, offset, &vaddr) || !find_symbols(fd, &eh, &symbols, &names))
         return false;
-    ElfW(Sym) best = { 0 };
+    uint64_t count = symbols.sh_size / sizeof(ElfW(Sym)), name_at = 0;
     bool found = false;
-    uint64_t count = symbols.sh_size / sizeof(ElfW(Sym));
-    for (uint64_t first = 0; first < count; first += SYMBOLS_PER_READ) {
-        ElfW(Sym) chunk[SYMBOLS_PER_READ];
+    for (uint64_t first = 0; first < count && !found; first += SYMBOLS_PER_READ) {
         uint64_t n = count - first < SYMBOLS_PER_READ ? count - first : SYMBOLS_PER_READ;
-        if (!read_at(fd, chunk, n * sizeof chunk[0], symbols.sh_offset + first * sizeof chunk[0]))
+        if (!read_at(fd, scratch.symbols, n * sizeof(ElfW(Sym)),
+                     symbols.sh_offset + first * sizeof(ElfW(Sym))))
             return false;
-        for (uint64_t i = 0; i < n; i++) {
-            if (!holds(&chunk[i], vaddr)) continue;
-            /* A sized symbol that holds it beats an unsized one; among those, the nearest. */
-            bool better = !found || (chunk[i].st_size != 0 && best.st_size == 0) ||
-                          ((chunk[i].st_size != 0) == (best.st_size != 0) &&
-                           chunk[i].st_value > best.st_value);
-            if (better) best = chunk[i];
-            found = true;
+        for (uint64_t i = 0; i < n && !found; i++) {
+            if (!holds(&scratch.symbols[i], vaddr)) continue;
+            found = true;   /* sized functions do not overlap: the first is the one */
+            name_at = scratch.symbols[i].st_name;
+            *from_start = (uintptr_t)(vaddr - scratch.symbols[i].st_value);
         }
     }
-    if (!found || best.st_name >= names.sh_size) return false;
-    ssize_t got = pread(fd, name, cap - 1, (off_t)(names.sh_offset + best.st_name));
+    if (!found || name_at >= names.sh_size) return false;
+    ssize_t got = pread(fd, name, cap - 1, (off_t)(names.sh_offset + name_at));
     if (got <= 0) return false;
     name[got] = '\0';   /* the name's own NUL, when it was read, ends it first */
-    *from_start = (uintptr_t)(vaddr - best.st_value);
+    if (strlen(name) == cap - 1 && cap > 4) memcpy(name + cap - 4, "...", 3);   /* cut */
     return name[0] != '\0';
 }
 
 bool kiln_symbol_name(uintptr_t address, char *name, size_t cap, uintptr_t *offset) {
     if (!name || cap < 2 || !offset) return false;
-    char path[512];
-    uint64_t file_offset;
-    if (!find_mapping(address, path, sizeof path, &file_offset)) return false;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return false;
-    bool found = lookup(fd, file_offset, name, cap, offset);
-    close(fd);
+    if (kiln_exchange_acq_rel(&busy, 1) != 0) return false;   /* another caller has it */
+    uint64_t file_offset = 0;
+    int fd = open_mapping(address, &file_offset);
+    bool found = fd >= 0 && lookup(fd, file_offset, name, cap, offset);
+    if (fd >= 0) close(fd);
+    kiln_store_release(&busy, 0);   /* the scratch area's uses before the next caller's */
     return found;
 }

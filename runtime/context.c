@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "../base/fault_signals.h"
 #include "../base/sys_alloc.h"
 
 /* Under registry_lock: a kept context to reuse (*reused set), or a new zeroed one. */
@@ -193,6 +194,7 @@ void kiln_detach(kiln_ctx *ctx) {
 
 static void *worker_main(void *arg) {
     kiln_ctx *ctx = arg;
+    kiln_take_fault_signals();   /* a fault in a job reaches the crash report */
     uint32_t index = 0;   /* rt->workers[index] was set before this thread started */
     while (ctx->rt->workers[index] != ctx) index++;
     char name[16];        /* the most a thread name holds, its NUL included */

@@ -31,17 +31,36 @@
 
 /* ---- write(2) and numbers, nothing else ---- */
 
+/* A report's output and its larger scratch: a handler's is static (handlers report one
+ * at a time), so that a small alternate signal stack holds the report; a
+ * kiln_crash_report_write's is on its caller's stack. */
 typedef struct out {
     int    fd;
+    int    error;   /* the first write's errno that lost bytes; 0: all written */
     size_t used;
     char   buf[512];
+    char   line[KILN_LOG_RECENT_TEXT];   /* a kept log line */
+    kiln_frame_record record;           /* a history record */
 } out;
 
+/* Writes what is buffered: a write cut by a signal (EINTR) goes on; a full non-blocking
+ * descriptor (EAGAIN) is given up to 100 ms; anything else loses the bytes (o->error). */
 static void out_flush(out *o) {
+    int full_waits = 0;
     for (size_t done = 0; done < o->used;) {
         ssize_t n = write(o->fd, o->buf + done, o->used - done);
-        if (n <= 0) break;   /* a report is best effort: never loop on a dead descriptor */
-        done += (size_t)n;
+        if (n > 0) {
+            done += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && full_waits++ < 100) {
+            struct timespec pause = { 0, 1000000 };   /* nanosleep: async-signal-safe */
+            nanosleep(&pause, NULL);
+            continue;
+        }
+        if (!o->error) o->error = n < 0 ? errno : EIO;
+        break;   /* never loop on a dead descriptor */
     }
     o->used = 0;
 }
@@ -53,12 +72,18 @@ static void put(out *o, const char *s) {
     }
 }
 
-/* A text of others' (a log line): its line ends written as \n, so it cannot fake a line
- * of the report's own. */
+/* A text of others' (a log line, a name): line ends as \n and \r, a backslash as \\,
+ * other control bytes as \xNN, so it can neither fake a line of the report's own nor
+ * pass for an escape. */
 static void put_escaped(out *o, const char *s) {
     for (; s && *s; s++) {
-        if (*s == '\n' || *s == '\r') put(o, *s == '\n' ? "\\n" : "\\r");
-        else put(o, (char[]){ *s, 0 });
+        unsigned char c = (unsigned char)*s;
+        if (c == '\n') put(o, "\\n");
+        else if (c == '\r') put(o, "\\r");
+        else if (c == '\\') put(o, "\\\\");
+        else if (c < 0x20 || c == 0x7f)
+            put(o, (char[]){ '\\', 'x', "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15], 0 });
+        else put(o, (char[]){ (char)c, 0 });
     }
 }
 
@@ -127,16 +152,36 @@ static void put_thread(out *o, int32_t tid) {
     put(o, "'");
 }
 
+/* The functions one report has named (contexts often run the same one), so that each
+ * symbol table is read once per function, not once per context. Static: a report may run
+ * on a small alternate signal stack. Only the report that holds naming uses it. */
+#define NAMED_FUNCTIONS 16
+static struct named_function {
+    uintptr_t address, offset;
+    bool      found;
+    char      name[128];
+} named[NAMED_FUNCTIONS];
+static size_t named_count;
+static _Atomic int naming;   /* the table's holder (one report at a time) */
+
+static const struct named_function *name_function(uintptr_t address) {
+    for (size_t i = 0; i < named_count; i++)
+        if (named[i].address == address) return &named[i];
+    struct named_function *f = &named[named_count < NAMED_FUNCTIONS ? named_count++ : 0];
+    f->address = address;
+    f->found = kiln_symbol_name(address, f->name, sizeof f->name, &f->offset);
+    return f;
+}
+
 /* A job's function: its address, and its symbol where the process's files tell it. */
-static void put_function(out *o, uintptr_t address) {
-    uintptr_t offset;
+static void put_function(out *o, uintptr_t address, bool may_name) {
     put_hex(o, address);
-    char name[128];
-    if (!kiln_symbol_name(address, name, sizeof name, &offset)) return;
+    const struct named_function *f = may_name ? name_function(address) : NULL;
+    if (!f || !f->found) return;
     put(o, " (");
-    put_escaped(o, name);
+    put_escaped(o, f->name);
     put(o, "+");
-    put_hex(o, offset);
+    put_hex(o, f->offset);
     put(o, ")");
 }
 
@@ -152,7 +197,12 @@ static uint64_t task_frame(kiln_runtime *rt, uint64_t task_flags) {
 
 static void report_contexts(out *o, kiln_runtime *rt) {
     put(o, "contexts:\n");
-    for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {   /* never freed until destroy */
+    bool may_name = kiln_exchange_acq_rel(&naming, 1) == 0;   /* else: addresses only */
+    if (may_name) named_count = 0;
+    /* The links are atomics (attach and detach relink them under the registry); a context
+     * is never freed before kiln_destroy, and one detached meanwhile may lead the walk
+     * into the list of kept contexts, which ends too. */
+    for (kiln_ctx *ctx = kiln_load_acquire(&rt->contexts); ctx; ctx = kiln_load_acquire(&ctx->next)) {
         put(o, "  context ");
         put_u64(o, kiln_load_relaxed(&ctx->id));
         put(o, ctx->is_worker ? " (worker, " : " (attached, ");
@@ -166,7 +216,7 @@ static void report_contexts(out *o, kiln_runtime *rt) {
             continue;
         }
         put(o, "): running job ");
-        put_function(o, fn);
+        put_function(o, fn, may_name);
         if (flags & KILN_TASK_BACKGROUND) {
             put(o, ", a background job\n");
         } else {
@@ -175,6 +225,7 @@ static void report_contexts(out *o, kiln_runtime *rt) {
             put(o, "\n");
         }
     }
+    if (may_name) kiln_store_release(&naming, 0);
 }
 
 static void report_history(out *o, kiln_runtime *rt) {
@@ -182,18 +233,18 @@ static void report_history(out *o, kiln_runtime *rt) {
     uint64_t first = written > 64 ? written - 64 : 0;
     put(o, "last frames (frame: duration us, jobs run, frame bytes, reserved bytes):\n");
     for (uint64_t i = first; i < written; i++) {
-        kiln_frame_record r;
-        if (!kiln_history_record(rt, i, &r)) continue;
+        kiln_frame_record *r = &o->record;
+        if (!kiln_history_record(rt, i, r)) continue;
         put(o, "  frame ");
-        put_u64(o, r.frame);
+        put_u64(o, r->frame);
         put(o, ": ");
-        put_u64(o, r.duration_ns / 1000);
+        put_u64(o, r->duration_ns / 1000);
         put(o, " us, ");
-        put_u64(o, r.jobs_run);
+        put_u64(o, r->jobs_run);
         put(o, " jobs, ");
-        put_u64(o, r.frame_bytes);
+        put_u64(o, r->frame_bytes);
         put(o, " frame bytes, ");
-        put_u64(o, r.reserved_bytes);
+        put_u64(o, r->reserved_bytes);
         put(o, " reserved\n");
     }
 }
@@ -215,17 +266,22 @@ static void report_log(out *o, kiln_runtime *rt) {
     if (!recent) return;
     uint64_t next = kiln_load_relaxed(&recent->next);
     uint64_t first = next > KILN_LOG_RECENT_LINES ? next - KILN_LOG_RECENT_LINES : 0;
-    char line[KILN_LOG_RECENT_TEXT];
     for (uint64_t t = first; t < next; t++) {
-        if (!kiln_log_recent_get(recent, t, line)) continue;
+        if (!kiln_log_recent_get(recent, t, o->line)) continue;
         put(o, "  ");
-        put_escaped(o, line);
+        put_escaped(o, o->line);
         put(o, "\n");
     }
     kiln_log_ring *ring = rt->log_state.ring;
     if (!ring) return;
     put(o, "queued in the async log, not delivered yet (oldest first):\n");
     kiln_log_ring_each_queued(ring, put_queued, o);
+    uint64_t dropped = kiln_log_ring_dropped(ring);
+    if (dropped) {
+        put(o, "  (and ");
+        put_u64(o, dropped);
+        put(o, " messages dropped since create: the ring was full)\n");
+    }
 }
 
 static const char *const snapshot_kinds[] = {
@@ -290,52 +346,97 @@ static void report_memory(out *o, kiln_runtime *rt) {
     }
 }
 
+/* SIGPIPE held off the calling thread while a report is written: a reader gone (a pipe,
+ * a FIFO, a socket) loses the report, never turns the crash into a SIGPIPE death. A
+ * SIGPIPE the writes raised is taken back before the mask is restored; one pending
+ * before is left as it was. All of it async-signal-safe system calls. */
+typedef struct pipe_guard {
+    sigset_t old;
+    bool     was_pending;
+} pipe_guard;
+
+static void pipe_guard_begin(pipe_guard *g) {
+    sigset_t pipe, pending;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    sigpending(&pending);
+    g->was_pending = sigismember(&pending, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &g->old);
+}
+
+static void pipe_guard_end(pipe_guard *g) {
+    sigset_t pipe, pending;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    sigpending(&pending);
+    if (!g->was_pending && sigismember(&pending, SIGPIPE))
+        sigtimedwait(&pipe, NULL, &(struct timespec){ 0, 0 });   /* ours: taken back */
+    pthread_sigmask(SIG_SETMASK, &g->old, NULL);
+}
+
 /* The report for a signal (sig 0: asked for, kiln_crash_report_write); info NULL or a
- * signal sent by a process (abort, raise, kill: si_code <= 0) has no faulting address. */
-static void report(kiln_runtime *rt, int fd, int sig, const siginfo_t *info) {
-    out o = { .fd = fd };
-    put(&o, "==== kiln crash report (kiln " KILN_VERSION ") ====\n");
+ * signal sent by a process (abort, raise, kill: si_code <= 0) has no faulting address.
+ * 0, or the errno of the first write that lost bytes. */
+static int report(out *to, kiln_runtime *rt, int fd, int sig, const siginfo_t *info) {
+    pipe_guard guard;
+    pipe_guard_begin(&guard);
+    to->fd = fd;
+    to->error = 0;
+    to->used = 0;
+    out *o = to;
+    put(o, "==== kiln crash report (kiln " KILN_VERSION ") ====\n");
+    put(o, "process: ");
+    put_u64(o, (uint64_t)getpid());
+    if (getpid() != rt->pid) {
+        put(o, ", a child forked from process ");
+        put_u64(o, (uint64_t)rt->pid);
+        put(o, " after kiln_create (kiln's threads did not follow it: what follows is "
+                "the parent's state as the fork copied it)");
+    }
+    put(o, "\n");
     if (sig) {
-        put(&o, "signal: ");
-        put(&o, signal_name(sig));
-        put(&o, " (");
-        put_u64(&o, (uint64_t)sig);
+        put(o, "signal: ");
+        put(o, signal_name(sig));
+        put(o, " (");
+        put_u64(o, (uint64_t)sig);
         if (info && info->si_code > 0) {
-            put(&o, "), address ");
-            put_hex(&o, (uintptr_t)info->si_addr);
+            put(o, "), address ");
+            put_hex(o, (uintptr_t)info->si_addr);
         } else {
-            put(&o, "), sent by process ");
-            put_u64(&o, info ? (uint64_t)info->si_pid : 0);
+            put(o, "), sent by process ");
+            put_u64(o, info ? (uint64_t)info->si_pid : 0);
         }
-        put(&o, "\n");
+        put(o, "\n");
     } else {
-        put(&o, "asked for (kiln_crash_report_write), no signal\n");
+        put(o, "asked for (kiln_crash_report_write), no signal\n");
     }
     int32_t self = (int32_t)gettid();
     kiln_ctx *mine = NULL;
-    for (kiln_ctx *ctx = rt->contexts; ctx && !mine; ctx = ctx->next)
+    for (kiln_ctx *ctx = kiln_load_acquire(&rt->contexts); ctx && !mine; ctx = kiln_load_acquire(&ctx->next))
         if (kiln_load_relaxed(&ctx->tid) == self) mine = ctx;
-    put(&o, "thread: ");
+    put(o, "thread: ");
     if (mine) {
-        put(&o, "context ");
-        put_u64(&o, kiln_load_relaxed(&mine->id));
-        put(&o, mine->is_worker ? " (a worker, " : " (an attached thread, ");
+        put(o, "context ");
+        put_u64(o, kiln_load_relaxed(&mine->id));
+        put(o, mine->is_worker ? " (a worker, " : " (an attached thread, ");
     } else {
-        put(&o, "not one of this runtime's contexts (");
+        put(o, "not one of this runtime's contexts (");
     }
-    put_thread(&o, self);
-    put(&o, ")\n");
-    put(&o, "frame: ");
-    put_u64(&o, kiln_load_relaxed(&rt->frame));
-    put(&o, kiln_load_relaxed(&rt->frame_open) ? " (open)\n" : " (closed)\n");
-    report_contexts(&o, rt);
-    report_history(&o, rt);
-    report_log(&o, rt);
-    report_memory(&o, rt);
-    put(&o, "configuration:\n");
-    put(&o, rt->crash_config);
-    put(&o, "==== end of kiln crash report ====\n");
-    out_flush(&o);
+    put_thread(o, self);
+    put(o, ")\n");
+    put(o, "frame: ");
+    put_u64(o, kiln_load_relaxed(&rt->frame));
+    put(o, kiln_load_relaxed(&rt->frame_open) ? " (open)\n" : " (closed)\n");
+    report_contexts(o, rt);
+    report_history(o, rt);
+    report_log(o, rt);
+    report_memory(o, rt);
+    put(o, "configuration:\n");
+    put(o, rt->crash_config);
+    put(o, "==== end of kiln crash report ====\n");
+    out_flush(o);
+    pipe_guard_end(&guard);
+    return o->error;
 }
 
 /* ---- the handlers ---- */
@@ -347,6 +448,7 @@ static pthread_mutex_t install_lock = PTHREAD_MUTEX_INITIALIZER;   /* not in han
 static _Atomic(kiln_runtime *) reporters[KILN_CRASH_RUNTIMES];
 static struct sigaction previous[FATAL_COUNT];   /* under install_lock; read by handlers */
 static int installed;                            /* runtimes joined: under install_lock */
+static out handler_out;                         /* the handlers' report (one at a time) */
 static _Atomic(pthread_t) reporting_thread;     /* the thread writing (valid while 1) */
 static _Atomic int reporting;                    /* 0, then 1 while the first handler
                                                     writes, 2 once it has written */
@@ -355,19 +457,19 @@ static void on_fatal(int sig, siginfo_t *info, void *context) {
     size_t which = 0;
     while (which < FATAL_COUNT && fatal_signals[which] != sig) which++;
     /* Once: the first handler writes; another thread's crash meanwhile waits for it (a
-     * second or so at most) before it goes on, so the process does not die under the
+     * few seconds at most) before it goes on, so the process does not die under the
      * report; a crash inside the report's own thread goes straight on. */
     int expected = 0;
     if (atomic_compare_exchange_strong(&reporting, &expected, 1)) {
         atomic_store(&reporting_thread, pthread_self());
         for (size_t i = 0; i < KILN_CRASH_RUNTIMES; i++) {
             kiln_runtime *rt = atomic_load(&reporters[i]);
-            if (rt) report(rt, rt->crash_fd, sig, info);
+            if (rt) report(&handler_out, rt, rt->crash_fd, sig, info);
         }
         atomic_store(&reporting, 2);
     } else if (!pthread_equal(atomic_load(&reporting_thread), pthread_self())) {
         struct timespec pause = { 0, 1000000 };   /* 1 ms; nanosleep is async-signal-safe */
-        for (int i = 0; i < 2000 && atomic_load(&reporting) == 1; i++) nanosleep(&pause, NULL);
+        for (int i = 0; i < 5000 && atomic_load(&reporting) == 1; i++) nanosleep(&pause, NULL);
     }
     if (which == FATAL_COUNT) return;
     struct sigaction before = previous[which];
@@ -463,6 +565,12 @@ bool kiln_crash_report_write(kiln_runtime *rt, int fd) {
                         "kiln_crash_report_write: fd %d is no descriptor", fd);
         return false;
     }
-    report(rt, fd, 0, NULL);
+    out o;   /* this caller's own */
+    int error = report(&o, rt, fd, 0, NULL);
+    if (error) {
+        kiln_log(&rt->log, KILN_LOGITEM_CRASH_WRITE_FAILED, "kiln_crash_report_write: the "
+                 "report could not be written whole into fd %d: %s", fd, strerror(error));
+        return false;
+    }
     return true;
 }

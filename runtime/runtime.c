@@ -226,6 +226,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     rt->magic = KILN_RUNTIME_MAGIC;
     kiln_runtime_register(rt);
     rt->crash_fd = -1;
+    rt->pid = getpid();
     if (!kiln_crash_init(rt) || !kiln_workers_start(rt)) {   /* logged */
         kiln_destroy(rt);
         return NULL;

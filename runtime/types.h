@@ -131,8 +131,10 @@ struct kiln_ctx {
     bool             debug_checks; /* rt->desc.debug & KILN_DEBUG_CHECKS, at hand */
     bool             frame_none_logged;  /* JOB_FRAME_MEMORY_NONE said, no job arena made
                                             since; this thread's */
-    struct kiln_ctx *prev, *next;  /* the runtime's context list (or the reuse list);
-                                      under registry_lock */
+    struct kiln_ctx *prev;         /* the runtime's context list (or the reuse list) */
+    _Atomic(struct kiln_ctx *) next;   /* changed under registry_lock, read there, and read
+                                      without it by the crash report (seq_cst by plain
+                                      use: attach and detach only) */
     pthread_t        thread;       /* the thread running it (a worker's, or the one that
                                       attached it) */
     _Atomic int32_t  tid;          /* that thread's id (gettid), stored by it (relaxed: a
@@ -205,6 +207,7 @@ struct kiln_runtime {
     kiln_log_fold    log_fold;      /* repeats folded, by frame (base/log_fold.h) */
     kiln_log_recent  log_recent;    /* the newest delivered lines (base/log_recent.h) */
     int              crash_fd;      /* desc.crash_file's descriptor, or -1 (runtime/crash.c) */
+    pid_t            pid;           /* the process that made it (a forked child is another) */
     char             crash_config[4096];   /* the effective options, rendered at create */
     _Atomic uint64_t api_errors;    /* calls refused for misuse, any thread (relaxed) */
 
@@ -218,7 +221,7 @@ struct kiln_runtime {
 
     /* Registry of contexts and arenas, for stats, frame end and destroy. */
     pthread_mutex_t  registry_lock;
-    kiln_ctx        *contexts;      /* newest first */
+    _Atomic(kiln_ctx *) contexts;   /* newest first; as kiln_ctx.next */
     uint32_t         context_count;
     uint32_t         next_ctx_id;
     kiln_arena_record *arenas;      /* newest first, frame arenas included */

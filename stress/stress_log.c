@@ -12,8 +12,9 @@
  * other figures, a driver ends frames beside them, and every refusal is delivered or
  * counted in a LOG_REPEATS summary exactly once.
  * Beside both, a reporter writes kiln_crash_report_write's report again and again (the
- * newest lines delivered and queued, the history, the memory snapshot, all read while
- * they change) and checks every message line in it is whole.
+ * newest lines delivered and queued, the history, the memory snapshot, the contexts
+ * while a thread attaches and detaches, all read while they change) and checks every
+ * message line in it is whole.
  * Usage: stress-log [--threads N] [--iterations N] [--seed S]: N writers of each kind,
  * each writing --iterations messages. Exit status 0 when every check held. */
 #define _GNU_SOURCE   /* memfd_create */
@@ -131,6 +132,17 @@ static void *reporter(void *arg) {
     return NULL;
 }
 
+/* Attaches and detaches while reports walk the context list. */
+static void *churner(void *arg) {
+    reporter_arg *r = arg;
+    while (!atomic_load(&r->stop)) {
+        kiln_ctx *ctx = kiln_attach(r->rt);
+        STRESS_CHECK(ctx != NULL, "attach");
+        if (ctx) kiln_detach(ctx);
+    }
+    return NULL;
+}
+
 /* ---- repeats folded ---- */
 
 static _Atomic uint64_t fold_delivered, fold_counted;
@@ -200,7 +212,9 @@ int main(int argc, char **argv) {
     pthread_t plain[MAX_WRITERS / 2], flush_thread, report_thread;
     pthread_create(&flush_thread, NULL, flusher, NULL);
     reporter_arg r = { .rt = rt };   /* reads the lines delivered and queued */
+    pthread_t churn_thread;
     pthread_create(&report_thread, NULL, reporter, &r);
+    pthread_create(&churn_thread, NULL, churner, &r);
     for (uint32_t t = 0; t < opt.threads; t++)
         pthread_create(&plain[t], NULL, plain_writer, (void *)(uintptr_t)t);
     kiln_job jobs[MAX_WRITERS / 2];
@@ -214,6 +228,7 @@ int main(int argc, char **argv) {
     pthread_join(flush_thread, NULL);
     atomic_store(&r.stop, true);
     pthread_join(report_thread, NULL);
+    pthread_join(churn_thread, NULL);
     STRESS_CHECK(r.reports > 0, "no report written");
     kiln_log_flush(rt);
     kiln_stats s;

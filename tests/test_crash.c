@@ -293,12 +293,118 @@ Test(crash, symbol_names_of_this_file_a_library_and_nothing) {
     free(heap);
 }
 
+/* Code no sized symbol covers (assembly without .size, like a PLT entry or an init
+ * stub): no name, never the name of the symbol below it. */
+__asm__(".text\n.globl kiln_test_sizeless\n.type kiln_test_sizeless, @function\n"
+        "kiln_test_sizeless:\n nop\n nop\n ret\n");
+void kiln_test_sizeless(void);
+
+Test(crash, code_without_a_sized_symbol_is_not_named) {
+    char name[64];
+    uintptr_t offset;
+    cr_expect_not(kiln_symbol_name((uintptr_t)kiln_test_sizeless + 1, name, sizeof name, &offset),
+                  "named %s", name);
+}
+
+/* ---- writing a report where it cannot go whole ---- */
+
+static void write_into_a_pipe_nobody_reads(void) {
+    kiln_runtime *rt = kiln_create(&(kiln_desc){ .worker_count = KILN_NO_WORKERS, .log = quiet });
+    int ends[2];
+    if (!rt || pipe(ends) != 0) _exit(90);
+    close(ends[0]);
+    bool written = kiln_crash_report_write(rt, ends[1]);   /* SIGPIPE would kill it here */
+    bool bad_fd = kiln_crash_report_write(rt, 9999);
+    sigset_t pending;
+    sigpending(&pending);
+    _exit(!written && !bad_fd && !sigismember(&pending, SIGPIPE) ? 0 : 95);
+}
+
+Test(crash, a_report_its_reader_left_is_refused_not_a_sigpipe_death) {
+    int status = run_child(write_into_a_pipe_nobody_reads);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+}
+
+/* A program that takes its signals with sigwait blocks them all before it makes kiln's
+ * threads: a fault in a worker must still reach the report. */
+static void crash_in_a_worker_made_with_signals_blocked(void) {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
+    kiln_runtime *rt = child_runtime(",workers=1");
+    kiln_ctx *ctx = kiln_attach(rt);
+    kiln_counter done = { { 0, 0 } };
+    kiln_run_ex(ctx, &(kiln_job){ crashing_job, NULL }, 1, &done,
+                &(kiln_run_desc){ .background = true });
+    for (int i = 0; i < 1000; i++) nanosleep(&(struct timespec){ 0, 10000000 }, NULL);
+    _exit(94);   /* the worker never ran it */
+}
+
+Test(crash, a_worker_made_while_every_signal_was_blocked_still_reports) {
+    expect_died_of(run_child(crash_in_a_worker_made_with_signals_blocked), SIGSEGV);
+    EXPECT_IN_REPORT(read_report(), "thread: context 1 (a worker, thread ", " (crashing_job+0x");
+}
+
+#ifndef UNDER_ASAN   /* ASan's frames are larger, and its own handler takes over */
+/* A stack overflow in a job, on the program's own alternate stack of the kernel's signal
+ * frame plus 5 KiB: the report is written whole. */
+static volatile int deeper = 1;   /* always: the compiler may not prove it */
+
+static int recurse(volatile char *p) {
+    volatile char buf[256];
+    buf[0] = p ? p[0] : 0;
+    return deeper ? recurse(buf) + buf[1] : 0;
+}
+
+static void overflowing_job(kiln_ctx *ctx, void *arg) {
+    (void)ctx, (void)arg;
+    size_t size = (size_t)sysconf(_SC_MINSIGSTKSZ) + 5120;
+    stack_t alternate = { .ss_sp = malloc(size), .ss_size = size };
+    if (!alternate.ss_sp || sigaltstack(&alternate, NULL) != 0) _exit(97);
+    recurse(NULL);
+}
+
+static void overflow_the_stack_in_a_job(void) {
+    kiln_runtime *rt = child_runtime(",workers=none");
+    kiln_ctx *ctx = kiln_attach(rt);
+    kiln_logf(rt, KILN_LOG_WARN, "before the overflow");
+    kiln_counter done = { { 0, 0 } };
+    kiln_run(ctx, &(kiln_job){ overflowing_job, NULL }, 1, &done);
+    kiln_wait(ctx, &done);
+}
+
+Test(crash, a_stack_overflow_on_a_small_alternate_stack_is_reported_whole) {
+    expect_died_of(run_child(overflow_the_stack_in_a_job), SIGSEGV);
+    EXPECT_IN_REPORT(read_report(), " (overflowing_job+0x", "APP_LOG: before the overflow",
+                     "==== end of kiln crash report ====\n");
+}
+#endif
+
+/* fork is not supported, but a child that crashes says it is one. */
+static void crash_in_a_forked_child(void) {
+    kiln_runtime *rt = child_runtime(",workers=1");
+    (void)rt;
+    pid_t pid = fork();
+    if (pid == 0) *nowhere = 6;
+    int status;
+    waitpid(pid, &status, 0);
+    /* Killed by the signal (under ASan, whose handler kiln hands it to: an error exit). */
+    _exit(WIFSIGNALED(status) || (WIFEXITED(status) && WEXITSTATUS(status) != 0) ? 0 : 96);
+}
+
+Test(crash, a_forked_childs_report_says_so) {
+    int status = run_child(crash_in_a_forked_child);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %#x", status);
+    EXPECT_IN_REPORT(read_report(), ", a child forked from process ");
+}
+
 Test(crash, report_write_on_demand_and_its_refusals) {
     recording_log *rec = recording_log_new();
     kiln_desc d = recording_desc(rec);
     kiln_runtime *rt = kiln_create(&d);
     cr_assert_not_null(rt);
     kiln_logf(rt, KILN_LOG_WARN, "on demand");
+    kiln_logf(rt, KILN_LOG_WARN, "a\\b\x1b");   /* a backslash, an escape byte */
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     cr_assert_geq(fd, 0);
     cr_expect(kiln_crash_report_write(rt, fd));
@@ -306,6 +412,8 @@ Test(crash, report_write_on_demand_and_its_refusals) {
     const char *report = read_report();
     cr_expect(strstr(report, "asked for (kiln_crash_report_write), no signal") != NULL, "%s", report);
     cr_expect(strstr(report, "kiln warn: APP_LOG: on demand") != NULL, "%s", report);
+    cr_expect(strstr(report, "kiln warn: APP_LOG: a\\\\b\\x1b\n") != NULL, "%s", report);
+    cr_expect(strstr(report, "process: ") != NULL && strstr(report, "forked") == NULL, "%s", report);
     cr_expect(strstr(report, "  workers = none (desc)\n") != NULL, "%s", report);
     cr_expect_not(kiln_crash_report_write(rt, -1));
     cr_expect_eq(count_items(rec, KILN_LOGITEM_CRASH_FD_INVALID), 1);

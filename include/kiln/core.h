@@ -151,11 +151,16 @@ KILN_API void kiln_log_flush(kiln_runtime *rt);
  * - the block pool's reserved bytes now, and each allocator as the last frame end saw
  *   it (the frame arenas as one, then every arena, pool and handle table: bytes, objects,
  *   blocks; 32 at most, the rest counted);
- * - kiln's version and the effective options.
+ * - kiln's version and the effective options; the process id, and for a child forked
+ *   after kiln_create (fork is not supported: kiln's threads do not follow it) that it
+ *   is one, so its report is not taken for the parent's.
  * Async-signal-safe but for the runtime check it starts with (a process-wide lock: do not
- * call it from a handler that may have interrupted kiln_create or kiln_destroy). false
- * for a bad rt (RUNTIME_NULL, RUNTIME_INVALID) or a negative fd (CRASH_FD_INVALID,
- * counted). Concurrency: any thread; what other threads change meanwhile may be read half
+ * call it from a handler that may have interrupted kiln_create or kiln_destroy). A
+ * write cut by a signal goes on, a full non-blocking fd is waited for up to 100 ms, and
+ * SIGPIPE is held off while it writes (a reader gone loses the report, it never kills
+ * the caller). false for a bad rt (RUNTIME_NULL, RUNTIME_INVALID), a negative fd
+ * (CRASH_FD_INVALID, counted), or a report that could not be written whole
+ * (CRASH_WRITE_FAILED: a bad or closed fd, a reader gone). Concurrency: any thread; what other threads change meanwhile may be read half
  * old, half new. */
 KILN_API bool kiln_crash_report_write(kiln_runtime *rt, int fd);
 
@@ -466,7 +471,11 @@ typedef struct kiln_stats_schedule {
            to the handler installed before, or to the default action, so the process
            dies of it and dumps core as before. Written with write(2) alone: no malloc,
            no lock, no stdio. The handlers run on the crashing thread's stack (a stack
-           overflow needs the program's own sigaltstack). kiln_destroy removes them
+           overflow needs the program's own sigaltstack: sysconf(_SC_SIGSTKSZ) bytes
+           is enough; the report takes about 4 KiB above the kernel's signal frame,
+           sysconf(_SC_MINSIGSTKSZ), keeping its larger buffers in static storage). kiln's own threads unblock the
+           fault signals, so a creator that blocked every signal still gets reports of
+           faults in them. kiln_destroy removes them
            where they are still kiln's. NULL: none */ \
     X(kiln_stats_schedule, stats, "stats", STATS, "off", "stats in the log: exit, frame:N, exit+frame:N or off") \
         /* when kiln_stats_print goes to the log (kiln_stats_schedule). The key takes

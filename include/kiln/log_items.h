@@ -33,6 +33,7 @@
     X(CRASH_FILE_FAILED, ERROR, "desc.crash_file (crash_file=) could not be opened; create is refused") \
     X(CRASH_REPORTERS_FULL, ERROR, "KILN_CRASH_RUNTIMES runtimes have a crash_file already; create is refused") \
     X(CRASH_FD_INVALID, ERROR, "kiln_crash_report_write was given a negative descriptor") \
+    X(CRASH_WRITE_FAILED, WARN, "kiln_crash_report_write could not write the whole report (a bad or closed descriptor, a reader gone, a full non-blocking one)") \
     X(LOG_FILE_FAILED, ERROR, "desc.log_file (log_file=) could not be opened; create is refused") \
     X(OPTION_KEY_UNKNOWN, ERROR, "kiln_option_source was asked for a key kiln does not have") \
     X(OPTION_OUT_TOO_SMALL, ERROR, "kiln_option_source's out cannot hold the layer's name (KILN_OPTION_SOURCE_MAX)") \
