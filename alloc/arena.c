@@ -133,9 +133,38 @@ static bool over_refused_budget(const kiln_arena *arena, size_t total) {
     return kiln_unlikely(arena->refuse_over_budget) && total > arena->budget;
 }
 
+/* Owner: bytes more (or fewer) held from the block pool, charged to (released from)
+ * the arena's tag: false when its tag refuses them. */
+static bool hold_bytes(kiln_arena *arena, uint64_t bytes) {
+    kiln_tag_account *account = kiln_load_relaxed(&arena->account);
+    if (account && !kiln_tag_charge(account, bytes, (kiln_tag_payer){ "arena", arena->name }))
+        return false;
+    kiln_owner_add(&arena->held_bytes, bytes);
+    return true;
+}
+
+static void unhold_bytes(kiln_arena *arena, uint64_t bytes) {
+    kiln_store_relaxed(&arena->held_bytes, kiln_load_relaxed(&arena->held_bytes) - bytes);
+    kiln_tag_release(kiln_load_relaxed(&arena->account), bytes);
+}
+
+bool kiln_arena_retag(kiln_arena *arena, kiln_tag_account *account) {
+    kiln_tag_account *before = kiln_load_relaxed(&arena->account);
+    if (account == before) return true;
+    uint64_t held = kiln_load_relaxed(&arena->held_bytes);
+    if (!kiln_tag_charge(account, held, (kiln_tag_payer){ "arena", arena->name })) return false;
+    kiln_tag_release(before, held);
+    kiln_store_relaxed(&arena->account, account);
+    return true;
+}
+
 void *kiln_arena_take_block(kiln_arena *arena) {
+    if (!hold_bytes(arena, arena->pool->block_size)) return NULL;
     void *block = kiln_block_get(arena->pool);
-    if (!block) return NULL;
+    if (!block) {
+        unhold_bytes(arena, arena->pool->block_size);
+        return NULL;
+    }
     if (kiln_unlikely(arena->debug))
         kiln_debug_block_taken(arena->debug, block, arena->pool->block_size, &arena->log);
     kiln_owner_inc(&arena->blocks_taken);
@@ -148,6 +177,7 @@ void kiln_arena_give_block(kiln_arena *arena, void *block) {
     kiln_store_relaxed(&arena->blocks_held, kiln_load_relaxed(&arena->blocks_held) - 1);
     if (kiln_unlikely(arena->debug)) kiln_debug_block_leaving(arena->debug, block, pool->block_size);
     kiln_block_put(pool, block);
+    unhold_bytes(arena, pool->block_size);
 }
 
 /* Owner: pushes a fresh block (a kept spare first, else one from the pool). */
@@ -208,8 +238,12 @@ static char *large_data(const kiln_large *large, size_t align) {
 /* A new mapping of map_size bytes for the header and an allocation (guard pages around
  * it under KILN_DEBUG_GUARD_PAGES). */
 static kiln_large *map_large(kiln_arena *arena, size_t map_size, size_t align, size_t guard) {
+    if (!hold_bytes(arena, map_size)) return NULL;
     char *map = kiln_block_pool_map_large(arena->pool, map_size, align);
-    if (!map) return NULL;
+    if (!map) {
+        unhold_bytes(arena, map_size);
+        return NULL;
+    }
     if (guard) {
         kiln_debug_protect(map, guard, &arena->log);
         kiln_debug_protect(map + map_size - guard, guard, &arena->log);
@@ -273,6 +307,7 @@ static void unmap_large(kiln_arena *arena, kiln_large *large) {
     size_t map_size = large->map_size;
     if (arena->debug & KILN_DEBUG_POISON) kiln_debug_unpoison(map, map_size);
     kiln_block_pool_unmap_large(arena->pool, map, map_size);
+    unhold_bytes(arena, map_size);
 }
 
 /* Owner: frees large allocations down to count; their mappings are kept for reuse (a
@@ -441,6 +476,7 @@ bool kiln_arena_init_core(kiln_arena *arena, const kiln_arena_config *config) {
     arena->keep_blocks = 1;
     kiln_store_relaxed(&arena->blocks_held, 1);
     kiln_store_relaxed(&arena->blocks_taken, 1);
+    kiln_store_relaxed(&arena->held_bytes, config->pool->block_size);   /* untagged yet */
     arena->debug = config->debug & (KILN_ARENA_SLOW_BITS | KILN_DEBUG_GUARD_PAGES);
     arena->audit_sample = config->audit_sample;
     arena->usable = kiln_debug_block_usable(arena->debug, config->pool->block_size);

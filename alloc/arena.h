@@ -25,6 +25,7 @@
 
 #include "block_pool.h"
 #include "debug.h"
+#include "tag_account.h"
 
 typedef struct kiln_arena_block {
     struct kiln_arena_block *prev;   /* the block below in the chain, or the next spare */
@@ -108,6 +109,10 @@ struct kiln_arena {
     _Atomic uint32_t  reserved_blocks;   /* the reserve's floor (owner-written) */
     _Atomic uint64_t  budget_refusals, fallback_allocs;
     _Atomic size_t    fallback_bytes;
+    _Atomic uint64_t  held_bytes;    /* blocks and mappings held from the block pool (owner-
+                                        written): what its tag is charged with */
+    _Atomic(kiln_tag_account *) account;   /* its tag's account, NULL: untagged (owner-
+                                        written, read by stats) */
 
     /* Read-only after creation. */
     kiln_block_pool         *pool;
@@ -188,6 +193,11 @@ KILN_INTERNAL void kiln_arena_fini(kiln_arena *arena);
  * set-up (arena->hooks NULL), kiln_arena_fini after the layer's teardown. */
 KILN_INTERNAL bool kiln_arena_init_core(kiln_arena *arena, const kiln_arena_config *config);
 KILN_INTERNAL void kiln_arena_fini_core(kiln_arena *arena);
+
+/* Owner: charges what the arena holds to account (NULL: untagged) and releases it from
+ * its tag before; false (the tag's refusal logged, nothing changed) when account's
+ * budget refuses it. */
+KILN_INTERNAL bool kiln_arena_retag(kiln_arena *arena, kiln_tag_account *account);
 
 /* Logs ARENA_DESTROYED naming the arena and what was asked (a function's name). */
 KILN_INTERNAL KILN_COLD void kiln_arena_refuse_destroyed(const kiln_arena *arena,

@@ -59,8 +59,13 @@ bool kiln_handle_table_init(kiln_handle_table *table, const kiln_handle_table_co
     size_t ring_offset = kiln_align_up(table->stride * table->capacity, _Alignof(kiln_reuse_entry));
     table->map_bytes = ring_offset + sizeof(kiln_reuse_entry) * table->capacity;
     size_t map_align = align > kiln_os_page_size() ? align : kiln_os_page_size();
+    kiln_tag_payer payer = { "handle table", config->name };
+    if (!kiln_tag_charge(config->account, table->map_bytes, payer)) return false;   /* logged */
     table->slots = kiln_block_pool_map_large(config->blocks, table->map_bytes, map_align);
-    if (!table->slots) return false;   /* the block pool logged the refusal */
+    if (!table->slots) {   /* the block pool logged the refusal */
+        kiln_tag_release(config->account, table->map_bytes);
+        return false;
+    }
     kiln_handle_ring_init(&table->ring, (kiln_reuse_entry *)(table->slots + ring_offset),
                           table->capacity);
     /* desc.reserve: fault the first slots' pages in now, writing the zero they hold (a
@@ -73,6 +78,7 @@ bool kiln_handle_table_init(kiln_handle_table *table, const kiln_handle_table_co
                  "kiln_handles_create: table '%s': no memory for its allocation-site array",
                  config->name);
         kiln_block_pool_unmap_large(config->blocks, table->slots, table->map_bytes);
+        kiln_tag_release(config->account, table->map_bytes);
         return false;
     }
     snprintf(table->name, sizeof table->name, "%s", config->name);
@@ -83,6 +89,7 @@ bool kiln_handle_table_init(kiln_handle_table *table, const kiln_handle_table_co
     table->reclaim_epoch = config->reclaim_epoch;
     table->safe_epoch = config->safe_epoch;
     table->blocks = config->blocks;
+    table->account = config->account;
     table->log = config->log;
     table->warn_percent = config->warn_percent;
     pthread_mutex_init(&table->lock, NULL);
@@ -94,6 +101,7 @@ void kiln_handle_table_fini(kiln_handle_table *table, const kiln_handle_tally *t
     kiln_store_relaxed(&table->folded_frees, tally->frees);
     kiln_handle_ring_fini(&table->ring);
     kiln_block_pool_unmap_large(table->blocks, table->slots, table->map_bytes);
+    kiln_tag_release(table->account, table->map_bytes);
     kiln_sys_free(table->sites);
     table->sites = NULL;
     table->slots = NULL;

@@ -35,6 +35,7 @@
 #include "block_pool.h"
 #include "debug.h"
 #include "handle_ring.h"
+#include "tag_account.h"
 
 #define KILN_HANDLES_BATCH       32          /* slot indices per cache list */
 #define KILN_HANDLE_INDEX_MASK   0xffffffu   /* 24 bits of slot index */
@@ -94,6 +95,7 @@ typedef struct kiln_handle_table {
     size_t           map_bytes;
     kiln_block_pool *blocks;
     kiln_log_sink    log;
+    kiln_tag_account *account;       /* charged with map_bytes while the slots are mapped */
     char             name[48];
     uint32_t         capacity_asked;  /* kept for the stats of a destroyed table */
     kiln_site_slot  *sites;           /* KILN_DEBUG_SITES: the site of each slot's item
@@ -168,6 +170,7 @@ typedef struct kiln_handle_table_config {
     kiln_log_sink           log;
     const _Atomic uint64_t *reclaim_epoch;
     const _Atomic uint64_t *safe_epoch;
+    kiln_tag_account       *account;        /* desc.tag's; NULL: untagged */
 } kiln_handle_table_config;
 
 /* The figures of a table's caches summed (kiln_handle_tally_cache), and what the table

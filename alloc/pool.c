@@ -151,6 +151,7 @@ bool kiln_pool_init_core(kiln_pool *pool, const kiln_pool_config *config) {
         .audit_sample = config->audit_sample,
         .reserve = d->reserve,
         .warn_percent = config->warn_percent,
+        .account = config->account,
     };
     made.flags = (d->flags & (KILN_POOL_ZERO | KILN_POOL_CHECKED | KILN_POOL_CLEAR_ON_FREE)) |
                  (config->checked ? KILN_POOL_CHECKED : 0) |
@@ -184,6 +185,13 @@ bool kiln_pool_init_core(kiln_pool *pool, const kiln_pool_config *config) {
     return true;
 }
 
+/* A block of the pool's back to the block pool, and off its tag. */
+static void give_block(kiln_pool *pool, kiln_pool_block *b) {
+    if (pool->debug) kiln_debug_block_leaving(pool->debug, b, pool->blocks->block_size);
+    kiln_block_put(pool->blocks, b);
+    kiln_tag_release(pool->account, pool->blocks->block_size);
+}
+
 void kiln_pool_fini(kiln_pool *pool) {
     kiln_store_relaxed(&pool->key, KILN_POOL_KEY_CLOSED);
     kiln_store_relaxed(&pool->serial, 0);
@@ -191,8 +199,7 @@ void kiln_pool_fini(kiln_pool *pool) {
     for (kiln_pool_block *b = pool->block_list, *next; b; b = next) {
         next = b->next;
         b->magic = 0;   /* a stale pointer into a recycled block is no longer ours */
-        if (pool->debug) kiln_debug_block_leaving(pool->debug, b, pool->blocks->block_size);
-        kiln_block_put(pool->blocks, b);
+        give_block(pool, b);
     }
     if (pool->debug & KILN_DEBUG_POISON) kiln_debug_mempool_destroy(pool);
     pool->block_list = NULL;
@@ -202,10 +209,20 @@ void kiln_pool_fini(kiln_pool *pool) {
     pthread_mutex_destroy(&pool->carve_lock);
 }
 
-/* Under carve_lock: a fresh block on the pool's list with its header written. */
+/* Under carve_lock: a fresh block on the pool's list with its header written; NULL when
+ * the block pool or the pool's tag refuses. */
 static kiln_pool_block *new_block(kiln_pool *pool, uint64_t magic) {
+    size_t block_size = pool->blocks->block_size;
+    kiln_tag_payer payer = { "pool", pool->name };
+    /* A magazine block is charged whatever the budget: a free may need it, and refusing
+     * it would lose the object freed. */
+    if (magic == KILN_POOL_MAGAZINE_MAGIC) kiln_tag_charge_always(pool->account, block_size, payer);
+    else if (!kiln_tag_charge(pool->account, block_size, payer)) return NULL;
     kiln_pool_block *block = kiln_block_get(pool->blocks);
-    if (!block) return NULL;
+    if (!block) {
+        kiln_tag_release(pool->account, block_size);
+        return NULL;
+    }
     if (pool->debug) kiln_debug_block_taken(pool->debug, block, pool->blocks->block_size, &pool->log);
     if (pool->touching) kiln_os_touch_pages(block, pool->usable, false);
     if (magic == KILN_POOL_BLOCK_MAGIC && (pool->flags & KILN_POOL_CLEAR_ON_FREE))
@@ -626,8 +643,7 @@ size_t kiln_pool_trim_blocks(kiln_pool *pool) {
         if (b == pool->carve_block) pool->carve_block = NULL, pool->carve_next = pool->carve_end = 0;
         if (b == pool->audit_block) pool->audit_block = NULL, pool->audit_slot = 0;
         b->magic = 0;   /* as at fini: a stale pointer into it is no longer ours */
-        if (pool->debug) kiln_debug_block_leaving(pool->debug, b, pool->blocks->block_size);
-        kiln_block_put(pool->blocks, b);
+        give_block(pool, b);
     }
     if (returned) refill_entries(pool);
     kiln_store_relaxed(&pool->blocks_held, kiln_load_relaxed(&pool->blocks_held) - (uint32_t)returned);

@@ -23,6 +23,7 @@
 #include "address_map.h"
 #include "block_pool.h"
 #include "debug.h"
+#include "tag_account.h"
 
 #define KILN_POOL_BLOCK_MAGIC 0x6b696c6e504f4f4cull   /* "kilnPOOL" */
 #define KILN_POOL_KNOWN       KILN_POOL_HEAD_KNOWN   /* entries of a pool's table of its object blocks */
@@ -142,6 +143,7 @@ struct kiln_pool {
     uintptr_t           block_mask;     /* copy of blocks->block_mask */
     uintptr_t           first_offset;   /* where slot 0's object lies in every object block */
     kiln_log_sink       log;
+    kiln_tag_account   *account;        /* the tag its blocks are charged to; NULL: none */
     char                name[48];
 
     /* The depot: full (or partly full) magazines and empty ones. */
@@ -220,6 +222,7 @@ typedef struct kiln_pool_config {
     uint32_t         debug;             /* the runtime's KILN_DEBUG_* bits */
     uint32_t         audit_sample;      /* KILN_DEBUG_GUARDS: objects per frame-end audit */
     uint32_t         warn_percent;      /* the runtime's desc.warn_percent, 1-100 */
+    kiln_tag_account *account;          /* desc.tag's account; NULL: untagged */
 } kiln_pool_config;
 
 /* Validates the desc (logging what is wrong) and sets the pool up; carves nothing yet.

@@ -13,6 +13,7 @@
  * Until its reuse, a call through it is refused too. Both kinds wait on the runtime's
  * lists (dead_arenas, spare_frame_arenas) until kiln_destroy frees them. */
 #include "arenas.h"
+#include "tags.h"
 #include "check.h"
 
 #include "../base/sys_alloc.h"
@@ -277,6 +278,34 @@ void kiln_arena_reset(kiln_arena *arena) {
      * its frame boundary, a quiescent point for handle reuse. */
     if (owner && kiln_load_relaxed(&owner->rt->driver) != owner) kiln_handles_quiescent(owner);
     kiln_arena_reset_all(arena);
+}
+
+void kiln_arena_set_tag(kiln_arena *arena, kiln_tag tag) {
+    if (!arena) {
+        kiln_refuse_null_arena("kiln_arena_set_tag");
+        return;
+    }
+    if (!kiln_arena_live(arena, "kiln_arena_set_tag")) return;
+    kiln_arena_record *record = kiln_arena_record_of(arena);
+    if (arena->is_frame) {
+        kiln_log_misuse(&arena->log, KILN_LOGITEM_ARENA_FRAME_TAG,
+                        "kiln_arena_set_tag: arena '%s' is a frame arena: frame memory is its "
+                        "own line, never tagged; refused", arena->name);
+        return;
+    }
+    bool ok;
+    kiln_tag_account *account = kiln_tag_lookup(record->rt, tag, "kiln_arena_set_tag", &ok);
+    if (ok) kiln_arena_retag(arena, account);   /* a refusal is the tag's to log */
+}
+
+kiln_tag kiln_arena_tag(const kiln_arena *arena) {
+    if (!arena) {
+        kiln_refuse_null_arena("kiln_arena_tag");
+        return (kiln_tag){ 0 };
+    }
+    if (!kiln_arena_live(arena, "kiln_arena_tag")) return (kiln_tag){ 0 };
+    kiln_tag_account *account = kiln_load_relaxed(&((kiln_arena *)arena)->account);
+    return (kiln_tag){ account ? account->id : 0 };
 }
 
 /* The figures that add up across arenas, of more into out. */

@@ -287,6 +287,7 @@ static void report_log(out *o, kiln_runtime *rt) {
 static const char *const snapshot_kinds[] = {
     [KILN_SNAPSHOT_FRAME_ARENAS] = "", [KILN_SNAPSHOT_ARENA] = "arena ",
     [KILN_SNAPSHOT_POOL] = "pool ", [KILN_SNAPSHOT_HANDLES] = "handle table ",
+    [KILN_SNAPSHOT_TAG] = "tag ",
 };
 
 /* The memory section as kiln_snapshot_each hands it items: its header with the first. */
@@ -307,7 +308,7 @@ static void put_allocator(void *user, const kiln_snapshot_item *item) {
     }
     bool named = item->kind != KILN_SNAPSHOT_FRAME_ARENAS;
     put(o, "  ");
-    put(o, item->kind <= KILN_SNAPSHOT_HANDLES ? snapshot_kinds[item->kind] : "? ");
+    put(o, item->kind <= KILN_SNAPSHOT_TAG ? snapshot_kinds[item->kind] : "? ");
     if (named) put(o, "'");
     put_escaped(o, item->name);
     put(o, named ? "': " : ": ");
@@ -318,7 +319,13 @@ static void put_allocator(void *user, const kiln_snapshot_item *item) {
         put_u64(o, item->live);
         put(o, item->kind == KILN_SNAPSHOT_POOL ? " objects" : " items");
     }
-    if (item->kind != KILN_SNAPSHOT_HANDLES) {
+    if (item->kind == KILN_SNAPSHOT_TAG) {
+        put(o, " live, children included");
+        if (item->budget) {
+            put(o, ", budget ");
+            put_u64(o, item->budget);
+        }
+    } else if (item->kind != KILN_SNAPSHOT_HANDLES) {
         put(o, ", ");
         put_u64(o, item->blocks);
         put(o, " blocks");

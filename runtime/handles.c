@@ -8,6 +8,7 @@
 #include "../base/sys_alloc.h"
 #include "../base/registry.h"
 #include "check.h"
+#include "tags.h"
 
 #include <stddef.h>
 #include <string.h>
@@ -26,6 +27,9 @@ kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *des
     }
     const char *name = desc->name ? desc->name : "handles";
     if (!kiln_handle_table_desc_ok(desc, name, &rt->log)) return NULL;
+    bool tag_ok;
+    kiln_tag_account *account = kiln_tag_lookup(rt, desc->tag, "kiln_handles_create", &tag_ok);
+    if (!tag_ok) return NULL;
     kiln_handles *table = kiln_sys_aligned(KILN_CACHE_LINE, sizeof *table);
     if (!table) {
         kiln_log(&rt->log, KILN_LOGITEM_HANDLES_OUT_OF_MEMORY,
@@ -46,6 +50,7 @@ kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *des
         .log = rt->log,
         .reclaim_epoch = &rt->handle_epoch,
         .safe_epoch = &rt->handle_safe_epoch,
+        .account = account,
     };
     bool made = slot >= 0 && kiln_handle_table_init(&table->core, &config);
     if (made) {

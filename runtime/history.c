@@ -84,6 +84,18 @@ static void count_allocations(kiln_runtime *rt, uint64_t allocs[KILN_MAX_QUEUES]
     }
 }
 
+/* The tags' part of the memory snapshot: each tag's live bytes (exact at this instant).
+ * Under registry_lock, which orders the tags' creation. */
+static void snapshot_tags(kiln_runtime *rt) {
+    for (uint32_t i = 0; i < rt->tag_count; i++) {
+        kiln_tag_account *a = kiln_load_relaxed(&rt->tags[i]);
+        kiln_snapshot_item item = { .kind = KILN_SNAPSHOT_TAG, .bytes = kiln_load_relaxed(&a->live),
+                                    .budget = a->budget };
+        memcpy(item.name, a->name, sizeof item.name);
+        kiln_snapshot_add(&rt->memory_snapshot, &item);
+    }
+}
+
 /* The arenas' part of the memory snapshot (runtime/memory_snapshot.h): the frame arenas
  * as one (the peaks of the frame just reset), then each arena of the program's. Under
  * registry_lock. */
@@ -161,6 +173,7 @@ void kiln_history_frame_end(kiln_runtime *rt, kiln_ctx *driver, kiln_frame_recor
     kiln_snapshot_begin(&rt->memory_snapshot);
     snapshot_arenas(rt, record);
     count_allocations(rt, allocs, record);
+    snapshot_tags(rt);
     kiln_snapshot_end(&rt->memory_snapshot, record->frame);
     for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {
         kiln_history_seen *seen = &h->seen[ctx->queue.slot];

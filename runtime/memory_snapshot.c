@@ -28,6 +28,7 @@ void kiln_snapshot_add(kiln_memory_snapshot *s, const kiln_snapshot_item *item) 
     kiln_store_relaxed(&w->bytes, item->bytes);
     kiln_store_relaxed(&w->live, item->live);
     kiln_store_relaxed(&w->blocks, item->blocks);
+    kiln_store_relaxed(&w->budget, item->budget);
 }
 
 void kiln_snapshot_end(kiln_memory_snapshot *s, uint64_t frame) {
@@ -49,6 +50,7 @@ static void copy_item(kiln_snapshot_words *w, kiln_snapshot_item *out) {
     out->bytes = kiln_load_relaxed(&w->bytes);
     out->live = kiln_load_relaxed(&w->live);
     out->blocks = kiln_load_relaxed(&w->blocks);
+    out->budget = kiln_load_relaxed(&w->budget);
 }
 
 bool kiln_snapshot_each(kiln_memory_snapshot *s, uint64_t *frame, uint64_t *omitted,

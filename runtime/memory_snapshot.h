@@ -15,14 +15,16 @@
 #include "../base/atomics.h"
 #include "../base/common.h"
 
-#define KILN_SNAPSHOT_ITEMS      32   /* allocators kept per frame end; more are counted */
+#define KILN_SNAPSHOT_ITEMS      48   /* allocators and tags kept per frame end; more are
+                                         counted */
 #define KILN_SNAPSHOT_NAME_WORDS 6    /* 48 bytes: the names allocators keep */
 
 typedef enum kiln_snapshot_kind {
     KILN_SNAPSHOT_FRAME_ARENAS = 1,   /* every context's frame memory, as one */
     KILN_SNAPSHOT_ARENA,
     KILN_SNAPSHOT_POOL,
-    KILN_SNAPSHOT_HANDLES
+    KILN_SNAPSHOT_HANDLES,
+    KILN_SNAPSHOT_TAG                 /* a tag (kiln/heap.h): bytes live, children included */
 } kiln_snapshot_kind;
 
 /* One allocator, as a reader gets it. */
@@ -34,10 +36,11 @@ typedef struct kiln_snapshot_item {
                                     a table's live items */
     uint64_t           live;     /* objects (pools, tables); 0 for arenas */
     uint64_t           blocks;   /* blocks held from the block pool */
+    uint64_t           budget;   /* a tag's budget; 0: none */
 } kiln_snapshot_item;
 
 typedef struct kiln_snapshot_words {
-    _Atomic uint64_t kind, bytes, live, blocks;
+    _Atomic uint64_t kind, bytes, live, blocks, budget;
     _Atomic uint64_t name[KILN_SNAPSHOT_NAME_WORDS];
 } kiln_snapshot_words;
 

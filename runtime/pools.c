@@ -4,6 +4,7 @@
  * checks, flushing a context's caches, and pool statistics. */
 #include "pools.h"
 #include "check.h"
+#include "tags.h"
 
 #include "../base/sys_alloc.h"
 
@@ -24,6 +25,9 @@ kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
         kiln_log_misuse(&rt->log, KILN_LOGITEM_POOL_NULL_DESC, "kiln_pool_create: desc is NULL");
         return NULL;
     }
+    bool tag_ok;
+    kiln_tag_account *account = kiln_tag_lookup(rt, desc->tag, "kiln_pool_create", &tag_ok);
+    if (!tag_ok) return NULL;
     pthread_mutex_lock(&rt->registry_lock);
     /* Every pool gets bookkeeping of its own, never reused: a handle to a destroyed pool
      * stays a destroyed pool even after its slot serves a new one. */
@@ -45,6 +49,7 @@ kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
         .debug = rt->desc.debug,
         .audit_sample = rt->desc.audit_sample,
         .warn_percent = rt->desc.warn_percent,
+        .account = account,
     };
     bool made = pool && kiln_pool_init(pool, &config);
     if (made) {

@@ -3,6 +3,7 @@
 #define _DEFAULT_SOURCE   /* PTHREAD_MUTEX_RECURSIVE */
 #include "arenas.h"
 #include "check.h"
+#include "tags.h"
 #include "context.h"
 #include "crash.h"
 #include "handle_reclaim.h"
@@ -220,6 +221,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     rt->jobs.frame_epoch = &rt->handle_epoch;
     rt->jobs.frame_memory = switch_frame_memory;
     kiln_trace_init(&rt->trace);
+    kiln_tags_init(rt);
     rt->next_ctx_id = 1;
     kiln_store_relaxed(&rt->handle_epoch, 1);
     kiln_store_relaxed(&rt->handle_safe_epoch, 1);
@@ -281,6 +283,7 @@ void kiln_destroy(kiln_runtime *rt) {
     kiln_runtime_handles_free(rt);
     kiln_runtime_arenas_fini(rt);
     kiln_site_registry_fini(&rt->sites);   /* every allocator that fed it is gone */
+    kiln_tags_fini(rt);                     /* and every one that charged a tag */
     pthread_mutex_destroy(&rt->registry_lock);
     kiln_runtime_unregister(rt);
     kiln_crash_fini(rt);

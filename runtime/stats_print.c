@@ -41,6 +41,7 @@ typedef struct field {
 #define HANDLES_ROW(type, f, doc)    FIELD(kiln_handles_stats, f),
 #define CONTEXT_ROW(type, f, doc)    FIELD(kiln_ctx_stats, f),
 #define TRACE_ROW(type, f, doc)      FIELD(kiln_trace_stats, f),
+#define TAG_ROW(type, f, doc)        FIELD(kiln_tag_stats, f),
 
 static const field runtime_fields[] = {   /* in the order kiln/stats.h gives: errors last */
     KILN_STATS_FIELDS(RUNTIME_ROW) KILN_STATS_TAIL_FIELDS(RUNTIME_ROW)
@@ -58,6 +59,7 @@ static const field handles_fields[] = {
 };
 static const field context_fields[] = { KILN_CTX_STATS_FIELDS(CONTEXT_ROW) };
 static const field trace_fields[] = { KILN_TRACE_STATS_FIELDS(TRACE_ROW) };
+static const field tag_fields[] = { FIELD(kiln_tag_stats, name), KILN_TAG_STATS_FIELDS(TAG_ROW) };
 
 #define FIELDS(list) list, sizeof list / sizeof list[0]
 #define MAX_FIELDS 32   /* columns a table may have */
@@ -67,6 +69,7 @@ FITS(arena_fields);
 FITS(pool_fields);
 FITS(handles_fields);
 FITS(context_fields);
+FITS(tag_fields);
 
 /* One part of the output: a struct (list false) or an array of them. */
 typedef struct section {
@@ -87,6 +90,7 @@ static size_t list_arenas(kiln_runtime *rt, void *out, size_t cap) { return kiln
 static size_t list_pools(kiln_runtime *rt, void *out, size_t cap) { return kiln_stats_pools(rt, out, cap); }
 static size_t list_handles(kiln_runtime *rt, void *out, size_t cap) { return kiln_stats_handles(rt, out, cap); }
 static size_t list_contexts(kiln_runtime *rt, void *out, size_t cap) { return kiln_stats_contexts(rt, out, cap); }
+static size_t list_tags(kiln_runtime *rt, void *out, size_t cap) { return kiln_stats_tags(rt, out, cap); }
 
 /* The items of one list in a heap array; false when memory runs out. Another
  * thread may create items between the count and the copy: then it tries again. */
@@ -106,7 +110,7 @@ static bool fetch(kiln_runtime *rt, list_fn list, section *s) {
     }
 }
 
-enum { S_RUNTIME, S_BLOCK_POOL, S_ARENAS, S_POOLS, S_HANDLES, S_CONTEXTS, S_TRACE, S_COUNT };
+enum { S_RUNTIME, S_BLOCK_POOL, S_ARENAS, S_POOLS, S_HANDLES, S_TAGS, S_CONTEXTS, S_TRACE, S_COUNT };
 
 typedef struct snapshot {
     kiln_stats       stats;
@@ -137,10 +141,12 @@ static bool snapshot_take(kiln_runtime *rt, FILE *out, snapshot *snap, const cha
     s[S_ARENAS] = (section){ "arenas", FIELDS(arena_fields), sizeof(kiln_arena_stats), true, 0, 0 };
     s[S_POOLS] = (section){ "pools", FIELDS(pool_fields), sizeof(kiln_pool_stats), true, 0, 0 };
     s[S_HANDLES] = (section){ "handles", FIELDS(handles_fields), sizeof(kiln_handles_stats), true, 0, 0 };
+    s[S_TAGS] = (section){ "tags", FIELDS(tag_fields), sizeof(kiln_tag_stats), true, 0, 0 };
     s[S_CONTEXTS] = (section){ "contexts", FIELDS(context_fields), sizeof(kiln_ctx_stats), true, 0, 0 };
     s[S_TRACE] = (section){ "trace", FIELDS(trace_fields), sizeof snap->trace, false, &snap->trace, 1 };
     bool ok = fetch(rt, list_arenas, &s[S_ARENAS]) && fetch(rt, list_pools, &s[S_POOLS]) &&
-              fetch(rt, list_handles, &s[S_HANDLES]) && fetch(rt, list_contexts, &s[S_CONTEXTS]);
+              fetch(rt, list_handles, &s[S_HANDLES]) && fetch(rt, list_tags, &s[S_TAGS]) &&
+              fetch(rt, list_contexts, &s[S_CONTEXTS]);
     if (!ok) {
         snapshot_free(snap);
         kiln_log(&rt->log, KILN_LOGITEM_STATS_OUT_OF_MEMORY, "%s: no memory to copy the "

@@ -19,6 +19,7 @@
 #include "../base/log_recent.h"
 #include "../jobs/scheduler.h"
 #include "../alloc/handle_table.h"
+#include "../alloc/tag_account.h"
 #include "memory_snapshot.h"
 #include "options.h"
 
@@ -152,6 +153,8 @@ struct kiln_ctx {
      * thread when it first records and kept with the context's memory until
      * kiln_destroy. This thread's alone; writers find rings on the tracer's list. */
     kiln_trace_ring *trace_ring;
+
+    uint32_t          tag_current; /* kiln_tag_push's tag id (0: untagged); this thread's */
 };
 
 /* An arena of a runtime: the allocator (alloc/arena.h) first, so that the public
@@ -252,6 +255,10 @@ struct kiln_runtime {
      * (runtime/trace.c); their headers say who writes what. */
     kiln_trace       trace;
     kiln_history     history;
+    /* Tags (runtime/tags.h): published once each, freed at kiln_destroy. */
+    _Atomic(kiln_tag_account *) tags[KILN_MAX_TAGS];
+    uint32_t         tag_count;     /* tags made; under registry_lock */
+    uint32_t         tag_salt;      /* the high half of this runtime's tag ids; read-only */
     kiln_memory_snapshot memory_snapshot;   /* each allocator at the last frame end
                                        (runtime/memory_snapshot.h): driver-written */
     kiln_site_registry sites;       /* KILN_DEBUG_SITES: the site counts (alloc/debug.h),

@@ -27,6 +27,12 @@
  * for the capacity pool), carved <= capacity. Then an audit: a fresh context takes
  * every object of every depot back, and they must all be distinct, aligned, zeroed
  * where asked, and come without carving a new one; at capacity the next alloc is NULL.
+ * Tags (kiln/heap.h): every pool carries a tag of its own under one parent, read by the
+ * stats thread as blocks move (whole blocks at each step); quiet, each tag holds exactly
+ * its pool's blocks and the parent their sum. Then a pool under a tag with a REFUSE
+ * budget is filled and emptied by every thread at once while a reader reads it and trims:
+ * the budget is never passed but by magazine blocks, each failure was a refusal, and
+ * quiet the tag holds exactly the pool's blocks.
  * Usage: stress-pools [--threads N] [--iterations N] [--seed S]; --iterations counts each
  * worker's operations. Exit status 0 when every check held. */
 #include "stress_common.h"   /* first: it sets the feature macros */
@@ -94,6 +100,7 @@ typedef struct thread_state {
 static stress_options     opt;
 static kiln_runtime      *rt;
 static kiln_pool         *pools[NPOOLS];
+static kiln_tag           pool_tags[NPOOLS], all_tag;   /* each pool's tag, children of All */
 static size_t             capacity;          /* of pools[CAPPED] */
 static unsigned           id_count;          /* thread ids in use: workers, churn, stats, main */
 static pthread_barrier_t  start_barrier;
@@ -113,11 +120,13 @@ static _Atomic uint64_t   misuse_expected;   /* api_errors: every refused call *
 /* ---- a logger that counts each expected item ------------------------------------- */
 
 enum { LOG_FOREIGN, LOG_INTERIOR, LOG_DOUBLE, LOG_CAPACITY, LOG_DESTROYED, LOG_NEAR,
-       LOG_RESERVE_SHORT, LOG_ITEMS };
+       LOG_RESERVE_SHORT, LOG_TAG_REFUSED, LOG_TAG_NEAR, LOG_TAG_EXCEEDED, LOG_ITEMS };
 static const char *const log_items[LOG_ITEMS] = {
     "POOL_FOREIGN_POINTER", "POOL_INTERIOR_POINTER", "POOL_DOUBLE_FREE",
     "POOL_CAPACITY_REACHED", "POOL_DESTROYED", "POOL_CAPACITY_NEAR",
     "POOL_RESERVE_SHORT",   /* the stats thread's reserves on the capacity pool */
+    "TAG_BUDGET_REFUSED", "TAG_BUDGET_NEAR",   /* the budget phase's tight tag */
+    "TAG_BUDGET_EXCEEDED",   /* its magazine blocks, charged past the budget */
 };
 static _Atomic uint64_t log_seen[LOG_ITEMS], log_unexpected;
 
@@ -519,6 +528,12 @@ static void *stats_main(void *arg) {
         ts->stats_reads++;
         STRESS_CHECK(n == NPOOLS || n == NPOOLS + 1, "kiln_stats_pools: %zu pools", n);
         for (size_t i = 0; i < n && i < STATS_CAP; i++) check_running(ts, &out[i]);
+        kiln_tag_stats tags[NPOOLS + 1];   /* read while the pools take and give blocks */
+        STRESS_CHECK(kiln_stats_tags(rt, tags, NPOOLS + 1) == NPOOLS + 1, "kiln_stats_tags");
+        for (unsigned i = 1; i <= NPOOLS; i++)
+            STRESS_CHECK(tags[i].parent == all_tag.id && tags[i].own_bytes % BLOCK_SIZE == 0 &&
+                         tags[i].live_bytes % BLOCK_SIZE == 0,   /* whole blocks, each step */
+                         "tag %s: %" PRIu64 " bytes", tags[i].name, tags[i].live_bytes);
         kiln_pool_stats one;
         unsigned pick = (unsigned)(ts->stats_reads % NPOOLS);
         STRESS_CHECK(kiln_pool_stats_get(pools[pick], &one), "kiln_pool_stats_get failed");
@@ -626,6 +641,72 @@ static void start_thread(pthread_t *thread, void *(*fn)(void *), void *arg) {
     }
 }
 
+/* ---- a REFUSE budget under threads that charge at once ---------------------------- */
+
+enum { TIGHT_BLOCKS = 4 };
+static kiln_pool *tight_pool;
+static kiln_tag   tight_tag;
+
+static void *tight_main(void *arg) {
+    (void)arg;
+    kiln_ctx *ctx = kiln_attach(rt);
+    void *held[256];
+    for (uint64_t round = 0; round < opt.iterations / 2000 + 10; round++) {
+        size_t n = 0;
+        while (n < 256 && (held[n] = kiln_pool_alloc(ctx, tight_pool)) != NULL) n++;
+        while (n > 0) kiln_pool_free(ctx, tight_pool, held[--n]);
+        if (round % 4 == 3) kiln_pool_flush(ctx, tight_pool);   /* magazines move */
+    }
+    kiln_detach(ctx);
+    return NULL;
+}
+
+static void *tight_stats_main(void *arg) {
+    (void)arg;
+    while (!atomic_load_explicit(&stop_helpers, memory_order_acquire)) {
+        kiln_tag_stats t;
+        STRESS_CHECK(kiln_tag_stats_get(rt, tight_tag, &t) && t.live_bytes % BLOCK_SIZE == 0,
+                     "the tight tag: %" PRIu64 " bytes", t.live_bytes);
+        kiln_trim(rt);
+    }
+    return NULL;
+}
+
+/* Threads fill a pool whose tag has a REFUSE budget and empty it again, while a reader
+ * reads the tag and trims the block pool: the budget is never passed but by magazine
+ * blocks, and quiet, the tag holds exactly the pool's blocks. */
+static void check_refuse_budget(void) {
+    stop_helpers = 0;
+    tight_tag = kiln_tag_create(rt, &(kiln_tag_desc){ .name = "Tight", .parent = all_tag,
+                                                      .budget = TIGHT_BLOCKS * BLOCK_SIZE,
+                                                      .policy = KILN_BUDGET_REFUSE });
+    tight_pool = kiln_pool_create(rt, &(kiln_pool_desc){ .name = "tight", .size = 512, .tag = tight_tag });
+    STRESS_CHECK(tight_tag.id != 0 && tight_pool != NULL, "the tight tag and pool");
+    if (!tight_pool) return;
+    pthread_t threads[8], stats;
+    unsigned n = opt.threads < 8 ? opt.threads : 8;
+    for (unsigned i = 0; i < n; i++) pthread_create(&threads[i], NULL, tight_main, NULL);
+    pthread_create(&stats, NULL, tight_stats_main, NULL);
+    for (unsigned i = 0; i < n; i++) pthread_join(threads[i], NULL);
+    atomic_store_explicit(&stop_helpers, 1, memory_order_release);
+    pthread_join(stats, NULL);
+    kiln_pool_stats ps;
+    kiln_tag_stats t;
+    STRESS_CHECK(kiln_pool_stats_get(tight_pool, &ps) && kiln_tag_stats_get(rt, tight_tag, &t), "stats");
+    STRESS_CHECK(t.peak_bytes <= (uint64_t)(TIGHT_BLOCKS + ps.magazine_blocks) * BLOCK_SIZE,
+                 "the tight tag peaked at %" PRIu64 " bytes: budget %d blocks, %u magazine blocks",
+                 t.peak_bytes, TIGHT_BLOCKS, ps.magazine_blocks);
+    /* Every failure is a refusal (no capacity, no memory_limit); a refused carve may yet
+     * be served from the depot, so not every refusal is a failure. */
+    STRESS_CHECK(t.live_bytes == (uint64_t)ps.blocks_held * BLOCK_SIZE && ps.failures > 0 &&
+                 ps.failures <= t.refusals && ps.live == 0,
+                 "the tight tag: %" PRIu64 " bytes for %u blocks, %" PRIu64 " refusals, %" PRIu64
+                 " failures, %" PRIu64 " live", t.live_bytes, ps.blocks_held, t.refusals,
+                 ps.failures, ps.live);
+    kiln_pool_destroy(tight_pool);
+    STRESS_CHECK(kiln_tag_stats_get(rt, tight_tag, &t) && t.live_bytes == 0, "tight tag after destroy");
+}
+
 int main(int argc, char **argv) {
     opt = (stress_options){ .threads = 4, .iterations = 200000, .seed = 1 };
     if (!stress_parse(argc, argv, &opt)) return 2;
@@ -644,8 +725,11 @@ int main(int argc, char **argv) {
         stress_fail("kiln_create failed");
         return 1;
     }
+    all_tag = kiln_tag_create(rt, &(kiln_tag_desc){ .name = "All" });
     for (unsigned i = 0; i < NPOOLS; i++) {
+        pool_tags[i] = kiln_tag_create(rt, &(kiln_tag_desc){ .name = specs[i].name, .parent = all_tag });
         pools[i] = kiln_pool_create(rt, &(kiln_pool_desc){
+            .tag = pool_tags[i],
             .name = specs[i].name,
             .size = specs[i].size,
             .align = specs[i].align,
@@ -764,7 +848,25 @@ int main(int argc, char **argv) {
                  "%u pools", rs.contexts, rs.worker_count, rs.pools);
     STRESS_CHECK(rs.api_errors == misuse_want, "%" PRIu64 " API errors, %" PRIu64 " misuses made",
                  rs.api_errors, misuse_want);
+    /* Quiet: each pool's tag holds exactly its blocks, and All their sum. */
+    uint64_t tagged = 0;
+    for (unsigned pool = 0; pool < NPOOLS; pool++) {
+        kiln_pool_stats ps;
+        kiln_tag_stats ts_;
+        STRESS_CHECK(kiln_pool_stats_get(pools[pool], &ps) && kiln_tag_stats_get(rt, pool_tags[pool], &ts_),
+                     "stats of %s", specs[pool].name);
+        STRESS_CHECK(ts_.live_bytes == (uint64_t)ps.blocks_held * BLOCK_SIZE, "tag %s: %" PRIu64
+                     " bytes charged, the pool holds %u blocks", specs[pool].name, ts_.live_bytes,
+                     ps.blocks_held);
+        tagged += ts_.live_bytes;
+    }
+    kiln_tag_stats all;
+    STRESS_CHECK(kiln_tag_stats_get(rt, all_tag, &all) && all.live_bytes == tagged && all.own_bytes == 0,
+                 "tag All: %" PRIu64 " bytes, its children %" PRIu64, all.live_bytes, tagged);
     for (unsigned pool = 0; pool < NPOOLS; pool++) kiln_pool_destroy(pools[pool]);
+    STRESS_CHECK(kiln_tag_stats_get(rt, all_tag, &all) && all.live_bytes == 0,
+                 "tag All: %" PRIu64 " bytes after the pools are gone", all.live_bytes);
+    check_refuse_budget();
     /* Every pool block is back: what is in use is the frame arenas of the runtime's own
      * workers (if it has started any). */
     kiln_stats_get(rt, &rs);

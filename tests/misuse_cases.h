@@ -370,6 +370,9 @@ ROW(crash_report_forged_rt, "kiln_crash_report_write", "forged runtime: false, R
 ROW(crash_report_bad_fd, "kiln_crash_report_write", "range: fd -1: false", KILN_LOGITEM_CRASH_FD_INVALID, SINK_A, COUNTED, 0, DOC, {
     WANT(!kiln_crash_report_write(f->a, -1));
 })
+ROW(crash_report_closed_fd, "kiln_crash_report_write", "a descriptor that is closed: false, CRASH_WRITE_FAILED (I/O: not counted)", KILN_LOGITEM_CRASH_WRITE_FAILED, SINK_A, NOT_COUNTED, 0, DOC, {
+    WANT(!kiln_crash_report_write(f->a, 9999));
+})
 
 /* kiln_log_flush */
 ROW(log_flush_null_rt, "kiln_log_flush", "NULL runtime: RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
@@ -2083,4 +2086,149 @@ ROW(trace_write_null_path, "kiln_trace_write", "UNDOC NULL path: false, TRACE_NU
 })
 ROW(trace_write_bad_path, "kiln_trace_write", "a path that cannot be made: false, TRACE_WRITE_FAILED (I/O: not counted)", KILN_LOGITEM_TRACE_WRITE_FAILED, SINK_A, NOT_COUNTED, 0, DOC, {
     cr_expect(!kiln_trace_write(f->a, "/nonexistent-kiln-dir/trace.json"), "%s", "want: !kiln_trace_write(f->a, \"/nonexistent-kiln-dir/trace.json\")");
+})
+
+/* ======================= heap.h: tags ======================= */
+
+/* A tag of runtime A's, made in the row: TAG_A(f, "name"). */
+#define TAG_A(f, tag_name) kiln_tag_create((f)->a, &(kiln_tag_desc){ .name = (tag_name) })
+#define TAG_B(f, tag_name) kiln_tag_create((f)->b, &(kiln_tag_desc){ .name = (tag_name) })
+
+ROW(tag_create_null_rt, "kiln_tag_create", "NULL runtime: {0}, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(kiln_tag_create(NULL, &(kiln_tag_desc){ .name = "x" }).id, 0u);
+})
+ROW(tag_create_forged_rt, "kiln_tag_create", "forged runtime: {0}, RUNTIME_INVALID", KILN_LOGITEM_RUNTIME_INVALID, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(kiln_tag_create(FORGED_RT, &(kiln_tag_desc){ .name = "x" }).id, 0u);
+})
+ROW(tag_create_null_desc, "kiln_tag_create", "NULL desc: {0}", KILN_LOGITEM_TAG_DESC_NULL, SINK_A, COUNTED, 0, DOC, {
+    WANT_EQ(kiln_tag_create(f->a, NULL).id, 0u);
+})
+ROW(tag_create_null_name, "kiln_tag_create", "NULL name: {0}", KILN_LOGITEM_TAG_NAME_NULL, SINK_A, COUNTED, 0, DOC, {
+    WANT_EQ(kiln_tag_create(f->a, &(kiln_tag_desc){ .budget = 100 }).id, 0u);
+})
+ROW(tag_create_empty_name, "kiln_tag_create", "empty name: {0}", KILN_LOGITEM_TAG_NAME_NULL, SINK_A, COUNTED, 0, DOC, {
+    WANT_EQ(kiln_tag_create(f->a, &(kiln_tag_desc){ .name = "" }).id, 0u);
+})
+ROW(tag_create_policy_2, "kiln_tag_create", "range: policy 2: {0}", KILN_LOGITEM_TAG_POLICY_INVALID, SINK_A, COUNTED, 0, DOC, {
+    WANT_EQ(kiln_tag_create(f->a, &(kiln_tag_desc){ .name = "x", .policy = (kiln_budget_policy)2 }).id, 0u);
+})
+ROW(tag_create_name_taken, "kiln_tag_create", "a name another tag has: {0}, the first stays", KILN_LOGITEM_TAG_NAME_TAKEN, SINK_A, COUNTED, 0, DOC, {
+    kiln_tag first = TAG_A(f, "Audio");
+    WANT_EQ(TAG_A(f, "Audio").id, 0u);
+    WANT_EQ(kiln_tag_find(f->a, "Audio").id, first.id);
+})
+ROW(tag_create_foreign_parent, "kiln_tag_create", "another runtime's tag as parent: {0}", KILN_LOGITEM_TAG_FOREIGN, SINK_A, COUNTED, 0, DOC, {
+    kiln_tag of_b = TAG_B(f, "B's");
+    WANT_EQ(kiln_tag_create(f->a, &(kiln_tag_desc){ .name = "x", .parent = of_b }).id, 0u);
+})
+ROW(tag_create_unmade_parent, "kiln_tag_create", "a parent of this runtime's shape never made: {0}", KILN_LOGITEM_TAG_INVALID, SINK_A, COUNTED, 0, DOC, {
+    kiln_tag made = TAG_A(f, "made");
+    WANT_EQ(kiln_tag_create(f->a, &(kiln_tag_desc){ .name = "x", .parent = { made.id + 7 } }).id, 0u);
+})
+ROW(tag_create_too_many, "kiln_tag_create", "count: one past KILN_MAX_TAGS: {0}", KILN_LOGITEM_TAG_TOO_MANY, SINK_A, COUNTED, 0, DOC, {
+    char name[16];
+    for (int i = 0; i < KILN_MAX_TAGS; i++) {
+        snprintf(name, sizeof name, "t%d", i);
+        cr_assert_neq(TAG_A(f, name).id, 0u);
+    }
+    WANT_EQ(TAG_A(f, "one more").id, 0u);
+})
+
+ROW(tag_find_null_rt, "kiln_tag_find", "NULL runtime: {0}, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(kiln_tag_find(NULL, "x").id, 0u);
+})
+ROW(tag_find_null_name, "kiln_tag_find", "NULL name: {0}", KILN_LOGITEM_TAG_NAME_NULL, SINK_A, COUNTED, 0, DOC, {
+    WANT_EQ(kiln_tag_find(f->a, NULL).id, 0u);
+})
+ROW(tag_find_unknown, "kiln_tag_find", "a name no tag has (legal: {0})", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(kiln_tag_find(f->a, "nobody").id, 0u);
+})
+
+ROW(tag_push_null_ctx, "kiln_tag_push", "NULL ctx: {0}", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(kiln_tag_push(NULL, TAG_A(f, "x")).id, 0u);
+})
+ROW(tag_push_detached, "kiln_tag_push", "detached ctx: {0}", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
+    WANT_EQ(kiln_tag_push(f->detached, TAG_A(f, "x")).id, 0u);
+})
+ROW(tag_push_foreign, "kiln_tag_push", "another runtime's tag: refused, the current one stays", KILN_LOGITEM_TAG_FOREIGN, SINK_A, COUNTED, 0, DOC, {
+    kiln_tag mine = TAG_A(f, "mine");
+    kiln_tag_push(f->ctx_a, mine);
+    WANT_EQ(kiln_tag_push(f->ctx_a, TAG_B(f, "B's")).id, mine.id);
+    WANT_EQ(kiln_tag_current(f->ctx_a).id, mine.id);
+})
+
+ROW(tag_pop_null_ctx, "kiln_tag_pop", "NULL ctx: ignored", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    kiln_tag_pop(NULL, (kiln_tag){ 0 });
+})
+ROW(tag_pop_unmade, "kiln_tag_pop", "a tag never made: refused, the current one stays", KILN_LOGITEM_TAG_INVALID, SINK_A, COUNTED, 0, DOC, {
+    kiln_tag mine = TAG_A(f, "mine");
+    kiln_tag_push(f->ctx_a, mine);
+    kiln_tag_pop(f->ctx_a, (kiln_tag){ mine.id + 9 });
+    WANT_EQ(kiln_tag_current(f->ctx_a).id, mine.id);
+})
+
+ROW(tag_current_null_ctx, "kiln_tag_current", "NULL ctx: {0}", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(kiln_tag_current(NULL).id, 0u);
+})
+ROW(tag_current_detached, "kiln_tag_current", "detached ctx: {0}", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
+    WANT_EQ(kiln_tag_current(f->detached).id, 0u);
+})
+
+ROW(arena_set_tag_null, "kiln_arena_set_tag", "NULL arena: ignored", KILN_LOGITEM_ARENA_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    kiln_arena_set_tag(NULL, TAG_A(f, "x"));
+})
+ROW(arena_set_tag_destroyed, "kiln_arena_set_tag", "destroyed arena: ignored", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, 0, DOC, {
+    kiln_arena_set_tag(f->dead_arena, TAG_A(f, "x"));
+})
+ROW(arena_set_tag_frame_arena, "kiln_arena_set_tag", "a frame arena: refused, untagged", KILN_LOGITEM_ARENA_FRAME_TAG, SINK_A, COUNTED, 0, DOC, {
+    kiln_arena_set_tag(kiln_frame_arena(f->ctx_a), TAG_A(f, "x"));
+    WANT_EQ(kiln_arena_tag(kiln_frame_arena(f->ctx_a)).id, 0u);
+})
+ROW(arena_set_tag_foreign, "kiln_arena_set_tag", "another runtime's tag: refused, the tag stays", KILN_LOGITEM_TAG_FOREIGN, SINK_A, COUNTED, 0, DOC, {
+    kiln_tag mine = TAG_A(f, "mine");
+    kiln_arena_set_tag(f->arena_a, mine);
+    kiln_arena_set_tag(f->arena_a, TAG_B(f, "B's"));
+    WANT_EQ(kiln_arena_tag(f->arena_a).id, mine.id);
+})
+
+ROW(arena_tag_null, "kiln_arena_tag", "NULL arena: {0}", KILN_LOGITEM_ARENA_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(kiln_arena_tag(NULL).id, 0u);
+})
+ROW(arena_tag_destroyed, "kiln_arena_tag", "destroyed arena: {0}", KILN_LOGITEM_ARENA_DESTROYED, SINK_A, COUNTED, 0, DOC, {
+    WANT_EQ(kiln_arena_tag(f->dead_arena).id, 0u);
+})
+
+ROW(stats_tags_null_rt, "kiln_stats_tags", "NULL runtime: 0, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    kiln_tag_stats s[2];
+    WANT_EQ(kiln_stats_tags(NULL, s, 2), 0u);
+})
+ROW(stats_tags_null_out, "kiln_stats_tags", "NULL out with cap 2: 0, STATS_NULL_OUT", KILN_LOGITEM_STATS_NULL_OUT, SINK_A, COUNTED, 0, DOC, {
+    WANT_EQ(kiln_stats_tags(f->a, NULL, 2), 0u);
+})
+
+ROW(tag_stats_get_null_rt, "kiln_tag_stats_get", "NULL runtime: false, RUNTIME_NULL", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    kiln_tag_stats s;
+    WANT(!kiln_tag_stats_get(NULL, (kiln_tag){ 1 }, &s));
+})
+ROW(tag_stats_get_null_out, "kiln_tag_stats_get", "NULL out: false", KILN_LOGITEM_STATS_NULL_OUT, SINK_A, COUNTED, 0, DOC, {
+    WANT(!kiln_tag_stats_get(f->a, TAG_A(f, "x"), NULL));
+})
+ROW(tag_stats_get_zero, "kiln_tag_stats_get", "the zero tag: false, out zeroed", KILN_LOGITEM_TAG_INVALID, SINK_A, COUNTED, 0, DOC, {
+    kiln_tag_stats s;
+    memset(&s, 0xab, sizeof s);
+    WANT(!kiln_tag_stats_get(f->a, (kiln_tag){ 0 }, &s));
+    WANT_EQ(s.id, 0u);
+})
+ROW(tag_stats_get_foreign, "kiln_tag_stats_get", "another runtime's tag: false", KILN_LOGITEM_TAG_FOREIGN, SINK_A, COUNTED, 0, DOC, {
+    kiln_tag_stats s;
+    WANT(!kiln_tag_stats_get(f->a, TAG_B(f, "B's"), &s));
+})
+
+/* Tags on pools and handle tables. */
+ROW(pool_create_foreign_tag, "kiln_pool_create", "another runtime's tag: NULL", KILN_LOGITEM_TAG_FOREIGN, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_pool_create(f->a, &(kiln_pool_desc){ .size = 16, .tag = TAG_B(f, "B's") }));
+})
+ROW(handles_create_unmade_tag, "kiln_handles_create", "a tag never made: NULL", KILN_LOGITEM_TAG_INVALID, SINK_A, COUNTED, 0, DOC, {
+    kiln_tag made = TAG_A(f, "made");
+    WANT_NULL(kiln_handles_create(f->a, &(kiln_handles_desc){ .item_size = 8, .tag = { made.id + 3 } }));
 })

@@ -106,8 +106,9 @@ static void allocate_a_frame(kiln_ctx *ctx) {
     kiln_runtime *rt = kiln_ctx_runtime(ctx);
     kiln_arena *level = kiln_arena_create(rt, "level geometry");
     if (!level || !kiln_arena_alloc(level, 3000, 16)) _exit(92);
+    kiln_tag effects = kiln_tag_create(rt, &(kiln_tag_desc){ .name = "Effects", .budget = 1 << 20 });
     kiln_pool *particles = kiln_pool_create(rt, &(kiln_pool_desc){ .name = "particles",
-                                                                   .size = 64 });
+                                                                   .size = 64, .tag = effects });
     for (int i = 0; i < 10; i++)
         if (!kiln_pool_alloc(ctx, particles)) _exit(93);
     kiln_frame_begin(ctx);
@@ -143,6 +144,9 @@ Test(crash, a_job_that_writes_to_null_leaves_a_report_and_dies_of_it) {
     cr_expect(strstr(report, "memory at the end of frame 1") != NULL, "%s", report);
     cr_expect(strstr(report, "  arena 'level geometry': 3") != NULL, "%s", report);
     cr_expect(strstr(report, "  pool 'particles': 640 bytes, 10 objects") != NULL, "%s", report);
+    cr_expect(strstr(report, "  pool 'particles': 640 bytes, 10 objects, 2 blocks\n") != NULL &&
+              strstr(report, "  tag 'Effects': 131072 bytes live, children included, budget 1048576\n") != NULL,
+              "the tag is charged the pool's 2 blocks: %s", report);
     cr_expect(strstr(report, "kiln warn: APP_LOG: the last words before the crash") != NULL, "%s", report);
     cr_expect(strstr(report, "FRAME_ALREADY_OPEN") != NULL, "%s", report);
     cr_expect(strstr(report, "  warn_percent = 77 (options)\n") != NULL, "%s", report);

@@ -122,6 +122,25 @@ static void scenario_pool(void) {
     end(rt, ctx);
 }
 
+/* A tag and a pool under it: the tag's account. A tag refused for memory leaves the
+ * pool untagged, never half made. */
+static void scenario_tag(void) {
+    kiln_runtime *rt;
+    kiln_ctx *ctx = runtime_and_context(&rt, 0);
+    if (!ctx) return;
+    kiln_tag fx = kiln_tag_create(rt, &(kiln_tag_desc){ .name = "FX", .budget = 1 << 20 });
+    kiln_pool *pool = kiln_pool_create(rt, &(kiln_pool_desc){ .name = "sparks", .size = 48, .tag = fx });
+    if (pool) {
+        void *obj = kiln_pool_alloc(ctx, pool);
+        cr_assert_not_null(obj);
+        kiln_tag_stats s;
+        if (fx.id) cr_assert(kiln_tag_stats_get(rt, fx, &s) && s.live_bytes > 0);
+        kiln_pool_free(ctx, pool, obj);
+        kiln_pool_destroy(pool);
+    }
+    end(rt, ctx);
+}
+
 /* Objects still live at kiln_pool_destroy under KILN_DEBUG_SITES: the leak report's
  * site table (alloc/debug.c). */
 static void scenario_pool_leak_report(void) {
@@ -270,6 +289,7 @@ Test(faults, block_pool_growth) { walk("block pool growth", scenario_block_growt
 Test(faults, pool_create) { walk("kiln_pool_create", scenario_pool); }
 Test(faults, pool_leak_report) { walk("pool leak report", scenario_pool_leak_report); }
 Test(faults, handles_create) { walk("kiln_handles_create", scenario_handles); }
+Test(faults, tag_create) { walk("kiln_tag_create", scenario_tag); }
 Test(faults, job_deque_growth) { walk("job deque growth", scenario_job_growth); }
 Test(faults, trace_record_and_write) { walk("trace", scenario_trace); }
 Test(faults, stats_print_and_json) { walk("stats print", scenario_stats); }

@@ -135,6 +135,7 @@ static uint64_t total_stolen(void) {
  * table with live items, two workers, a frame with jobs. */
 static kiln_arena   *level;
 static kiln_pool    *bullets;
+static kiln_tag      effects;   /* the bullets' tag */
 static kiln_handles *enemies;
 static kiln_handle   enemy;
 static void         *bullet[3];
@@ -144,7 +145,9 @@ static void populate(void) {
     level = kiln_arena_create(rt, "level \"one\"");   /* a name JSON must escape */
     cr_assert_not_null(level);
     cr_assert_not_null(kiln_arena_alloc(level, 1000, 16));
-    bullets = kiln_pool_create(rt, &(kiln_pool_desc){ .name = "bullets", .size = 48 });
+    effects = kiln_tag_create(rt, &(kiln_tag_desc){ .name = "Effects", .budget = 1 << 30 });
+    cr_assert_neq(effects.id, 0u);
+    bullets = kiln_pool_create(rt, &(kiln_pool_desc){ .name = "bullets", .size = 48, .tag = effects });
     cr_assert_not_null(bullets);
     for (int i = 0; i < 3; i++) cr_assert_not_null(bullet[i] = kiln_pool_alloc(main_ctx, bullets));
     enemies = kiln_handles_create(rt, &(kiln_handles_desc){ .name = "enemies", .item_size = 32,
@@ -170,7 +173,8 @@ Test(observe_stats, table_has_every_section_and_name) {
     char *text = capture_end(&c);
     const char *expected[] = {
         "kiln stats, frame 1", "== runtime ==", "== block_pool ==", "== arenas (", "== pools (1)",
-        "== handles (1)", "== contexts (3)", "== trace ==", "level \"one\"", "bullets", "enemies",
+        "== handles (1)", "== tags (1)", "== contexts (3)", "== trace ==", "level \"one\"", "bullets",
+        "enemies", "Effects",
         "frame ctx", "frame worker ctx", "jobs_run", "jobs_stolen", "sleep_ns",
         "sleeps", "idle_spin_ns", "frame_peak_last_frame", "blocks_in_use", "pending_reuse", "peak_live",
     };
@@ -238,6 +242,7 @@ static const char *const block_pool_keys[] = { KILN_BLOCK_POOL_STATS_FIELDS(KEY)
 static const char *const arena_keys[] = { "name", KILN_ARENA_STATS_FIELDS(KEY) };
 static const char *const pool_keys[] = { "name", KILN_POOL_STATS_FIELDS(KEY) };
 static const char *const handles_keys[] = { "name", KILN_HANDLES_STATS_FIELDS(KEY) };
+static const char *const tag_keys[] = { "name", KILN_TAG_STATS_FIELDS(KEY) };
 static const char *const context_keys[] = { KILN_CTX_STATS_FIELDS(KEY) };
 static const char *const trace_keys[] = { KILN_TRACE_STATS_FIELDS(KEY) };
 
@@ -252,8 +257,8 @@ typedef struct section_keys {
 static const section_keys sections[] = {
     { "runtime", KEYS(runtime_keys), false },   { "block_pool", KEYS(block_pool_keys), false },
     { "arenas", KEYS(arena_keys), true },       { "pools", KEYS(pool_keys), true },
-    { "handles", KEYS(handles_keys), true },    { "contexts", KEYS(context_keys), true },
-    { "trace", KEYS(trace_keys), false },
+    { "handles", KEYS(handles_keys), true },    { "tags", KEYS(tag_keys), true },
+    { "contexts", KEYS(context_keys), true },   { "trace", KEYS(trace_keys), false },
 };
 
 static void assert_object_keys(const json_value *object, const section_keys *s) {
@@ -336,9 +341,17 @@ Test(observe_stats, json_parses_and_matches_the_stats_calls) {
     char *text = capture_end(&c);
     json_value *root = parse_or_fail(text);
     cr_assert_eq(root->type, JSON_OBJECT);
-    const char *keys[] = { "runtime", "block_pool", "arenas", "pools", "handles", "contexts", "trace" };
-    cr_assert_eq(root->count, 7);
-    for (size_t i = 0; i < 7; i++) cr_assert_str_eq(root->keys[i], keys[i]);
+    const char *keys[] = { "runtime", "block_pool", "arenas", "pools", "handles", "tags", "contexts",
+                           "trace" };
+    cr_assert_eq(root->count, 8);
+    for (size_t i = 0; i < 8; i++) cr_assert_str_eq(root->keys[i], keys[i]);
+    kiln_tag_stats tag;
+    cr_assert(kiln_tag_stats_get(rt, effects, &tag));
+    const json_value *tags = member(root, "tags", JSON_ARRAY);
+    cr_assert_eq(tags->count, 1);
+    cr_expect_str_eq(member(&tags->items[0], "name", JSON_STRING)->string, "Effects");
+    cr_expect_eq(u64_member(&tags->items[0], "live_bytes"), tag.live_bytes);
+    cr_expect_gt(tag.live_bytes, 0u, "the bullets' block");
 
     kiln_stats stats;
     cr_assert(kiln_stats_get(rt, &stats));

@@ -39,6 +39,10 @@ extern "C" {
 typedef struct kiln_runtime kiln_runtime;
 typedef struct kiln_ctx     kiln_ctx;   /* one per thread: a worker's, or an attached thread's */
 
+/* A subsystem's tag (kiln/heap.h): the memory of the allocators that carry it is counted
+ * to it, against its budget. {0} is "untagged". */
+typedef struct kiln_tag { uint32_t id; } kiln_tag;
+
 typedef enum kiln_log_level {
     KILN_LOG_DEBUG, KILN_LOG_INFO, KILN_LOG_WARN, KILN_LOG_ERROR
 } kiln_log_level;
@@ -150,7 +154,8 @@ KILN_API void kiln_log_flush(kiln_runtime *rt);
  *   log_mode=async the messages still queued;
  * - the block pool's reserved bytes now, and each allocator as the last frame end saw
  *   it (the frame arenas as one, then every arena, pool and handle table: bytes, objects,
- *   blocks; 32 at most, the rest counted);
+ *   blocks), then every tag (kiln/heap.h: bytes live, budget); 48 lines at most, the rest
+ *   counted;
  * - kiln's version and the effective options; the process id, and for a child forked
  *   after kiln_create (fork is not supported: kiln's threads do not follow it) that it
  *   is one, so its report is not taken for the parent's.

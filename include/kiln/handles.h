@@ -96,6 +96,10 @@ typedef struct kiln_handles_desc {
     uint32_t    reserve;       /* slots whose memory is touched (page-faulted) at create, so
                                   the first frame that allocates them faults no page; at most
                                   the capacity; 0: none beyond what create does */
+    kiln_tag    tag;           /* the tag its slots' mapping is charged to (kiln/heap.h), at
+                                  create: a REFUSE budget it would pass refuses create; one
+                                  that is no tag of the runtime's too (TAG_INVALID,
+                                  TAG_FOREIGN). {0}: untagged */
 } kiln_handles_desc;
 
 /* The figures of one table. Counts are exact when no thread allocates or frees

@@ -23,6 +23,7 @@
 #include <kiln/memory.h>
 #include <kiln/pool.h>
 #include <kiln/handles.h>
+#include <kiln/heap.h>
 #include <kiln/jobs.h>
 #include <kiln/stats.h>
 #include <kiln/trace.h>

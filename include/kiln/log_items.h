@@ -142,6 +142,19 @@
     X(HANDLE_NULL, ERROR, "kiln_handle_free of the zero handle") \
     X(HANDLE_FOREIGN, ERROR, "kiln_handle_free of a handle this table never handed out") \
     X(HANDLE_DOUBLE_FREE, ERROR, "kiln_handle_free of a stale handle: freed already") \
+    /* ---- tags (kiln/heap.h) ---- */ \
+    X(TAG_DESC_NULL, ERROR, "kiln_tag_create with a NULL desc") \
+    X(TAG_NAME_NULL, ERROR, "a tag's name is NULL or empty (kiln_tag_create, kiln_tag_find)") \
+    X(TAG_NAME_TAKEN, ERROR, "kiln_tag_create of a name another tag of the runtime has") \
+    X(TAG_POLICY_INVALID, ERROR, "a tag's policy is not a KILN_BUDGET_* value") \
+    X(TAG_TOO_MANY, ERROR, "kiln_tag_create when KILN_MAX_TAGS tags exist") \
+    X(TAG_OUT_OF_MEMORY, ERROR, "no heap memory for a tag") \
+    X(TAG_INVALID, ERROR, "a tag of this runtime's shape that was never made, or the zero tag where a tag is needed") \
+    X(TAG_FOREIGN, ERROR, "a tag of another runtime, or a forged one") \
+    X(ARENA_FRAME_TAG, ERROR, "kiln_arena_set_tag of a frame arena: frame memory is its own line, never tagged") \
+    X(TAG_BUDGET_NEAR, WARN, "a tag's live bytes reached desc.warn_percent of its budget (once per episode)") \
+    X(TAG_BUDGET_EXCEEDED, WARN, "KILN_BUDGET_WARN: a tag's live bytes passed its budget (once per episode)") \
+    X(TAG_BUDGET_REFUSED, WARN, "KILN_BUDGET_REFUSE: memory that would pass a tag's budget was refused (once per frame per tag)") \
     /* ---- jobs ---- */ \
     X(JOB_NULL_FN, ERROR, "a job (or kiln_parallel_for) with a NULL fn") \
     X(JOB_NULL_JOBS, ERROR, "kiln_run with a NULL jobs array") \

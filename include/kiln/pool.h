@@ -102,6 +102,11 @@ typedef struct kiln_pool_desc {
     size_t      reserve;       /* objects carved (and their pages touched) at create, as by
                                   kiln_pool_reserve, and kept carved by kiln_pool_trim; at
                                   most capacity when one is set; 0: none */
+    kiln_tag    tag;           /* the tag its blocks are charged to (kiln/heap.h); a block
+                                  a REFUSE budget refuses is an alloc that returns NULL
+                                  (counted in failures); one that is no tag of the
+                                  runtime's refuses create (TAG_INVALID, TAG_FOREIGN).
+                                  {0}: untagged */
 } kiln_pool_desc;
 
 /* A new pool; NULL when no heap memory is left for its bookkeeping

@@ -1,0 +1,25 @@
+/* runtime/tags.h — a runtime's tags (kiln/heap.h): the table of their accounts
+ * (alloc/tag_account.h), looking a kiln_tag up, and the calls of kiln/heap.h on them.
+ * Never installed.
+ *
+ * The table: KILN_MAX_TAGS account pointers, each published once with release (under
+ * registry_lock, which orders creates) and never changed or freed before kiln_destroy,
+ * so a lookup is an acquire load with no lock. A tag's id is its slot + 1 in the low 16
+ * bits and the runtime's salt in the high 16, so another runtime's tag is told apart. */
+#ifndef KILN_RUNTIME_TAGS_H
+#define KILN_RUNTIME_TAGS_H
+
+#include "types.h"
+
+/* kiln_create: the runtime's salt. kiln_destroy: frees the accounts (after every
+ * allocator that charges them is gone). The creating or destroying thread. */
+KILN_INTERNAL void kiln_tags_init(kiln_runtime *rt);
+KILN_INTERNAL void kiln_tags_fini(kiln_runtime *rt);
+
+/* The account of tag: NULL for {0} (untagged: *ok true), or for a tag that is no tag of
+ * rt's (*ok false, logged as misuse naming function: TAG_INVALID, TAG_FOREIGN).
+ * Lock-free. Concurrency: any thread. */
+KILN_INTERNAL kiln_tag_account *kiln_tag_lookup(kiln_runtime *rt, kiln_tag tag,
+                                                const char *function, bool *ok);
+
+#endif /* KILN_RUNTIME_TAGS_H */
