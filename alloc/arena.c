@@ -133,36 +133,38 @@ static bool over_refused_budget(const kiln_arena *arena, size_t total) {
     return kiln_unlikely(arena->refuse_over_budget) && total > arena->budget;
 }
 
-/* Owner: bytes more (or fewer) held from the block pool, charged to (released from)
- * the arena's tag: false when its tag refuses them. */
+/* Owner: bytes more held from the block pool (taken already), charged to the arena's
+ * tag: false when its tag refuses them (the caller gives them back). */
 static bool hold_bytes(kiln_arena *arena, uint64_t bytes) {
     kiln_tag_account *account = kiln_load_relaxed(&arena->account);
     if (account && !kiln_tag_charge(account, bytes, (kiln_tag_payer){ "arena", arena->name }))
         return false;
     kiln_owner_add(&arena->held_bytes, bytes);
+    kiln_owner_add(&arena->held_charges, 1);
     return true;
 }
 
 static void unhold_bytes(kiln_arena *arena, uint64_t bytes) {
     kiln_store_relaxed(&arena->held_bytes, kiln_load_relaxed(&arena->held_bytes) - bytes);
+    kiln_store_relaxed(&arena->held_charges, kiln_load_relaxed(&arena->held_charges) - 1);
     kiln_tag_release(kiln_load_relaxed(&arena->account), bytes);
 }
 
 bool kiln_arena_retag(kiln_arena *arena, kiln_tag_account *account) {
     kiln_tag_account *before = kiln_load_relaxed(&arena->account);
-    if (account == before) return true;
-    uint64_t held = kiln_load_relaxed(&arena->held_bytes);
-    if (!kiln_tag_charge(account, held, (kiln_tag_payer){ "arena", arena->name })) return false;
-    kiln_tag_release(before, held);
+    if (!kiln_tag_move(before, account, kiln_load_relaxed(&arena->held_bytes),
+                       kiln_load_relaxed(&arena->held_charges),
+                       (kiln_tag_payer){ "arena", arena->name }))
+        return false;
     kiln_store_relaxed(&arena->account, account);
     return true;
 }
 
 void *kiln_arena_take_block(kiln_arena *arena) {
-    if (!hold_bytes(arena, arena->pool->block_size)) return NULL;
     void *block = kiln_block_get(arena->pool);
-    if (!block) {
-        unhold_bytes(arena, arena->pool->block_size);
+    if (!block) return NULL;
+    if (!hold_bytes(arena, arena->pool->block_size)) {
+        kiln_block_put(arena->pool, block);
         return NULL;
     }
     if (kiln_unlikely(arena->debug))
@@ -238,10 +240,10 @@ static char *large_data(const kiln_large *large, size_t align) {
 /* A new mapping of map_size bytes for the header and an allocation (guard pages around
  * it under KILN_DEBUG_GUARD_PAGES). */
 static kiln_large *map_large(kiln_arena *arena, size_t map_size, size_t align, size_t guard) {
-    if (!hold_bytes(arena, map_size)) return NULL;
     char *map = kiln_block_pool_map_large(arena->pool, map_size, align);
-    if (!map) {
-        unhold_bytes(arena, map_size);
+    if (!map) return NULL;
+    if (!hold_bytes(arena, kiln_block_pool_large_bytes(map_size))) {   /* what it reserved */
+        kiln_block_pool_unmap_large(arena->pool, map, map_size);
         return NULL;
     }
     if (guard) {
@@ -307,7 +309,7 @@ static void unmap_large(kiln_arena *arena, kiln_large *large) {
     size_t map_size = large->map_size;
     if (arena->debug & KILN_DEBUG_POISON) kiln_debug_unpoison(map, map_size);
     kiln_block_pool_unmap_large(arena->pool, map, map_size);
-    unhold_bytes(arena, map_size);
+    unhold_bytes(arena, kiln_block_pool_large_bytes(map_size));
 }
 
 /* Owner: frees large allocations down to count; their mappings are kept for reuse (a
@@ -477,6 +479,7 @@ bool kiln_arena_init_core(kiln_arena *arena, const kiln_arena_config *config) {
     kiln_store_relaxed(&arena->blocks_held, 1);
     kiln_store_relaxed(&arena->blocks_taken, 1);
     kiln_store_relaxed(&arena->held_bytes, config->pool->block_size);   /* untagged yet */
+    kiln_store_relaxed(&arena->held_charges, 1);
     arena->debug = config->debug & (KILN_ARENA_SLOW_BITS | KILN_DEBUG_GUARD_PAGES);
     arena->audit_sample = config->audit_sample;
     arena->usable = kiln_debug_block_usable(arena->debug, config->pool->block_size);
@@ -822,8 +825,9 @@ bool kiln_arena_reserve_bytes(kiln_arena *arena, size_t bytes) {
         kiln_arena_block *block = kiln_arena_take_block(arena);
         if (!block) {
             kiln_log(&arena->log, KILN_LOGITEM_ARENA_RESERVE_FAILED,
-                     "arena '%s': kiln_arena_reserve of %zu bytes: the block pool refused a block "
-                     "(%zu bytes of block space held); the arena keeps what it took",
+                     "arena '%s': kiln_arena_reserve of %zu bytes: a block was refused "
+                     "(memory_limit, the OS, or the arena's tag's budget; %zu bytes of block "
+                     "space held); the arena keeps what it took",
                      arena->name, bytes, space_held(arena));
             return false;
         }
@@ -835,8 +839,9 @@ bool kiln_arena_reserve_bytes(kiln_arena *arena, size_t bytes) {
     if (bytes != 0 && (arena->debug & KILN_ARENA_RECORD_BITS) &&
         !arena->hooks->reserve_records(arena, bytes / KILN_RESERVE_BYTES_PER_RECORD + 1)) {
         kiln_log(&arena->log, KILN_LOGITEM_ARENA_RESERVE_FAILED,
-                 "arena '%s': kiln_arena_reserve of %zu bytes: the block pool refused a block "
-                 "for the debug records; the arena keeps what it took", arena->name, bytes);
+                 "arena '%s': kiln_arena_reserve of %zu bytes: a block was refused (memory_limit, "
+                 "the OS, or the arena's tag's budget) for the debug records; the arena keeps "
+                 "what it took", arena->name, bytes);
         return false;
     }
     if (floor_blocks > kiln_load_relaxed(&arena->reserved_blocks))

@@ -111,6 +111,7 @@ struct kiln_arena {
     _Atomic size_t    fallback_bytes;
     _Atomic uint64_t  held_bytes;    /* blocks and mappings held from the block pool (owner-
                                         written): what its tag is charged with */
+    _Atomic uint64_t  held_charges;  /* how many: the charges a tag move carries */
     _Atomic(kiln_tag_account *) account;   /* its tag's account, NULL: untagged (owner-
                                         written, read by stats) */
 

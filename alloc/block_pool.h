@@ -26,6 +26,7 @@
 #include "../base/log.h"
 #include "address_map.h"
 #include "lifo.h"
+#include "os.h"
 
 typedef struct kiln_reservation kiln_reservation;
 
@@ -103,6 +104,12 @@ KILN_INTERNAL void kiln_block_put(kiln_block_pool *pool, void *block);
  * against memory_limit (and judged for MEMORY_LIMIT_NEAR as a reservation is). NULL on
  * refusal (counted, logged once). Concurrency: any thread. */
 KILN_INTERNAL void *kiln_block_pool_map_large(kiln_block_pool *pool, size_t size, size_t align);
+
+/* The bytes a dedicated mapping of size bytes reserves: size rounded up to pages (what
+ * a tag is charged for it). size must not be within a page of SIZE_MAX. */
+static inline size_t kiln_block_pool_large_bytes(size_t size) {
+    return kiln_align_up(size, kiln_os_page_size());
+}
 KILN_INTERNAL void  kiln_block_pool_unmap_large(kiln_block_pool *pool, void *ptr, size_t size);
 
 /* Gives the pages of at most max_blocks free blocks back to the OS (those on free_blocks

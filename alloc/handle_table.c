@@ -59,11 +59,11 @@ bool kiln_handle_table_init(kiln_handle_table *table, const kiln_handle_table_co
     size_t ring_offset = kiln_align_up(table->stride * table->capacity, _Alignof(kiln_reuse_entry));
     table->map_bytes = ring_offset + sizeof(kiln_reuse_entry) * table->capacity;
     size_t map_align = align > kiln_os_page_size() ? align : kiln_os_page_size();
-    kiln_tag_payer payer = { "handle table", config->name };
-    if (!kiln_tag_charge(config->account, table->map_bytes, payer)) return false;   /* logged */
     table->slots = kiln_block_pool_map_large(config->blocks, table->map_bytes, map_align);
-    if (!table->slots) {   /* the block pool logged the refusal */
-        kiln_tag_release(config->account, table->map_bytes);
+    if (!table->slots) return false;   /* the block pool logged the refusal */
+    kiln_tag_payer payer = { "handle table", config->name };
+    if (!kiln_tag_charge(config->account, kiln_block_pool_large_bytes(table->map_bytes), payer)) {
+        kiln_block_pool_unmap_large(config->blocks, table->slots, table->map_bytes);   /* logged */
         return false;
     }
     kiln_handle_ring_init(&table->ring, (kiln_reuse_entry *)(table->slots + ring_offset),
@@ -78,7 +78,7 @@ bool kiln_handle_table_init(kiln_handle_table *table, const kiln_handle_table_co
                  "kiln_handles_create: table '%s': no memory for its allocation-site array",
                  config->name);
         kiln_block_pool_unmap_large(config->blocks, table->slots, table->map_bytes);
-        kiln_tag_release(config->account, table->map_bytes);
+        kiln_tag_release(config->account, kiln_block_pool_large_bytes(table->map_bytes));
         return false;
     }
     snprintf(table->name, sizeof table->name, "%s", config->name);
@@ -101,7 +101,7 @@ void kiln_handle_table_fini(kiln_handle_table *table, const kiln_handle_tally *t
     kiln_store_relaxed(&table->folded_frees, tally->frees);
     kiln_handle_ring_fini(&table->ring);
     kiln_block_pool_unmap_large(table->blocks, table->slots, table->map_bytes);
-    kiln_tag_release(table->account, table->map_bytes);
+    kiln_tag_release(table->account, kiln_block_pool_large_bytes(table->map_bytes));
     kiln_sys_free(table->sites);
     table->sites = NULL;
     table->slots = NULL;

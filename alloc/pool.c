@@ -210,17 +210,17 @@ void kiln_pool_fini(kiln_pool *pool) {
 }
 
 /* Under carve_lock: a fresh block on the pool's list with its header written; NULL when
- * the block pool or the pool's tag refuses. */
-static kiln_pool_block *new_block(kiln_pool *pool, uint64_t magic) {
+ * the block pool or the pool's tag refuses. A magazine block a free needs (for_free) is
+ * charged whatever the budget: refusing it would lose the object freed. */
+static kiln_pool_block *new_block(kiln_pool *pool, uint64_t magic, bool for_free) {
     size_t block_size = pool->blocks->block_size;
-    kiln_tag_payer payer = { "pool", pool->name };
-    /* A magazine block is charged whatever the budget: a free may need it, and refusing
-     * it would lose the object freed. */
-    if (magic == KILN_POOL_MAGAZINE_MAGIC) kiln_tag_charge_always(pool->account, block_size, payer);
-    else if (!kiln_tag_charge(pool->account, block_size, payer)) return NULL;
     kiln_pool_block *block = kiln_block_get(pool->blocks);
-    if (!block) {
-        kiln_tag_release(pool->account, block_size);
+    if (!block) return NULL;
+    kiln_tag_payer payer = { "pool", pool->name };
+    if (for_free) {
+        kiln_tag_charge_always(pool->account, block_size, payer);
+    } else if (!kiln_tag_charge(pool->account, block_size, payer)) {
+        kiln_block_put(pool->blocks, block);
         return NULL;
     }
     if (pool->debug) kiln_debug_block_taken(pool->debug, block, pool->blocks->block_size, &pool->log);
@@ -249,11 +249,11 @@ static kiln_pool_block *new_block(kiln_pool *pool, uint64_t magic) {
     return block;
 }
 
-/* Under carve_lock: storage for one more magazine. */
-static kiln_magazine *new_magazine(kiln_pool *pool) {
+/* Under carve_lock: storage for one more magazine (for_free: a free needs it). */
+static kiln_magazine *new_magazine(kiln_pool *pool, bool for_free) {
     size_t bytes = magazine_bytes(pool->magazine_size);
     if (!pool->magazine_next || (size_t)(pool->magazine_end - pool->magazine_next) < bytes) {
-        kiln_pool_block *block = new_block(pool, KILN_POOL_MAGAZINE_MAGIC);
+        kiln_pool_block *block = new_block(pool, KILN_POOL_MAGAZINE_MAGIC, for_free);
         if (!block) return NULL;
         pool->magazine_next = (char *)kiln_align_up((uintptr_t)(block + 1), 16);
         pool->magazine_end = (char *)block + pool->usable;
@@ -265,11 +265,11 @@ static kiln_magazine *new_magazine(kiln_pool *pool) {
     return mag;
 }
 
-static kiln_magazine *take_empty_magazine(kiln_pool *pool) {
+static kiln_magazine *take_empty_magazine(kiln_pool *pool, bool for_free) {
     kiln_magazine *mag = (kiln_magazine *)kiln_lifo_pop(&pool->empty);
     if (mag) return mag;
     pthread_mutex_lock(&pool->carve_lock);
-    mag = new_magazine(pool);
+    mag = new_magazine(pool, for_free);
     pthread_mutex_unlock(&pool->carve_lock);
     return mag;
 }
@@ -280,7 +280,7 @@ static uint32_t carve_into(kiln_pool *pool, kiln_magazine *mag) {
     uint64_t carved = kiln_load_relaxed(&pool->carved);
     while (n < mag->capacity && (pool->capacity == 0 || carved < pool->capacity)) {
         if (pool->carve_next == 0 || pool->carve_end - pool->carve_next < pool->slot) {
-            kiln_pool_block *block = new_block(pool, KILN_POOL_BLOCK_MAGIC);
+            kiln_pool_block *block = new_block(pool, KILN_POOL_BLOCK_MAGIC, false);
             if (!block) break;   /* the block pool logged why */
             pool->carve_block = block;
             pool->carve_next = block->first;
@@ -337,10 +337,11 @@ static void give_to_depot(kiln_pool *pool, kiln_pool_cache *cache, kiln_magazine
     kiln_lifo_push(&pool->full, &mag->link);
 }
 
-/* Binds cache to the pool's current life: two empty magazines, counters at zero. */
-static bool bind(kiln_pool *pool, kiln_pool_cache *cache) {
-    kiln_magazine *loaded = take_empty_magazine(pool);
-    kiln_magazine *spare = loaded ? take_empty_magazine(pool) : NULL;
+/* Binds cache to the pool's current life: two empty magazines, counters at zero
+ * (for_free: a free binds it). */
+static bool bind(kiln_pool *pool, kiln_pool_cache *cache, bool for_free) {
+    kiln_magazine *loaded = take_empty_magazine(pool, for_free);
+    kiln_magazine *spare = loaded ? take_empty_magazine(pool, for_free) : NULL;
     if (!spare) {
         if (loaded) kiln_lifo_push(&pool->empty, &loaded->link);
         return false;
@@ -435,7 +436,7 @@ static bool refill(kiln_pool *pool, kiln_pool_cache *cache) {
 
 void *kiln_pool_alloc_slow(kiln_pool *pool, kiln_pool_cache *cache) {
     if (kiln_load_relaxed(&pool->serial) == 0) return refuse_destroyed(pool, "kiln_pool_alloc");
-    bool ready = cache->loaded != &kiln_pool_unbound || bind(pool, cache);
+    bool ready = cache->loaded != &kiln_pool_unbound || bind(pool, cache, false);
     if (!ready || !refill(pool, cache)) {
         kiln_add_relaxed(&pool->failures, 1);
         if (pool->capacity != 0 && kiln_load_relaxed(&pool->carved) >= pool->capacity)
@@ -448,7 +449,7 @@ void *kiln_pool_alloc_slow(kiln_pool *pool, kiln_pool_cache *cache) {
 }
 
 void kiln_pool_free_slow(kiln_pool *pool, kiln_pool_cache *cache, void *obj) {
-    if (cache->loaded == &kiln_pool_unbound && !bind(pool, cache)) {
+    if (cache->loaded == &kiln_pool_unbound && !bind(pool, cache, true)) {
         kiln_add_relaxed(&pool->failures, 1);
         kiln_log(&pool->log, KILN_LOGITEM_POOL_FREE_NO_MAGAZINE,
                  "pool '%s': no memory for a cache magazine; object %p stays unusable",
@@ -461,7 +462,7 @@ void kiln_pool_free_slow(kiln_pool *pool, kiln_pool_cache *cache, void *obj) {
             cache->loaded = cache->spare;
             cache->spare = t;
         } else {
-            kiln_magazine *empty = take_empty_magazine(pool);
+            kiln_magazine *empty = take_empty_magazine(pool, true);
             if (!empty) {
                 kiln_add_relaxed(&pool->failures, 1);
                 kiln_log(&pool->log, KILN_LOGITEM_POOL_FREE_NO_MAGAZINE,
@@ -543,7 +544,7 @@ size_t kiln_pool_reserve_objects(kiln_pool *pool, size_t count) {
     size_t now = available(pool);
     while (now < target) {
         kiln_magazine *mag = (kiln_magazine *)kiln_lifo_pop(&pool->empty);
-        if (!mag) mag = new_magazine(pool);
+        if (!mag) mag = new_magazine(pool, false);
         if (!mag) break;   /* the block pool logged why */
         if (carve_into(pool, mag) == 0) {
             kiln_lifo_push(&pool->empty, &mag->link);
@@ -562,8 +563,8 @@ size_t kiln_pool_reserve_objects(kiln_pool *pool, size_t count) {
         kiln_log(&pool->log, KILN_LOGITEM_POOL_RESERVE_SHORT,
                  "kiln_pool_reserve: pool '%s': %zu of the %zu objects asked can be allocated "
                  "without a new block: %s", pool->name, now, count,
-                 capped ? "the capacity is carved" : "the block pool refused a block "
-                 "(memory_limit, or the OS)");
+                 capped ? "the capacity is carved" : "a block was refused (memory_limit, the "
+                 "OS, or the pool's tag's budget: logged apart)");
     }
     return now;
 }

@@ -4,17 +4,17 @@
 
 #include "../base/near_limit.h"
 
-/* Raises one level's live by bytes, unless a REFUSE budget would be passed; *now is its
- * live after. A CAS from the value checked, so concurrent charges never pass together. */
-static bool raise_level(kiln_tag_account *level, uint64_t bytes, uint64_t *now) {
+/* Raises one level's live by bytes, unless a REFUSE budget would be passed (always: no
+ * budget is judged); false, nothing changed. A CAS from the value checked, so concurrent
+ * charges never pass together. */
+static bool raise_level(kiln_tag_account *level, uint64_t bytes, bool always) {
     uint64_t live = kiln_load_relaxed(&level->live);
     do {
-        if (level->refuse && level->budget != 0 &&
+        if (!always && level->refuse && level->budget != 0 &&
             (bytes > level->budget || live > level->budget - bytes))
             return false;
     } while (!kiln_cas_weak_relaxed(&level->live, &live, live + bytes));
-    *now = live + bytes;
-    kiln_max_relaxed_u64(&level->peak, *now);
+    kiln_max_relaxed_u64(&level->peak, live + bytes);   /* a value live held */
     return true;
 }
 
@@ -42,10 +42,10 @@ static KILN_COLD void log_refused(kiln_tag_account *level, const kiln_tag_accoun
              (unsigned long long)kiln_load_relaxed(&level->live));
 }
 
-/* A level's budget episodes after its live moved to now: NEAR at warn_percent (either
- * policy), EXCEEDED past the budget (WARN, or a REFUSE one kiln_tag_charge_always
- * passed). An
- * EXCEEDED episode ends once live is back under the NEAR episode's end. */
+/* A level's budget episodes after a charge brought its live to now: NEAR at
+ * warn_percent (either policy), EXCEEDED past the budget (WARN, or a REFUSE one a
+ * magazine block passed). An EXCEEDED episode ends once live is back under the NEAR
+ * episode's end. */
 static void sample_budget(kiln_tag_account *level, const kiln_tag_account *child,
                           uint64_t now, kiln_tag_payer payer) {
     if (level->budget == 0) return;
@@ -60,10 +60,12 @@ static void sample_budget(kiln_tag_account *level, const kiln_tag_account *child
             kiln_add_relaxed(&level->budget_warnings, 1);
             kiln_log(level->log, KILN_LOGITEM_TAG_BUDGET_EXCEEDED,
                      TAG_FMT ": %llu bytes live, over its budget of %llu bytes in frame %llu "
-                     "(%s '%s' took the last; KILN_BUDGET_WARN lets it; once per episode)",
+                     "(%s '%s' took the last; %s; once per episode)",
                      TAG_ARGS(level, child), (unsigned long long)now,
                      (unsigned long long)level->budget, (unsigned long long)frame_now(level),
-                     payer.kind, payer.name);
+                     payer.kind, payer.name,
+                     level->refuse ? "a pool's magazine block, which a free needs, is charged "
+                                     "past any budget" : "KILN_BUDGET_WARN lets it");
         }
     } else if (kiln_load_relaxed(&level->near_episode) == 0) {
         kiln_store_relaxed(&level->over_episode, 0);
@@ -80,19 +82,36 @@ static void end_episodes(kiln_tag_account *level, uint64_t now) {
         kiln_store_relaxed(&level->over_episode, 0);
 }
 
+static void lower_levels(kiln_tag_account *from, kiln_tag_account *stop, uint64_t bytes) {
+    for (kiln_tag_account *level = from; level != stop; level = level->parent) {
+        uint64_t now = kiln_sub_relaxed(&level->live, bytes) - bytes;
+        end_episodes(level, now);
+    }
+}
+
+/* Raises account's levels below stop (NULL: all) by bytes: every one or none. Only once
+ * all are raised are their budgets judged, so a charge a parent refuses leaves no warning
+ * or episode behind at the levels below it (their peaks keep the value live held for
+ * that moment). */
+static bool raise_levels(kiln_tag_account *account, kiln_tag_account *stop, uint64_t bytes,
+                         bool always, kiln_tag_payer payer) {
+    for (kiln_tag_account *level = account; level != stop; level = level->parent) {
+        if (raise_level(level, bytes, always)) continue;
+        for (kiln_tag_account *undo = account; undo != level; undo = undo->parent)
+            kiln_sub_relaxed(&undo->live, bytes);
+        kiln_add_relaxed(&level->refusals, 1);
+        log_refused(level, account, bytes, payer);
+        return false;
+    }
+    for (kiln_tag_account *level = account; level != stop; level = level->parent) {
+        sample_budget(level, account, kiln_load_relaxed(&level->live), payer);
+    }
+    return true;
+}
+
 bool kiln_tag_charge(kiln_tag_account *account, uint64_t bytes, kiln_tag_payer payer) {
     if (!account) return true;
-    for (kiln_tag_account *level = account; level; level = level->parent) {
-        uint64_t now;
-        if (!raise_level(level, bytes, &now)) {
-            for (kiln_tag_account *undo = account; undo != level; undo = undo->parent)
-                kiln_sub_relaxed(&undo->live, bytes);
-            kiln_add_relaxed(&level->refusals, 1);
-            log_refused(level, account, bytes, payer);
-            return false;
-        }
-        sample_budget(level, account, now, payer);
-    }
+    if (!raise_levels(account, NULL, bytes, false, payer)) return false;
     kiln_add_relaxed(&account->own, bytes);
     kiln_add_relaxed(&account->charges, 1);
     return true;
@@ -100,11 +119,7 @@ bool kiln_tag_charge(kiln_tag_account *account, uint64_t bytes, kiln_tag_payer p
 
 void kiln_tag_charge_always(kiln_tag_account *account, uint64_t bytes, kiln_tag_payer payer) {
     if (!account) return;
-    for (kiln_tag_account *level = account; level; level = level->parent) {
-        uint64_t now = kiln_add_relaxed(&level->live, bytes) + bytes;
-        kiln_max_relaxed_u64(&level->peak, now);
-        sample_budget(level, account, now, payer);
-    }
+    raise_levels(account, NULL, bytes, true, payer);
     kiln_add_relaxed(&account->own, bytes);
     kiln_add_relaxed(&account->charges, 1);
 }
@@ -113,8 +128,30 @@ void kiln_tag_release(kiln_tag_account *account, uint64_t bytes) {
     if (!account) return;
     kiln_sub_relaxed(&account->own, bytes);
     kiln_add_relaxed(&account->releases, 1);
-    for (kiln_tag_account *level = account; level; level = level->parent) {
-        uint64_t now = kiln_sub_relaxed(&level->live, bytes) - bytes;
-        end_episodes(level, now);
+    lower_levels(account, NULL, bytes);
+}
+
+/* The nearest level a and b share (NULL: none). Chains are short and never change. */
+static kiln_tag_account *common_level(kiln_tag_account *a, kiln_tag_account *b) {
+    for (kiln_tag_account *x = a; x; x = x->parent)
+        for (kiln_tag_account *y = b; y; y = y->parent)
+            if (x == y) return x;
+    return NULL;
+}
+
+bool kiln_tag_move(kiln_tag_account *from, kiln_tag_account *to, uint64_t bytes,
+                   uint64_t charges, kiln_tag_payer payer) {
+    if (from == to) return true;
+    kiln_tag_account *shared = common_level(from, to);   /* unchanged from there up */
+    if (to && !raise_levels(to, shared, bytes, false, payer)) return false;
+    if (from) {
+        kiln_sub_relaxed(&from->own, bytes);
+        kiln_add_relaxed(&from->releases, charges);
+        lower_levels(from, shared, bytes);
     }
+    if (to) {
+        kiln_add_relaxed(&to->own, bytes);
+        kiln_add_relaxed(&to->charges, charges);
+    }
+    return true;
 }

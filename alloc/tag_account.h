@@ -60,6 +60,13 @@ KILN_INTERNAL bool kiln_tag_charge(kiln_tag_account *account, uint64_t bytes, ki
 KILN_INTERNAL void kiln_tag_charge_always(kiln_tag_account *account, uint64_t bytes,
                                           kiln_tag_payer payer);
 
+/* Moves bytes held under from, in charges charges, to to (either NULL: untagged): the
+ * levels the two share are unchanged, to's others are charged (false, nothing changed,
+ * when a REFUSE budget among them refuses), from's others released; from's releases and
+ * to's charges count the charges moved. Concurrency: any thread. */
+KILN_INTERNAL bool kiln_tag_move(kiln_tag_account *from, kiln_tag_account *to, uint64_t bytes,
+                                 uint64_t charges, kiln_tag_payer payer);
+
 /* Gives bytes charged before back to account and every parent. NULL: nothing.
  * Concurrency: any thread. */
 KILN_INTERNAL void kiln_tag_release(kiln_tag_account *account, uint64_t bytes);

@@ -11,8 +11,20 @@
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static kiln_runtime   *live_runtimes;
 
+/* The last tag salt handed out (runtime/tags.h); under live_lock. */
+static uint32_t last_salt;
+
 void kiln_runtime_register(kiln_runtime *rt) {
     pthread_mutex_lock(&live_lock);
+    /* A salt no live runtime has (1 to 65535; fewer runtimes than that live at once), so
+     * one live runtime's tag is never taken for another's. */
+    for (bool taken = true; taken;) {
+        last_salt = last_salt % 0xffffu + 1u;
+        taken = false;
+        for (const kiln_runtime *r = live_runtimes; r && !taken; r = r->live_next)
+            taken = r->tag_salt == last_salt;
+    }
+    rt->tag_salt = last_salt;
     rt->live_next = live_runtimes;
     live_runtimes = rt;
     pthread_mutex_unlock(&live_lock);

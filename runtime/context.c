@@ -58,6 +58,7 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
     if (!reused) ctx->rt = rt;
     if (ctx->is_worker != is_worker) ctx->is_worker = is_worker;
     ctx->debug_checks = (rt->desc.debug & KILN_DEBUG_CHECKS) != 0;
+    ctx->tag_current = 0;   /* a reused context's last thread's tag is not this one's */
     char name[48];
     snprintf(name, sizeof name, is_worker ? "frame worker ctx %u" : "frame ctx %u", id);
     ctx->frame_arena = kiln_runtime_arena_new(rt, name, ctx);   /* the pool logs a refusal */

@@ -5,9 +5,14 @@
  * name cut at its 47 bytes may end in half a character). Overlong forms and
  * surrogates are let through: the names come from the program, not from an attacker. */
 static int utf8_length(const unsigned char *p) {
-    int n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 && p[0] < 0xe0 ? 2 : 0;
+    int n = p[0] >= 0xf0 && p[0] <= 0xf4 ? 4 : p[0] >= 0xe0 && p[0] <= 0xef ? 3
+          : p[0] >= 0xc2 && p[0] <= 0xdf ? 2 : 0;   /* 0x80-0xc1, 0xf5-0xff lead nothing */
     for (int i = 1; i < n; i++)
         if ((p[i] & 0xc0) != 0x80) return 0;
+    /* No overlong form, no surrogate, nothing past U+10FFFF (RFC 3629's table). */
+    if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] > 0x9f) ||
+        (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] > 0x8f))
+        return 0;
     return n;
 }
 

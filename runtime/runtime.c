@@ -221,7 +221,6 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     rt->jobs.frame_epoch = &rt->handle_epoch;
     rt->jobs.frame_memory = switch_frame_memory;
     kiln_trace_init(&rt->trace);
-    kiln_tags_init(rt);
     rt->next_ctx_id = 1;
     kiln_store_relaxed(&rt->handle_epoch, 1);
     kiln_store_relaxed(&rt->handle_safe_epoch, 1);

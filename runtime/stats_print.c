@@ -176,8 +176,11 @@ static uint64_t number_of(const void *item, const field *f) {
 
 /* The value as text for the table (names are cut at their 47 bytes + NUL). */
 static void format_value(char *buf, size_t size, const void *item, const field *f) {
-    if (f->kind == FIELD_NAME) snprintf(buf, size, "%.47s", (const char *)item + f->offset);
-    else if (f->kind == FIELD_BOOL) snprintf(buf, size, "%s", number_of(item, f) ? "yes" : "no");
+    if (f->kind == FIELD_NAME) {
+        snprintf(buf, size, "%.47s", (const char *)item + f->offset);
+        for (char *c = buf; *c; c++)   /* a name's control bytes would break the table */
+            if ((unsigned char)*c < 0x20 || *c == 0x7f) *c = '?';
+    } else if (f->kind == FIELD_BOOL) snprintf(buf, size, "%s", number_of(item, f) ? "yes" : "no");
     else snprintf(buf, size, "%" PRIu64, number_of(item, f));
 }
 

@@ -9,14 +9,6 @@
 
 #define TAG_SLOT_MASK 0xffffu
 
-/* Runtime salts, process-wide, never 0 (relaxed: only distinctness matters; 65535
- * runtimes later a salt comes back, and a tag kept that long may pass for another's). */
-static _Atomic uint32_t next_salt;
-
-void kiln_tags_init(kiln_runtime *rt) {
-    rt->tag_salt = kiln_add_relaxed(&next_salt, 1) % 0xffffu + 1u;
-}
-
 void kiln_tags_fini(kiln_runtime *rt) {
     for (uint32_t i = 0; i < rt->tag_count; i++) {
         kiln_sys_free(kiln_load_relaxed(&rt->tags[i]));
@@ -118,8 +110,9 @@ kiln_tag kiln_tag_create(kiln_runtime *rt, const kiln_tag_desc *desc) {
 
 kiln_tag kiln_tag_find(kiln_runtime *rt, const char *name) {
     if (!kiln_runtime_check(rt, "kiln_tag_find")) return (kiln_tag){ 0 };
-    if (!name) {
-        kiln_log_misuse(&rt->log, KILN_LOGITEM_TAG_NAME_NULL, "kiln_tag_find: name is NULL");
+    if (!name || !name[0]) {
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_TAG_NAME_NULL, "kiln_tag_find: name is %s",
+                        name ? "empty" : "NULL");
         return (kiln_tag){ 0 };
     }
     pthread_mutex_lock(&rt->registry_lock);

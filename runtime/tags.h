@@ -5,15 +5,16 @@
  * The table: KILN_MAX_TAGS account pointers, each published once with release (under
  * registry_lock, which orders creates) and never changed or freed before kiln_destroy,
  * so a lookup is an acquire load with no lock. A tag's id is its slot + 1 in the low 16
- * bits and the runtime's salt in the high 16, so another runtime's tag is told apart. */
+ * bits and the runtime's salt in the high 16, so another live runtime's tag is told
+ * apart. */
 #ifndef KILN_RUNTIME_TAGS_H
 #define KILN_RUNTIME_TAGS_H
 
 #include "types.h"
 
-/* kiln_create: the runtime's salt. kiln_destroy: frees the accounts (after every
- * allocator that charges them is gone). The creating or destroying thread. */
-KILN_INTERNAL void kiln_tags_init(kiln_runtime *rt);
+/* kiln_destroy: frees the accounts (after every allocator that charges them is gone).
+ * The destroying thread. (The runtime's salt is handed out with its place on the list
+ * of live runtimes, runtime/check.c: no two live runtimes share one.) */
 KILN_INTERNAL void kiln_tags_fini(kiln_runtime *rt);
 
 /* The account of tag: NULL for {0} (untagged: *ok true), or for a tag that is no tag of

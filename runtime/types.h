@@ -258,7 +258,8 @@ struct kiln_runtime {
     /* Tags (runtime/tags.h): published once each, freed at kiln_destroy. */
     _Atomic(kiln_tag_account *) tags[KILN_MAX_TAGS];
     uint32_t         tag_count;     /* tags made; under registry_lock */
-    uint32_t         tag_salt;      /* the high half of this runtime's tag ids; read-only */
+    uint32_t         tag_salt;      /* the high half of this runtime's tag ids, unique among
+                                       live runtimes (runtime/check.c); read-only */
     kiln_memory_snapshot memory_snapshot;   /* each allocator at the last frame end
                                        (runtime/memory_snapshot.h): driver-written */
     kiln_site_registry sites;       /* KILN_DEBUG_SITES: the site counts (alloc/debug.h),

@@ -2,9 +2,13 @@
  * tagged pools, arenas and handle tables charge (exactly what they hold from the block
  * pool), children rolled up into parents, WARN and REFUSE budgets with their messages,
  * and the figures after threads charged at once. */
+#define _GNU_SOURCE   /* open_memstream */
 #include <criterion/criterion.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "recording_log.h"
 
@@ -260,4 +264,111 @@ Test(tags, threads_charging_at_once_leave_exact_figures_under_the_budget) {
     cr_expect_eq(s.allocs - s.frees, (uint64_t)pool_stats(pool).blocks_held);
     kiln_pool_destroy(pool);
     cr_expect_eq(stats_of(shared).live_bytes, 0u);
+}
+
+/* ---- what the hostile review of tags found ---- */
+
+Test(tags, mappings_are_charged_what_they_reserve_whole_pages) {
+    kiln_tag t = make("T", (kiln_tag){ 0 }, 0, KILN_BUDGET_WARN);
+    kiln_handles *table = kiln_handles_create(rt, &(kiln_handles_desc){ .item_size = 1, .capacity = 1,
+                                                                        .tag = t });
+    cr_assert_not_null(table);
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    cr_expect_eq(stats_of(t).live_bytes % page, 0u, "whole pages: %llu", (unsigned long long)stats_of(t).live_bytes);
+    cr_expect_gt(stats_of(t).live_bytes, 0u);
+    kiln_handles_destroy(table);
+    kiln_tag tiny = make("Tiny", (kiln_tag){ 0 }, 100, KILN_BUDGET_REFUSE);
+    cr_expect_null(kiln_handles_create(rt, &(kiln_handles_desc){ .item_size = 1, .capacity = 1, .tag = tiny }),
+                   "a page passes a budget of 100 bytes");
+    kiln_arena *arena = kiln_arena_create(rt, "a");
+    kiln_arena_set_tag(arena, t);
+    kiln_stats before, after;
+    kiln_stats_get(rt, &before);
+    cr_assert_not_null(kiln_arena_alloc(arena, block + 1, 16));   /* a mapping of its own */
+    kiln_stats_get(rt, &after);
+    cr_expect_eq(stats_of(t).live_bytes - block, after.blocks.reserved_bytes - before.blocks.reserved_bytes,
+                 "the tag is charged what the block pool reserved for it");
+    kiln_arena_destroy(arena);
+    cr_expect_eq(stats_of(t).live_bytes, 0u);
+}
+
+Test(tags, a_move_inside_a_refuse_subtree_changes_nothing_at_the_top) {
+    kiln_tag top = make("Top", (kiln_tag){ 0 }, 3 * block, KILN_BUDGET_REFUSE);
+    kiln_tag a = make("A", top, 0, KILN_BUDGET_WARN);
+    kiln_tag b = make("B", top, 0, KILN_BUDGET_WARN);
+    kiln_arena *arena = kiln_arena_create(rt, "a");
+    kiln_arena_set_tag(arena, a);
+    while (stats_of(top).live_bytes < 3 * block) cr_assert_not_null(kiln_arena_alloc(arena, block / 2, 16));
+    kiln_arena_set_tag(arena, b);
+    cr_expect_eq(kiln_arena_tag(arena).id, b.id, "to a sibling");
+    kiln_arena_set_tag(arena, top);
+    cr_expect_eq(kiln_arena_tag(arena).id, top.id, "to the parent");
+    cr_expect_eq(stats_of(top).live_bytes, 3 * block);
+    cr_expect_eq(stats_of(a).live_bytes + stats_of(b).live_bytes, 0u);
+    cr_expect_eq(stats_of(top).refusals, 0u);
+    kiln_arena_destroy(arena);
+    kiln_tag_stats s[3];
+    cr_assert_eq(kiln_stats_tags(rt, s, 3), 3u);
+    for (int i = 0; i < 3; i++)
+        cr_expect_eq(s[i].allocs, s[i].frees, "tag %s: %llu charges, %llu given back", s[i].name,
+                     (unsigned long long)s[i].allocs, (unsigned long long)s[i].frees);
+}
+
+static void *push_and_detach(void *arg) {
+    kiln_ctx *mine = kiln_attach(rt);
+    kiln_tag_push(mine, *(kiln_tag *)arg);
+    kiln_detach(mine);
+    return NULL;
+}
+
+Test(tags, a_reattached_context_starts_untagged) {
+    kiln_tag t = make("T", (kiln_tag){ 0 }, 0, KILN_BUDGET_WARN);
+    pthread_t first, second;
+    pthread_create(&first, NULL, push_and_detach, &t);
+    pthread_join(first, NULL);
+    kiln_tag seen = { 99 };
+    pthread_create(&second, NULL, current_elsewhere, &seen);   /* reuses the context */
+    pthread_join(second, NULL);
+    cr_expect_eq(seen.id, 0u);
+}
+
+Test(tags, a_charge_a_parent_refuses_leaves_no_warning_below) {
+    kiln_tag top = make("Top", (kiln_tag){ 0 }, 4 * block, KILN_BUDGET_REFUSE);
+    kiln_tag soft = make("Soft", top, 2 * block, KILN_BUDGET_WARN);
+    kiln_arena *arena = kiln_arena_create(rt, "a");
+    kiln_arena_set_tag(arena, soft);
+    cr_expect_null(kiln_arena_alloc(arena, 8 * block, 16), "past the top's budget");
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_TAG_BUDGET_EXCEEDED), 0u);
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_TAG_BUDGET_NEAR), 0u);
+    cr_expect_eq(stats_of(soft).budget_warnings, 0u);
+    cr_expect_eq(stats_of(soft).live_bytes, block);
+    while (stats_of(soft).live_bytes < 3 * block) cr_assert_not_null(kiln_arena_alloc(arena, block / 2, 16));
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_TAG_BUDGET_EXCEEDED), 1u, "a real pass is told");
+    kiln_arena_destroy(arena);
+}
+
+Test(tags, a_refused_alloc_leaves_nothing_charged) {
+    kiln_tag one = make("One byte", (kiln_tag){ 0 }, 1, KILN_BUDGET_REFUSE);
+    kiln_pool *pool = kiln_pool_create(rt, &(kiln_pool_desc){ .name = "p", .size = 64, .tag = one });
+    cr_expect_null(kiln_pool_alloc(ctx, pool));
+    cr_expect_eq(stats_of(one).live_bytes, 0u, "no magazine block kept for an alloc refused");
+    kiln_pool_destroy(pool);
+}
+
+Test(tags, odd_names_in_the_table_and_the_json) {
+    make("line\nbreak\xff", (kiln_tag){ 0 }, 0, KILN_BUDGET_WARN);
+    char *text = NULL, *json = NULL;
+    size_t size;
+    FILE *out = open_memstream(&text, &size);
+    kiln_stats_print(rt, out);
+    fclose(out);
+    out = open_memstream(&json, &size);
+    kiln_stats_write_json(rt, out);
+    fclose(out);
+    cr_expect(strstr(text, "line?break") != NULL, "%s", text);
+    cr_expect(strstr(json, "line\\u000abreak\\ufffd") != NULL, "%s", json);
+    free(text);
+    free(json);
+    cr_expect_eq(kiln_tag_find(rt, "").id, 0u);
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_TAG_NAME_NULL), 1u);
 }

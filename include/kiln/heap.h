@@ -32,7 +32,11 @@
  * TAG_BUDGET_EXCEEDED. Two charges that meet at a parent's budget may both be refused
  * where one would have fit.
  *
- * Tags live as long as their runtime; KILN_MAX_TAGS at most. Concurrency: every call
+ * Tags live as long as their runtime; KILN_MAX_TAGS at most. A tag's id is unique among
+ * the live runtimes (another's is refused, TAG_FOREIGN); a tag kept from a runtime
+ * destroyed since may pass for one of a runtime made later. Several tags read while they
+ * are charged are each exact at its own instant: compare a parent with its children
+ * (the parent includes them) in figures read while their allocators are quiet. Concurrency: every call
  * here may be made from any thread at the same time, but kiln_tag_push and
  * kiln_tag_pop (the context's own thread) and kiln_arena_set_tag (the arena's owner). */
 #ifndef KILN_HEAP_H
