@@ -96,6 +96,30 @@ static void snapshot_tags(kiln_runtime *rt) {
     }
 }
 
+/* The tags with the most live bytes into the record, most first (ties: the older tag).
+ * Under registry_lock, which orders the tags' creation. */
+static void top_tags(kiln_runtime *rt, kiln_frame_record *record) {
+    for (uint32_t i = 0; i < rt->tag_count; i++) {
+        kiln_tag_account *a = kiln_load_relaxed(&rt->tags[i]);
+        uint64_t live = kiln_load_relaxed(&a->live);
+        if (live == 0) continue;
+        uint32_t at = record->tags;
+        while (at > 0 && record->tag_live_bytes[at - 1] < live) at--;
+        if (at == KILN_HISTORY_TOP_TAGS) {
+            record->tags_omitted++;
+            continue;
+        }
+        if (record->tags == KILN_HISTORY_TOP_TAGS) record->tags_omitted++;   /* the last drops */
+        else record->tags++;
+        for (uint32_t j = record->tags - 1; j > at; j--) {
+            record->tag_ids[j] = record->tag_ids[j - 1];
+            record->tag_live_bytes[j] = record->tag_live_bytes[j - 1];
+        }
+        record->tag_ids[at] = a->id;
+        record->tag_live_bytes[at] = live;
+    }
+}
+
 /* The arenas' part of the memory snapshot (runtime/memory_snapshot.h): the frame arenas
  * as one (the peaks of the frame just reset), then each arena of the program's. Under
  * registry_lock. */
@@ -174,6 +198,7 @@ void kiln_history_frame_end(kiln_runtime *rt, kiln_ctx *driver, kiln_frame_recor
     snapshot_arenas(rt, record);
     count_allocations(rt, allocs, record);
     snapshot_tags(rt);
+    top_tags(rt, record);
     kiln_snapshot_end(&rt->memory_snapshot, record->frame);
     for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {
         kiln_history_seen *seen = &h->seen[ctx->queue.slot];

@@ -372,3 +372,36 @@ Test(tags, odd_names_in_the_table_and_the_json) {
     cr_expect_eq(kiln_tag_find(rt, "").id, 0u);
     cr_expect_eq(count_items(rec, KILN_LOGITEM_TAG_NAME_NULL), 1u);
 }
+
+Test(tags, the_history_lists_the_tags_with_the_most_live_bytes) {
+    kiln_tag small = make("Small", (kiln_tag){ 0 }, 0, KILN_BUDGET_WARN);
+    kiln_tag none = make("None", (kiln_tag){ 0 }, 0, KILN_BUDGET_WARN);
+    kiln_tag big = make("Big", (kiln_tag){ 0 }, 0, KILN_BUDGET_WARN);
+    kiln_arena *a = kiln_arena_create(rt, "a"), *b = kiln_arena_create(rt, "b");
+    kiln_arena_set_tag(a, small);
+    kiln_arena_set_tag(b, big);
+    for (int i = 0; i < 6; i++) cr_assert_not_null(kiln_arena_alloc(b, block / 2, 16));
+    kiln_tag extra[5];
+    kiln_arena *more[5];
+    for (int i = 0; i < 5; i++) {   /* one block each: ties, listed oldest first */
+        char name[8] = { 'x', (char)('0' + i), 0 };
+        extra[i] = make(name, (kiln_tag){ 0 }, 0, KILN_BUDGET_WARN);
+        more[i] = kiln_arena_create(rt, name);
+        kiln_arena_set_tag(more[i], extra[i]);
+    }
+    kiln_frame_begin(ctx);
+    kiln_frame_end(ctx);
+    kiln_frame_record r;
+    cr_assert_eq(kiln_history_read(rt, &r, 1), 1u);
+    cr_expect_eq(r.tags, KILN_HISTORY_TOP_TAGS);
+    cr_expect_eq(r.tags_omitted, 7u - KILN_HISTORY_TOP_TAGS, "7 tags hold bytes, 'None' none");
+    cr_expect_eq(r.tag_ids[0], big.id);
+    cr_expect_eq(r.tag_live_bytes[0], stats_of(big).live_bytes);
+    cr_expect_eq(r.tag_ids[1], small.id, "ties: the oldest first");
+    cr_expect_eq(r.tag_ids[2], extra[0].id);
+    cr_expect_eq(r.tag_ids[3], extra[1].id);
+    for (uint32_t i = 0; i < r.tags; i++) cr_expect_neq(r.tag_ids[i], none.id);
+    for (int i = 0; i < 5; i++) kiln_arena_destroy(more[i]);
+    kiln_arena_destroy(a);
+    kiln_arena_destroy(b);
+}

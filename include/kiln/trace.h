@@ -52,6 +52,7 @@ extern "C" {
 
 #define KILN_HISTORY_FRAMES       256     /* frames the history keeps */
 #define KILN_HISTORY_MAX_CONTEXTS 16      /* contexts listed per frame record */
+#define KILN_HISTORY_TOP_TAGS     4       /* tags listed per frame record (kiln/heap.h) */
 #define KILN_TRACE_RING_EVENTS    65536   /* events each context's trace ring keeps
                                              (32 bytes each: 2 MiB per context, allocated
                                              when the context first records) */
@@ -86,6 +87,12 @@ typedef struct kiln_frame_record {
                                   (kiln_block_pool_stats.reserved_bytes) at this frame end */
     uint64_t ctx_allocs[KILN_HISTORY_MAX_CONTEXTS];       /* each listed context's share of
                                                              allocs, in ctx_ids' order */
+    /* Memory by tag (kiln/heap.h): the tags with the most live bytes at this frame end. */
+    uint32_t tags;             /* entries used below, most live bytes first */
+    uint32_t tags_omitted;     /* tags with live bytes beyond KILN_HISTORY_TOP_TAGS */
+    uint32_t tag_ids[KILN_HISTORY_TOP_TAGS];             /* kiln_tag.id */
+    uint64_t tag_live_bytes[KILN_HISTORY_TOP_TAGS];      /* each one's live bytes, its
+                                                            children's included */
 } kiln_frame_record;
 
 /* Copies the newest min(cap, recorded) frame records into out, oldest first, and
