@@ -289,12 +289,11 @@ void kiln_block_put(kiln_block_pool *pool, void *block) {
 }
 
 void *kiln_block_pool_map_large(kiln_block_pool *pool, size_t size, size_t align) {
-    size_t page = kiln_os_page_size();
-    if (size > SIZE_MAX - page) {
+    if (size > SIZE_MAX - kiln_os_page_size()) {
         report_refusal(pool, KILN_LOGITEM_OS_MAP_FAILED, size);
         return NULL;
     }
-    size = kiln_align_up(size, page);
+    size = kiln_block_pool_large_bytes(size);
     pthread_mutex_lock(&pool->grow_lock);
     void *p = within_limit(pool, size) ? kiln_os_map_aligned(size, align) : NULL;
     kiln_log_item refusal = within_limit(pool, size) ? KILN_LOGITEM_OS_MAP_FAILED : KILN_LOGITEM_MEMORY_LIMIT_REACHED;
@@ -313,7 +312,7 @@ void *kiln_block_pool_map_large(kiln_block_pool *pool, size_t size, size_t align
 }
 
 void kiln_block_pool_unmap_large(kiln_block_pool *pool, void *ptr, size_t size) {
-    size = kiln_align_up(size, kiln_os_page_size());
+    size = kiln_block_pool_large_bytes(size);
     kiln_os_unmap(ptr, size);
     pthread_mutex_lock(&pool->grow_lock);
     kiln_store_relaxed(&pool->reserved_bytes, kiln_load_relaxed(&pool->reserved_bytes) - size);

@@ -105,8 +105,9 @@ KILN_INTERNAL void kiln_block_put(kiln_block_pool *pool, void *block);
  * refusal (counted, logged once). Concurrency: any thread. */
 KILN_INTERNAL void *kiln_block_pool_map_large(kiln_block_pool *pool, size_t size, size_t align);
 
-/* The bytes a dedicated mapping of size bytes reserves: size rounded up to pages (what
- * a tag is charged for it). size must not be within a page of SIZE_MAX. */
+/* The bytes a dedicated mapping of size bytes reserves: size rounded up to pages (the
+ * block pool's own rule, and what a tag is charged for it). size must not be within a
+ * page of SIZE_MAX. */
 static inline size_t kiln_block_pool_large_bytes(size_t size) {
     return kiln_align_up(size, kiln_os_page_size());
 }

@@ -25,20 +25,22 @@ static int format_line(char *line, size_t size, kiln_log_level level, const char
     return (size_t)n >= size ? (int)size - 1 : n;
 }
 
-/* "kiln <level>: <message>\n" on fd, one write(2): lines from several threads never
- * interleave. */
-static void write_line(int fd, kiln_log_level level, const char *message) {
-    char line[601];
-    int n = format_line(line, sizeof line - 1, level, message);   /* room for the '\n' */
-    if (n < 0) return;
-    line[n++] = '\n';
-    ssize_t written = write(fd, line, (size_t)n);
+/* A formatted line and its '\n' on fd, one write(2): lines from several threads never
+ * interleave. line has room for the '\n' at length. */
+static void write_formatted(int fd, char *line, int length) {
+    if (length < 0) return;
+    line[length] = '\n';
+    ssize_t written = write(fd, line, (size_t)length + 1);
     (void)written;
+    line[length] = '\0';
 }
+
+#define LINE_BYTES 601   /* a line of 599 bytes, its '\n' and the NUL */
 
 void kiln_log_stderr(void *user, kiln_log_level level, const char *message) {
     (void)user;
-    write_line(STDERR_FILENO, level, message);
+    char line[LINE_BYTES];
+    write_formatted(STDERR_FILENO, line, format_line(line, sizeof line - 1, level, message));
 }
 
 /* How deep this thread is in the sink's callbacks: 0 outside them. This thread's own. */
@@ -48,23 +50,23 @@ bool kiln_log_in_callback(void) { return callback_depth != 0; }
 
 void kiln_log_deliver(const kiln_log_sink *sink, kiln_log_item item, kiln_log_level level,
                       const char *message) {
-    if (sink && sink->state && sink->state->recent) {
-        char line[600];
-        format_line(line, sizeof line, level, message);
+    /* "kiln <level>: <message>", formatted once for the kept lines, the file and stderr. */
+    char line[LINE_BYTES];
+    int length = format_line(line, sizeof line - 1, level, message);
+    if (sink && sink->state && sink->state->recent && length >= 0)
         kiln_log_recent_put(sink->state->recent, line);
-    }
     /* A message from inside a callback (one of its calls refused) goes to stderr only:
      * back into the callbacks, a callback that makes the same call again would never
      * return. */
     if (callback_depth != 0) {
-        kiln_log_stderr(NULL, level, message);
+        write_formatted(STDERR_FILENO, line, length);
         return;
     }
     callback_depth++;
     int file = sink && sink->state ? sink->state->file_fd : -1;
     if (sink && sink->fn) sink->fn(sink->user, level, message);
-    else if (file < 0) kiln_log_stderr(NULL, level, message);
-    if (file >= 0) write_line(file, level, message);   /* the default's place, or beside fn */
+    else if (file < 0) write_formatted(STDERR_FILENO, line, length);   /* the default */
+    if (file >= 0) write_formatted(file, line, length);   /* the default's place, or beside fn */
     if (sink && sink->item_fn) sink->item_fn(sink->user, level, item, message);
     callback_depth--;
 }

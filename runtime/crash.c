@@ -362,21 +362,25 @@ typedef struct pipe_guard {
     bool     was_pending;
 } pipe_guard;
 
+static bool sigpipe_pending(void) {
+    sigset_t pending;
+    sigpending(&pending);
+    return sigismember(&pending, SIGPIPE);
+}
+
 static void pipe_guard_begin(pipe_guard *g) {
-    sigset_t pipe, pending;
+    sigset_t pipe;
     sigemptyset(&pipe);
     sigaddset(&pipe, SIGPIPE);
-    sigpending(&pending);
-    g->was_pending = sigismember(&pending, SIGPIPE);
+    g->was_pending = sigpipe_pending();
     pthread_sigmask(SIG_BLOCK, &pipe, &g->old);
 }
 
 static void pipe_guard_end(pipe_guard *g) {
-    sigset_t pipe, pending;
+    sigset_t pipe;
     sigemptyset(&pipe);
     sigaddset(&pipe, SIGPIPE);
-    sigpending(&pending);
-    if (!g->was_pending && sigismember(&pending, SIGPIPE))
+    if (!g->was_pending && sigpipe_pending())
         sigtimedwait(&pipe, NULL, &(struct timespec){ 0, 0 });   /* ours: taken back */
     pthread_sigmask(SIG_SETMASK, &g->old, NULL);
 }
@@ -384,13 +388,12 @@ static void pipe_guard_end(pipe_guard *g) {
 /* The report for a signal (sig 0: asked for, kiln_crash_report_write); info NULL or a
  * signal sent by a process (abort, raise, kill: si_code <= 0) has no faulting address.
  * 0, or the errno of the first write that lost bytes. */
-static int report(out *to, kiln_runtime *rt, int fd, int sig, const siginfo_t *info) {
+static int report(out *o, kiln_runtime *rt, int fd, int sig, const siginfo_t *info) {
     pipe_guard guard;
     pipe_guard_begin(&guard);
-    to->fd = fd;
-    to->error = 0;
-    to->used = 0;
-    out *o = to;
+    o->fd = fd;
+    o->error = 0;
+    o->used = 0;
     put(o, "==== kiln crash report (kiln " KILN_VERSION ") ====\n");
     put(o, "process: ");
     put_u64(o, (uint64_t)getpid());

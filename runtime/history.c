@@ -84,39 +84,35 @@ static void count_allocations(kiln_runtime *rt, uint64_t allocs[KILN_MAX_QUEUES]
     }
 }
 
-/* The tags' part of the memory snapshot: each tag's live bytes (exact at this instant).
- * Under registry_lock, which orders the tags' creation. */
-static void snapshot_tags(kiln_runtime *rt) {
-    for (uint32_t i = 0; i < rt->tag_count; i++) {
-        kiln_tag_account *a = kiln_load_relaxed(&rt->tags[i]);
-        kiln_snapshot_item item = { .kind = KILN_SNAPSHOT_TAG, .bytes = kiln_load_relaxed(&a->live),
-                                    .budget = a->budget };
-        memcpy(item.name, a->name, sizeof item.name);
-        kiln_snapshot_add(&rt->memory_snapshot, &item);
+/* A tag with live bytes among the record's top tags, most first (ties: the older tag,
+ * which comes first). */
+static void rank_tag(kiln_frame_record *record, uint32_t id, uint64_t live) {
+    uint32_t at = record->tags;
+    while (at > 0 && record->tag_live_bytes[at - 1] < live) at--;
+    if (at == KILN_HISTORY_TOP_TAGS) {
+        record->tags_omitted++;
+        return;
     }
+    if (record->tags == KILN_HISTORY_TOP_TAGS) record->tags_omitted++;   /* the last drops */
+    else record->tags++;
+    for (uint32_t j = record->tags - 1; j > at; j--) {
+        record->tag_ids[j] = record->tag_ids[j - 1];
+        record->tag_live_bytes[j] = record->tag_live_bytes[j - 1];
+    }
+    record->tag_ids[at] = id;
+    record->tag_live_bytes[at] = live;
 }
 
-/* The tags with the most live bytes into the record, most first (ties: the older tag).
- * Under registry_lock, which orders the tags' creation. */
-static void top_tags(kiln_runtime *rt, kiln_frame_record *record) {
+/* Each tag's live bytes, read once (exact at that instant): into the memory snapshot,
+ * and the largest into the record. Under registry_lock, which orders the tags' creation. */
+static void note_tags(kiln_runtime *rt, kiln_frame_record *record) {
     for (uint32_t i = 0; i < rt->tag_count; i++) {
         kiln_tag_account *a = kiln_load_relaxed(&rt->tags[i]);
         uint64_t live = kiln_load_relaxed(&a->live);
-        if (live == 0) continue;
-        uint32_t at = record->tags;
-        while (at > 0 && record->tag_live_bytes[at - 1] < live) at--;
-        if (at == KILN_HISTORY_TOP_TAGS) {
-            record->tags_omitted++;
-            continue;
-        }
-        if (record->tags == KILN_HISTORY_TOP_TAGS) record->tags_omitted++;   /* the last drops */
-        else record->tags++;
-        for (uint32_t j = record->tags - 1; j > at; j--) {
-            record->tag_ids[j] = record->tag_ids[j - 1];
-            record->tag_live_bytes[j] = record->tag_live_bytes[j - 1];
-        }
-        record->tag_ids[at] = a->id;
-        record->tag_live_bytes[at] = live;
+        kiln_snapshot_item item = { .kind = KILN_SNAPSHOT_TAG, .bytes = live, .budget = a->budget };
+        memcpy(item.name, a->name, sizeof item.name);
+        kiln_snapshot_add(&rt->memory_snapshot, &item);
+        if (live != 0) rank_tag(record, a->id, live);
     }
 }
 
@@ -197,8 +193,7 @@ void kiln_history_frame_end(kiln_runtime *rt, kiln_ctx *driver, kiln_frame_recor
     kiln_snapshot_begin(&rt->memory_snapshot);
     snapshot_arenas(rt, record);
     count_allocations(rt, allocs, record);
-    snapshot_tags(rt);
-    top_tags(rt, record);
+    note_tags(rt, record);
     kiln_snapshot_end(&rt->memory_snapshot, record->frame);
     for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {
         kiln_history_seen *seen = &h->seen[ctx->queue.slot];
