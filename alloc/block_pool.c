@@ -311,6 +311,33 @@ void *kiln_block_pool_map_large(kiln_block_pool *pool, size_t size, size_t align
     return p;
 }
 
+void *kiln_block_pool_remap_large(kiln_block_pool *pool, void *ptr, size_t old_size, size_t new_size) {
+    if (new_size > SIZE_MAX - kiln_os_page_size()) {
+        report_refusal(pool, KILN_LOGITEM_OS_MAP_FAILED, new_size);
+        return NULL;
+    }
+    old_size = kiln_block_pool_large_bytes(old_size);
+    new_size = kiln_block_pool_large_bytes(new_size);
+    size_t growth = new_size > old_size ? new_size - old_size : 0;
+    pthread_mutex_lock(&pool->grow_lock);
+    bool fits = within_limit(pool, growth);
+    void *p = fits ? kiln_os_remap(ptr, old_size, new_size) : NULL;
+    size_t reserved = 0;
+    bool near = false;
+    if (p && growth) {
+        add_reserved(pool, growth);
+        near = sample_near_limit_locked(pool, &reserved);
+    } else if (p) {
+        kiln_store_relaxed(&pool->reserved_bytes, kiln_load_relaxed(&pool->reserved_bytes) - (old_size - new_size));
+        (void)sample_near_limit_locked(pool, &reserved);   /* falling: may end an episode */
+    }
+    pthread_mutex_unlock(&pool->grow_lock);
+    if (kiln_unlikely(near)) log_near_limit(pool, reserved);
+    if (!p) report_refusal(pool, fits ? KILN_LOGITEM_OS_MAP_FAILED : KILN_LOGITEM_MEMORY_LIMIT_REACHED, new_size);
+    else note_success(pool);
+    return p;
+}
+
 void kiln_block_pool_unmap_large(kiln_block_pool *pool, void *ptr, size_t size) {
     size = kiln_block_pool_large_bytes(size);
     kiln_os_unmap(ptr, size);

@@ -113,6 +113,13 @@ static inline size_t kiln_block_pool_large_bytes(size_t size) {
 }
 KILN_INTERNAL void  kiln_block_pool_unmap_large(kiln_block_pool *pool, void *ptr, size_t size);
 
+/* A dedicated mapping of old_size bytes resized to new_size (each rounded up to pages),
+ * in place or moved with its pages: the new address, or NULL (ptr untouched) when growth
+ * would pass memory_limit or the OS refuses (counted, logged once as a map is). The
+ * result is page-aligned only. Concurrency: any thread (not on the same mapping). */
+KILN_INTERNAL void *kiln_block_pool_remap_large(kiln_block_pool *pool, void *ptr, size_t old_size,
+                                                size_t new_size);
+
 /* Gives the pages of at most max_blocks free blocks back to the OS (those on free_blocks
  * move to trimmed_blocks); returns how many free blocks still hold their pages after the
  * step (free_blocks' depth at its end). max_blocks 0 gives nothing back. The bytes given

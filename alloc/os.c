@@ -1,6 +1,6 @@
 /* alloc/os.c — mmap, munmap, madvise and mprotect, the only OS memory calls in kiln,
  * and the switch that makes the nth map fail for tests. */
-#define _DEFAULT_SOURCE
+#define _GNU_SOURCE   /* mremap */
 #include "os.h"
 
 #include <sys/mman.h>
@@ -41,6 +41,12 @@ void *kiln_os_map_aligned(size_t size, size_t align) {
     if (head) munmap(raw, head);
     if (tail) munmap(aligned + size, tail);
     return aligned;
+}
+
+void *kiln_os_remap(void *ptr, size_t old_size, size_t new_size) {
+    if (kiln_fault_fires(&map_fault)) return NULL;
+    void *p = mremap(ptr, old_size, new_size, MREMAP_MAYMOVE);
+    return p == MAP_FAILED ? NULL : p;
 }
 
 void kiln_os_unmap(void *ptr, size_t size) {

@@ -19,6 +19,11 @@ KILN_INTERNAL void *kiln_os_map_aligned(size_t size, size_t align);
 /* Unmaps what kiln_os_map_aligned returned (same size). Concurrency: any thread. */
 KILN_INTERNAL void kiln_os_unmap(void *ptr, size_t size);
 
+/* A mapping of old_size bytes at ptr (whole pages) resized to new_size (whole pages), in
+ * place or moved to a page-aligned address with its pages (mremap); NULL when the OS
+ * refuses or the nth-map fault fires (ptr untouched). */
+KILN_INTERNAL void *kiln_os_remap(void *ptr, size_t old_size, size_t new_size);
+
 /* Gives the pages back to the OS; the range stays mapped and reads as zero when next
  * touched. Page-aligned range. Concurrency: any thread. */
 KILN_INTERNAL bool kiln_os_decommit(void *ptr, size_t size);

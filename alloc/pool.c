@@ -19,6 +19,15 @@
 
 kiln_magazine kiln_pool_unbound = { .count = 0, .capacity = 0 };
 
+/* Pool serials, process-wide, so that a cache bound to a pool of one runtime never
+ * matches the pool of another runtime at the same index (kiln_pool_cache_bound), nor a
+ * heap's class (alloc/heap.h). */
+static _Atomic uint64_t next_serial;
+
+uint64_t kiln_pool_serial_new(void) {
+    return kiln_add_relaxed(&next_serial, 1) + 1;   /* relaxed: only uniqueness matters */
+}
+
 static size_t magazine_bytes(uint32_t capacity) {
     return kiln_align_up(sizeof(kiln_magazine) + capacity * sizeof(void *), 16);
 }
@@ -90,6 +99,7 @@ static bool plan_slots(kiln_pool *pool) {
     pool->slot = kiln_align_up(front + pool->size + back, grid);
     pool->debug_front = front;
     size_t info = (pool->debug & KILN_POOL_HEADER_BITS) ? KILN_POOL_SLOT_INFO : 0;
+    info += pool->tags_offset ? 1 : 0;   /* slot_tags: a byte each, after the entries */
     size_t head = sizeof(kiln_pool_block) + bitmap_bytes(pool), usable = pool->usable;
     pool->info_offset = head;
     size_t n = usable > head ? (usable - head) / (pool->slot + info) : 0;
@@ -98,6 +108,8 @@ static bool plan_slots(kiln_pool *pool) {
     bool packed = usable != pool->blocks->block_size;   /* against the guard page */
     size_t slot0 = packed ? usable - n * pool->slot : kiln_align_up(head + n * info, grid);
     pool->slots_per_block = (uint32_t)n;
+    if (pool->tags_offset) pool->tags_offset = head + n * (info - 1);
+    pool->slot_recip = (((uint64_t)1 << 32) + pool->slot - 1) / pool->slot;
     pool->first_offset = slot0 + front;
     pool->last_start = (n - 1) * pool->slot;
     return true;
@@ -152,6 +164,7 @@ bool kiln_pool_init_core(kiln_pool *pool, const kiln_pool_config *config) {
         .reserve = d->reserve,
         .warn_percent = config->warn_percent,
         .account = config->account,
+        .tags_offset = config->slot_tags,   /* plan_slots places the bytes */
     };
     made.flags = (d->flags & (KILN_POOL_ZERO | KILN_POOL_CHECKED | KILN_POOL_CLEAR_ON_FREE)) |
                  (config->checked ? KILN_POOL_CHECKED : 0) |
@@ -240,6 +253,8 @@ static kiln_pool_block *new_block(kiln_pool *pool, uint64_t magic, bool for_free
         .trim_free = 0,
     };
     for (size_t i = 0; i < bitmap_words; i++) kiln_store_relaxed(&block->in_use[i], 0);
+    if (magic == KILN_POOL_BLOCK_MAGIC && pool->tags_offset)   /* published with the objects */
+        memset((char *)block + pool->tags_offset, 0, pool->slots_per_block);
     if (magic == KILN_POOL_BLOCK_MAGIC && (pool->flags & KILN_POOL_DEBUG_HOOKS))
         pool->hooks->block(pool, block);
     pool->block_list = block;

@@ -142,6 +142,11 @@ struct kiln_pool {
                                            load less on every free */
     uintptr_t           block_mask;     /* copy of blocks->block_mask */
     uintptr_t           first_offset;   /* where slot 0's object lies in every object block */
+    size_t              tags_offset;    /* slot_tags: where an object block's byte per slot
+                                           lies (after the slot entries); 0: none */
+    uint64_t            slot_recip;     /* ceil(2^32 / slot): a slot's number from its offset
+                                           by a multiply (exact for offsets under 2^32 that
+                                           are multiples of slot) */
     kiln_log_sink       log;
     kiln_tag_account   *account;        /* the tag its blocks are charged to; NULL: none */
     char                name[48];
@@ -223,7 +228,19 @@ typedef struct kiln_pool_config {
     uint32_t         audit_sample;      /* KILN_DEBUG_GUARDS: objects per frame-end audit */
     uint32_t         warn_percent;      /* the runtime's desc.warn_percent, 1-100 */
     kiln_tag_account *account;          /* desc.tag's account; NULL: untagged */
+    bool             slot_tags;         /* a byte per slot in each object block, for its
+                                           user (the general heap, alloc/heap.h), zeroed
+                                           when the block is carved */
 } kiln_pool_config;
+
+/* A serial for a new pool life: unique in the process, never 0. Any thread. */
+KILN_INTERNAL uint64_t kiln_pool_serial_new(void);
+
+/* slot_tags: the byte of obj's slot, and obj's slot number in its block (obj must be a
+ * slot's object of one of the pool's blocks). Any thread. */
+static inline uint32_t kiln_pool_slot_of(const kiln_pool *pool, uintptr_t offset) {
+    return (uint32_t)((offset * pool->slot_recip) >> 32);
+}
 
 /* Validates the desc (logging what is wrong) and sets the pool up; carves nothing yet.
  * A bad desc leaves *pool untouched. kiln_pool_init (pool_debug.c, the layer above the

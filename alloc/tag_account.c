@@ -124,6 +124,17 @@ void kiln_tag_charge_always(kiln_tag_account *account, uint64_t bytes, kiln_tag_
     kiln_add_relaxed(&account->charges, 1);
 }
 
+bool kiln_tag_draw(kiln_tag_account *account, uint64_t bytes, kiln_tag_payer payer) {
+    if (!raise_levels(account, NULL, bytes, false, payer)) return false;
+    kiln_add_relaxed(&account->own, bytes);
+    return true;
+}
+
+void kiln_tag_give_back(kiln_tag_account *account, uint64_t bytes) {
+    kiln_sub_relaxed(&account->own, bytes);
+    lower_levels(account, NULL, bytes);
+}
+
 void kiln_tag_release(kiln_tag_account *account, uint64_t bytes) {
     if (!account) return;
     kiln_sub_relaxed(&account->own, bytes);

@@ -15,6 +15,7 @@
 #ifndef KILN_ALLOC_TAG_ACCOUNT_H
 #define KILN_ALLOC_TAG_ACCOUNT_H
 
+#include "../base/atomics.h"
 #include "../base/log.h"
 
 #define KILN_TAG_NAME_BYTES 48   /* 47 kept and the NUL */
@@ -66,6 +67,15 @@ KILN_INTERNAL void kiln_tag_charge_always(kiln_tag_account *account, uint64_t by
  * to's charges count the charges moved. Concurrency: any thread. */
 KILN_INTERNAL bool kiln_tag_move(kiln_tag_account *from, kiln_tag_account *to, uint64_t bytes,
                                  uint64_t charges, kiln_tag_payer payer);
+
+/* Heap credit (alloc/heap.h): bytes charged to account and every parent as
+ * kiln_tag_charge does (refused, counted and logged the same way), but counted as no
+ * charge: the heap hands the credit out allocation by allocation and counts those, and
+ * the credit its contexts hold is subtracted from live in the tags' figures
+ * (runtime/tags.c). kiln_tag_give_back returns credit. account not NULL.
+ * Concurrency: any thread. */
+KILN_INTERNAL bool kiln_tag_draw(kiln_tag_account *account, uint64_t bytes, kiln_tag_payer payer);
+KILN_INTERNAL void kiln_tag_give_back(kiln_tag_account *account, uint64_t bytes);
 
 /* Gives bytes charged before back to account and every parent. NULL: nothing.
  * Concurrency: any thread. */

@@ -30,6 +30,28 @@ void kiln_runtime_register(kiln_runtime *rt) {
     pthread_mutex_unlock(&live_lock);
 }
 
+void kiln_runtime_heap_close(kiln_runtime *rt) {
+    pthread_mutex_lock(&live_lock);
+    rt->heap_open = false;
+    pthread_mutex_unlock(&live_lock);
+}
+
+kiln_runtime *kiln_heap_owner_find(const void *ptr, kiln_heap_find *found) {
+    *found = (kiln_heap_find){ KILN_HEAP_NOT_OURS, 0, 0 };
+    kiln_runtime *owner = NULL;
+    pthread_mutex_lock(&live_lock);
+    for (kiln_runtime *r = live_runtimes; r && !owner; r = r->live_next) {
+        if (!r->heap_open) continue;
+        kiln_heap_find f = kiln_heap_find_ptr(&r->heap, ptr);
+        if (f.kind != KILN_HEAP_NOT_OURS) {
+            *found = f;
+            owner = r;
+        }
+    }
+    pthread_mutex_unlock(&live_lock);
+    return owner;
+}
+
 void kiln_runtime_unregister(kiln_runtime *rt) {
     pthread_mutex_lock(&live_lock);
     kiln_runtime **link = &live_runtimes;

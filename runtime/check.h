@@ -13,6 +13,16 @@
 KILN_INTERNAL void kiln_runtime_register(kiln_runtime *rt);
 KILN_INTERNAL void kiln_runtime_unregister(kiln_runtime *rt);
 
+/* kiln_destroy, before the heap goes: bare-pointer lookups pass rt's heap by from now on.
+ * Any thread (the live-runtime lock). */
+KILN_INTERNAL void kiln_runtime_heap_close(kiln_runtime *rt);
+
+/* The live runtime whose heap ptr lies in (a class slot, an interior pointer of one, or a
+ * large allocation: *found says which), or NULL (*found NOT_OURS). Reads nothing at ptr
+ * before a heap's address map or registry says it is the heap's. Any thread (holds the
+ * live-runtime lock; logs nothing). */
+KILN_INTERNAL kiln_runtime *kiln_heap_owner_find(const void *ptr, kiln_heap_find *found);
+
 /* Whether rt is a live runtime (on the list, then its magic: a pointer that is none is
  * never read); logs RUNTIME_NULL / RUNTIME_INVALID otherwise. Any thread. */
 KILN_INTERNAL bool kiln_runtime_check(const kiln_runtime *rt, const char *function);

@@ -5,6 +5,7 @@
 #include "arenas.h"
 #include "check.h"
 #include "handles.h"
+#include "heap.h"
 #include "pools.h"
 
 #include <sched.h>
@@ -59,6 +60,7 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
     if (ctx->is_worker != is_worker) ctx->is_worker = is_worker;
     ctx->debug_checks = (rt->desc.debug & KILN_DEBUG_CHECKS) != 0;
     ctx->tag_current = 0;   /* a reused context's last thread's tag is not this one's */
+    kiln_ctx_heap_attach(ctx);
     char name[48];
     snprintf(name, sizeof name, is_worker ? "frame worker ctx %u" : "frame ctx %u", id);
     ctx->frame_arena = kiln_runtime_arena_new(rt, name, ctx);   /* the pool logs a refusal */
@@ -156,6 +158,7 @@ static void context_release(kiln_ctx *ctx) {
     }
     kiln_job_queue_retire(&rt->jobs, &ctx->queue);   /* runs what it still holds */
     kiln_ctx_flush_pools(ctx);   /* cached objects go back to the depots, not lost */
+    kiln_ctx_flush_heap(ctx);    /* and the heap's, with the credit drawn from tags */
     kiln_ctx_flush_handles(ctx); /* and cached slots to their tables */
     /* Off the context list before its frame arena goes: kiln_stats_contexts reads the
      * frame arena of every listed context (under registry_lock). */

@@ -4,6 +4,7 @@
  * KILN_HISTORY_FRAMES records (the protocol is in history.h), and kiln_history_read. */
 #include "history.h"
 #include "check.h"
+#include "tags.h"
 
 #include <string.h>
 
@@ -106,9 +107,11 @@ static void rank_tag(kiln_frame_record *record, uint32_t id, uint64_t live) {
 /* Each tag's live bytes, read once (exact at that instant): into the memory snapshot,
  * and the largest into the record. Under registry_lock, which orders the tags' creation. */
 static void note_tags(kiln_runtime *rt, kiln_frame_record *record) {
+    kiln_heap_tag_sums_read(rt, rt->tag_count);   /* the credit contexts hold */
+    const kiln_heap_tag_sums *sums = &rt->tag_sums;
     for (uint32_t i = 0; i < rt->tag_count; i++) {
         kiln_tag_account *a = kiln_load_relaxed(&rt->tags[i]);
-        uint64_t live = kiln_load_relaxed(&a->live);
+        uint64_t live = kiln_heap_tag_used(a, sums);
         kiln_snapshot_item item = { .kind = KILN_SNAPSHOT_TAG, .bytes = live, .budget = a->budget };
         memcpy(item.name, a->name, sizeof item.name);
         kiln_snapshot_add(&rt->memory_snapshot, &item);

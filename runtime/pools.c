@@ -13,11 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Pool serials, process-wide, so that a cache bound to a pool of one runtime never
- * matches the pool of another runtime at the same index (kiln_pool_cache_bound).
- * Relaxed: only uniqueness matters. */
-static _Atomic uint64_t next_serial;
-
 kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
     if (!kiln_runtime_check(rt, "kiln_pool_create")) return NULL;
     if (!kiln_outside_log_callback(&rt->log, "kiln_pool_create")) return NULL;
@@ -43,7 +38,7 @@ kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
         .blocks = &rt->blocks,
         .desc = *desc,
         .index = (uint32_t)slot,
-        .serial = kiln_add_relaxed(&next_serial, 1) + 1,
+        .serial = kiln_pool_serial_new(),
         .checked = (rt->desc.debug & KILN_DEBUG_CHECKS) != 0,
         .log = rt->log,
         .debug = rt->desc.debug,

@@ -8,6 +8,7 @@
 #include "crash.h"
 #include "handle_reclaim.h"
 #include "handles.h"
+#include "heap.h"
 #include "pools.h"
 #include "stats_print.h"
 #include "trace.h"
@@ -228,7 +229,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     kiln_runtime_register(rt);
     rt->crash_fd = -1;
     rt->pid = getpid();
-    if (!kiln_crash_init(rt) || !kiln_workers_start(rt)) {   /* logged */
+    if (!kiln_runtime_heap_init(rt) || !kiln_crash_init(rt) || !kiln_workers_start(rt)) {   /* logged */
         kiln_destroy(rt);
         return NULL;
     }
@@ -258,6 +259,7 @@ void kiln_destroy(kiln_runtime *rt) {
                  "that held it", (unsigned long long)ran);
     kiln_jobs_free_waiting(&rt->jobs);   /* no thread runs jobs any more */
     kiln_runtime_pools_fini(rt);
+    if (rt->heap_open) kiln_runtime_heap_fini(rt);   /* open unless create failed before it */
     kiln_runtime_handles_fini(rt);
     while (rt->arenas) {
         kiln_arena *arena = &rt->arenas->arena;
@@ -298,10 +300,12 @@ uint64_t kiln_frame_number(const kiln_runtime *rt) {
 
 size_t kiln_trim(kiln_runtime *rt) {
     if (!kiln_runtime_check(rt, "kiln_trim")) return 0;
+    kiln_heap_trim(&rt->heap);   /* the heap's free blocks and kept mappings first */
     return kiln_block_pool_trim(&rt->blocks);
 }
 
 size_t kiln_trim_step(kiln_runtime *rt, size_t max_blocks) {
     if (!kiln_runtime_check(rt, "kiln_trim_step")) return 0;
+    if (max_blocks) kiln_heap_trim(&rt->heap);   /* one pass over the classes' depots */
     return kiln_block_pool_trim_step(&rt->blocks, max_blocks);
 }

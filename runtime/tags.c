@@ -144,31 +144,67 @@ kiln_tag kiln_tag_current(kiln_ctx *ctx) {
 
 /* ---- figures ---- */
 
-static void read_account(const kiln_tag_account *a, kiln_tag_stats *out) {
+void kiln_heap_tag_sums_read(kiln_runtime *rt, uint32_t count) {
+    kiln_heap_tag_sums *out = &rt->tag_sums;
+    for (uint32_t slot = 0; slot < count; slot++) {
+        unsigned byte = slot + KILN_HEAP_FIRST_TAG;
+        uint64_t credit = 0, allocs = kiln_load_relaxed(&rt->heap.retired_allocs[byte]);
+        uint64_t frees = kiln_load_relaxed(&rt->heap.retired_frees[byte]);
+        for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {
+            const kiln_heap_tag_use *use = &ctx->heap_cache.tags[byte];
+            int64_t held = kiln_load_relaxed(&use->credit);
+            credit += held > 0 ? (uint64_t)held : 0;
+            allocs += kiln_load_relaxed(&use->allocs);
+            frees += kiln_load_relaxed(&use->frees);
+        }
+        out->own_credit[slot] = out->credit[slot] = credit;
+        out->allocs[slot] = allocs;
+        out->frees[slot] = frees;
+    }
+    /* A parent is made before its children, so its slot is lower: children first. */
+    for (uint32_t slot = count; slot-- > 0;) {
+        const kiln_tag_account *a = kiln_load_acquire(&rt->tags[slot]);
+        if (a && a->parent) out->credit[(a->parent->id & 0xffffu) - 1] += out->credit[slot];
+    }
+}
+
+
+/* The account's figures, its heap allocations (runtime/heap.h) counted in. */
+static void read_account(const kiln_tag_account *a, const kiln_heap_tag_sums *sums,
+                         kiln_tag_stats *out) {
+    uint32_t slot = (a->id & TAG_SLOT_MASK) - 1;
+    uint64_t own = kiln_load_relaxed(&a->own);
     *out = (kiln_tag_stats){
         .id = a->id,
         .parent = a->parent ? a->parent->id : 0,
-        .live_bytes = kiln_load_relaxed(&a->live),
-        .own_bytes = kiln_load_relaxed(&a->own),
+        .live_bytes = kiln_heap_tag_used(a, sums),
+        .own_bytes = own > sums->own_credit[slot] ? own - sums->own_credit[slot] : 0,
         .peak_bytes = kiln_load_relaxed(&a->peak),
         .budget = a->budget,
         .refuse = a->refuse,
-        .allocs = kiln_load_relaxed(&a->charges),
-        .frees = kiln_load_relaxed(&a->releases),
+        .allocs = kiln_load_relaxed(&a->charges) + sums->allocs[slot],
+        .frees = kiln_load_relaxed(&a->releases) + sums->frees[slot],
         .refusals = kiln_load_relaxed(&a->refusals),
         .budget_warnings = kiln_load_relaxed(&a->budget_warnings),
     };
     memcpy(out->name, a->name, sizeof out->name);
 }
 
+/* Tags published so far (in slot order, never removed). Any thread. */
+static uint32_t tags_made(kiln_runtime *rt) {
+    uint32_t count = 0;
+    while (count < KILN_MAX_TAGS && kiln_load_acquire(&rt->tags[count])) count++;
+    return count;
+}
+
 size_t kiln_stats_tags(kiln_runtime *rt, kiln_tag_stats *out, size_t cap) {
     if (!kiln_stats_list_args_ok(rt, out, cap, "kiln_stats_tags")) return 0;
-    size_t count = 0;
-    for (; count < KILN_MAX_TAGS; count++) {   /* published in slot order, never removed */
-        kiln_tag_account *a = kiln_load_acquire(&rt->tags[count]);
-        if (!a) break;
-        if (count < cap) read_account(a, &out[count]);
-    }
+    pthread_mutex_lock(&rt->registry_lock);
+    uint32_t count = tags_made(rt);
+    kiln_heap_tag_sums_read(rt, count);
+    for (uint32_t i = 0; i < count && i < cap; i++)
+        read_account(kiln_load_acquire(&rt->tags[i]), &rt->tag_sums, &out[i]);
+    pthread_mutex_unlock(&rt->registry_lock);
     return count;
 }
 
@@ -187,6 +223,9 @@ bool kiln_tag_stats_get(kiln_runtime *rt, kiln_tag tag, kiln_tag_stats *out) {
                             "kiln_tag_stats_get: the zero tag (untagged) has no figures");
         return false;
     }
-    read_account(a, out);
+    pthread_mutex_lock(&rt->registry_lock);
+    kiln_heap_tag_sums_read(rt, tags_made(rt));
+    read_account(a, &rt->tag_sums, out);
+    pthread_mutex_unlock(&rt->registry_lock);
     return true;
 }

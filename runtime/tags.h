@@ -23,4 +23,15 @@ KILN_INTERNAL void kiln_tags_fini(kiln_runtime *rt);
 KILN_INTERNAL kiln_tag_account *kiln_tag_lookup(kiln_runtime *rt, kiln_tag tag,
                                                 const char *function, bool *ok);
 
+/* Sums the first count tag slots into rt->tag_sums (kiln_heap_tag_sums, alloc/heap.h):
+ * the heap credit contexts hold per tag and the tags' heap allocations and frees. Under
+ * registry_lock, held by the caller while it reads them. */
+KILN_INTERNAL void kiln_heap_tag_sums_read(kiln_runtime *rt, uint32_t count);
+
+/* A tag's live bytes without the credit held for it: exact while its users are quiet. */
+static inline uint64_t kiln_heap_tag_used(const kiln_tag_account *a, const kiln_heap_tag_sums *sums) {
+    uint64_t live = kiln_load_relaxed(&a->live), credit = sums->credit[(a->id & 0xffffu) - 1];
+    return live > credit ? live - credit : 0;
+}
+
 #endif /* KILN_RUNTIME_TAGS_H */

@@ -13,6 +13,7 @@
 #include "../alloc/arena.h"
 #include "../alloc/block_pool.h"
 #include "../alloc/pool.h"
+#include "../alloc/heap.h"
 #include "../base/atomics.h"
 #include "../base/log.h"
 #include "../base/log_fold.h"
@@ -155,6 +156,8 @@ struct kiln_ctx {
     kiln_trace_ring *trace_ring;
 
     uint32_t          tag_current; /* kiln_tag_push's tag id (0: untagged); this thread's */
+    kiln_heap_cache   heap_cache;  /* the general heap's caches and tag credit (alloc/heap.h);
+                                      this thread's, counters read by stats */
 };
 
 /* An arena of a runtime: the allocator (alloc/arena.h) first, so that the public
@@ -260,6 +263,13 @@ struct kiln_runtime {
     uint32_t         tag_count;     /* tags made; under registry_lock */
     uint32_t         tag_salt;      /* the high half of this runtime's tag ids, unique among
                                        live runtimes (runtime/check.c); read-only */
+    /* The general heap (runtime/heap.h). heap_open: set at create, cleared under the
+     * process's live-runtime lock before the heap goes, so that a lookup of a bare
+     * pointer (kiln_heap_usable_size), which holds that lock, never meets a heap being
+     * torn down. */
+    kiln_heap        heap;
+    bool             heap_open;
+    kiln_heap_tag_sums tag_sums;    /* scratch of the tags' figures, under registry_lock */
     kiln_memory_snapshot memory_snapshot;   /* each allocator at the last frame end
                                        (runtime/memory_snapshot.h): driver-written */
     kiln_site_registry sites;       /* KILN_DEBUG_SITES: the site counts (alloc/debug.h),

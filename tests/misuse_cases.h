@@ -2232,3 +2232,162 @@ ROW(handles_create_unmade_tag, "kiln_handles_create", "a tag never made: NULL", 
     kiln_tag made = TAG_A(f, "made");
     WANT_NULL(kiln_handles_create(f->a, &(kiln_handles_desc){ .item_size = 8, .tag = { made.id + 3 } }));
 })
+
+/* The general heap. */
+ROW(heap_alloc_null_ctx, "kiln_heap_alloc", "NULL ctx: NULL", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT_NULL(kiln_heap_alloc(NULL, (kiln_tag){ 0 }, 16, 0));
+})
+ROW(heap_alloc_detached, "kiln_heap_alloc", "detached ctx: NULL", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_heap_alloc(f->detached, (kiln_tag){ 0 }, 16, 0));
+})
+ROW(heap_alloc_foreign_tag, "kiln_heap_alloc", "another runtime's tag: NULL", KILN_LOGITEM_TAG_FOREIGN, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_heap_alloc(f->ctx_a, TAG_B(f, "B's"), 16, 0));
+})
+ROW(heap_alloc_unmade_tag, "kiln_heap_alloc", "a tag never made: NULL", KILN_LOGITEM_TAG_INVALID, SINK_A, COUNTED, 0, DOC, {
+    kiln_tag made = TAG_A(f, "made");
+    WANT_NULL(kiln_heap_alloc(f->ctx_a, (kiln_tag){ made.id + 3 }, 16, 0));
+})
+ROW(heap_alloc_bad_align, "kiln_heap_alloc", "align 24: NULL", KILN_LOGITEM_HEAP_BAD_ALIGN, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_heap_alloc(f->ctx_a, (kiln_tag){ 0 }, 16, 24));
+})
+ROW(heap_alloc_size_max, "kiln_heap_alloc", "size SIZE_MAX: NULL", KILN_LOGITEM_HEAP_TOO_LARGE, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_heap_alloc(f->ctx_a, (kiln_tag){ 0 }, SIZE_MAX, 0));
+})
+ROW(heap_alloc_align_overflow, "kiln_heap_alloc", "size PTRDIFF_MAX with align 4096: NULL", KILN_LOGITEM_HEAP_TOO_LARGE, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_heap_alloc(f->ctx_a, (kiln_tag){ 0 }, (size_t)PTRDIFF_MAX, 4096));
+})
+ROW(heap_alloc_zero, "kiln_heap_alloc", "size 0 (legal: a 16-byte allocation)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    void *p = kiln_heap_alloc(f->ctx_a, (kiln_tag){ 0 }, 0, 0);
+    WANT_NOT_NULL(p);
+    WANT_EQ(kiln_heap_usable_size(p), 16u);
+    kiln_heap_free(f->ctx_a, p);
+})
+ROW(heap_alloc_in_job, "kiln_heap_alloc", "in a worker's job, freed by the submitter (legal)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    f->rp = NULL;
+    in_worker_job(f, OP_HEAP_ALLOC);
+    WANT_NOT_NULL(f->rp);
+    kiln_heap_free(f->ctx_a, f->rp);
+})
+ROW(heap_alloc_at_detached, "kiln_heap_alloc_at", "detached ctx: NULL", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_heap_alloc_at(f->detached, (kiln_tag){ 0 }, 16, 0, __FILE__, __LINE__));
+})
+ROW(heap_alloc_at_null_file, "kiln_heap_alloc_at", "NULL file with SITES (legal: no site)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, FX_SITES, UNDOC, {
+    void *p = kiln_heap_alloc_at(f->ctx_a, (kiln_tag){ 0 }, 40, 0, NULL, 3);
+    WANT_NOT_NULL(p);
+    kiln_heap_free(f->ctx_a, p);
+})
+
+ROW(heap_calloc_overflow, "kiln_heap_calloc", "count * size overflows: NULL", KILN_LOGITEM_HEAP_TOO_LARGE, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_heap_calloc(f->ctx_a, (kiln_tag){ 0 }, SIZE_MAX / 4, 8));
+})
+ROW(heap_calloc_null_ctx, "kiln_heap_calloc", "NULL ctx: NULL", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT_NULL(kiln_heap_calloc(NULL, (kiln_tag){ 0 }, 2, 8));
+})
+
+ROW(heap_free_null, "kiln_heap_free", "NULL ptr (legal: no-op)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    kiln_heap_free(f->ctx_a, NULL);
+})
+ROW(heap_free_malloc, "kiln_heap_free", "malloc's pointer: ignored", KILN_LOGITEM_HEAP_FOREIGN_POINTER, SINK_A, COUNTED, 0, DOC, {
+    void *m = malloc(32);
+    kiln_heap_free(f->ctx_a, m);
+    free(m);
+})
+ROW(heap_free_pool_object, "kiln_heap_free", "a pool's object: ignored, still the pool's", KILN_LOGITEM_HEAP_FOREIGN_POINTER, SINK_A, COUNTED, 0, DOC, {
+    void *o = kiln_pool_alloc(f->ctx_a, f->pool_a);
+    kiln_heap_free(f->ctx_a, o);
+    kiln_pool_free(f->ctx_a, f->pool_a, o);
+})
+ROW(heap_free_other_runtime, "kiln_heap_free", "another runtime's allocation: ignored", KILN_LOGITEM_HEAP_FOREIGN_POINTER, SINK_A, COUNTED, 0, DOC, {
+    void *p = kiln_heap_alloc(f->ctx_b, (kiln_tag){ 0 }, 64, 0);
+    kiln_heap_free(f->ctx_a, p);
+    WANT_EQ(kiln_heap_usable_size(p), 64u);
+    kiln_heap_free(f->ctx_b, p);
+})
+ROW(heap_free_interior, "kiln_heap_free", "a pointer into an allocation: ignored", KILN_LOGITEM_HEAP_INTERIOR_POINTER, SINK_A, COUNTED, 0, DOC, {
+    char *p = kiln_heap_alloc(f->ctx_a, (kiln_tag){ 0 }, 64, 0);
+    kiln_heap_free(f->ctx_a, p + 8);
+    kiln_heap_free(f->ctx_a, p);
+})
+ROW(heap_free_twice, "kiln_heap_free", "a double free: the second ignored", KILN_LOGITEM_HEAP_DOUBLE_FREE, SINK_A, COUNTED, 0, DOC, {
+    void *p = kiln_heap_alloc(f->ctx_a, (kiln_tag){ 0 }, 64, 0);
+    kiln_heap_free(f->ctx_a, p);
+    kiln_heap_free(f->ctx_a, p);
+})
+ROW(heap_free_twice_checked, "kiln_heap_free", "a double free with KILN_DEBUG_CHECKS", KILN_LOGITEM_HEAP_DOUBLE_FREE, SINK_A, COUNTED, FX_CHECKS, DOC, {
+    void *p = kiln_heap_alloc(f->ctx_a, (kiln_tag){ 0 }, 64, 0);
+    kiln_heap_free(f->ctx_a, p);
+    kiln_heap_free(f->ctx_a, p);
+})
+ROW(heap_free_large_twice, "kiln_heap_free", "a large allocation freed twice: a foreign pointer", KILN_LOGITEM_HEAP_FOREIGN_POINTER, SINK_A, COUNTED, 0, DOC, {
+    void *p = kiln_heap_alloc(f->ctx_a, (kiln_tag){ 0 }, 1 << 20, 0);
+    kiln_heap_free(f->ctx_a, p);
+    kiln_heap_free(f->ctx_a, p);
+})
+ROW(heap_free_detached, "kiln_heap_free", "detached ctx: ignored, ptr stays live", KILN_LOGITEM_CONTEXT_DETACHED, SINK_A, COUNTED, 0, DOC, {
+    void *p = kiln_heap_alloc(f->ctx_a, (kiln_tag){ 0 }, 64, 0);
+    kiln_heap_free(f->detached, p);
+    WANT_EQ(kiln_heap_usable_size(p), 64u);
+    kiln_heap_free(f->ctx_a, p);
+})
+
+ROW(heap_realloc_foreign, "kiln_heap_realloc", "malloc's pointer: NULL, nothing freed", KILN_LOGITEM_HEAP_FOREIGN_POINTER, SINK_A, COUNTED, 0, DOC, {
+    void *m = malloc(32);
+    WANT_NULL(kiln_heap_realloc(f->ctx_a, m, 64, 0));
+    free(m);
+})
+ROW(heap_realloc_freed, "kiln_heap_realloc", "a freed allocation: NULL", KILN_LOGITEM_HEAP_DOUBLE_FREE, SINK_A, COUNTED, 0, DOC, {
+    void *p = kiln_heap_alloc(f->ctx_a, (kiln_tag){ 0 }, 64, 0);
+    kiln_heap_free(f->ctx_a, p);
+    WANT_NULL(kiln_heap_realloc(f->ctx_a, p, 128, 0));
+})
+ROW(heap_realloc_huge, "kiln_heap_realloc", "size SIZE_MAX: NULL, ptr kept", KILN_LOGITEM_HEAP_TOO_LARGE, SINK_A, COUNTED, 0, DOC, {
+    void *p = kiln_heap_alloc(f->ctx_a, (kiln_tag){ 0 }, 64, 0);
+    WANT_NULL(kiln_heap_realloc(f->ctx_a, p, SIZE_MAX, 0));
+    WANT_EQ(kiln_heap_usable_size(p), 64u);
+    kiln_heap_free(f->ctx_a, p);
+})
+ROW(heap_realloc_null_ptr, "kiln_heap_realloc", "NULL ptr (legal: an alloc)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    void *p = kiln_heap_realloc(f->ctx_a, NULL, 64, 0);
+    WANT_NOT_NULL(p);
+    kiln_heap_free(f->ctx_a, p);
+})
+ROW(heap_realloc_null_ctx, "kiln_heap_realloc", "NULL ctx: NULL, ptr kept", KILN_LOGITEM_CONTEXT_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    void *p = kiln_heap_alloc(f->ctx_a, (kiln_tag){ 0 }, 64, 0);
+    WANT_NULL(kiln_heap_realloc(NULL, p, 128, 0));
+    kiln_heap_free(f->ctx_a, p);
+})
+
+ROW(heap_usable_null, "kiln_heap_usable_size", "NULL (legal: 0)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(kiln_heap_usable_size(NULL), 0u);
+})
+ROW(heap_usable_stack, "kiln_heap_usable_size", "a stack pointer: 0", KILN_LOGITEM_HEAP_FOREIGN_POINTER, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    int x = 0;
+    WANT_EQ(kiln_heap_usable_size(&x), 0u);
+})
+ROW(heap_usable_freed, "kiln_heap_usable_size", "a freed allocation: 0", KILN_LOGITEM_HEAP_DOUBLE_FREE, SINK_A, COUNTED, 0, UNDOC, {
+    void *p = kiln_heap_alloc(f->ctx_a, (kiln_tag){ 0 }, 64, 0);
+    kiln_heap_free(f->ctx_a, p);
+    WANT_EQ(kiln_heap_usable_size(p), 0u);
+})
+ROW(heap_tag_interior, "kiln_heap_tag", "an interior pointer: {0}", KILN_LOGITEM_HEAP_INTERIOR_POINTER, SINK_A, COUNTED, 0, DOC, {
+    char *p = kiln_heap_alloc(f->ctx_a, TAG_A(f, "t"), 64, 0);
+    WANT_EQ(kiln_heap_tag(p + 16).id, 0u);
+    kiln_heap_free(f->ctx_a, p);
+})
+ROW(heap_tag_null, "kiln_heap_tag", "NULL (legal: {0})", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(kiln_heap_tag(NULL).id, 0u);
+})
+
+ROW(stats_heap_null_rt, "kiln_stats_heap", "NULL runtime: false", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    kiln_heap_stats s;
+    WANT(!kiln_stats_heap(NULL, &s));
+})
+ROW(stats_heap_null_out, "kiln_stats_heap", "NULL out: false", KILN_LOGITEM_STATS_NULL_OUT, SINK_A, COUNTED, 0, DOC, {
+    WANT(!kiln_stats_heap(f->a, NULL));
+})
+ROW(stats_heap_classes_null_out, "kiln_stats_heap_classes", "NULL out with cap 4: 0", KILN_LOGITEM_STATS_NULL_OUT, SINK_A, COUNTED, 0, DOC, {
+    WANT_EQ(kiln_stats_heap_classes(f->a, NULL, 4), 0u);
+})
+ROW(stats_heap_classes_count, "kiln_stats_heap_classes", "cap 0 (legal: the count)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(kiln_stats_heap_classes(f->a, NULL, 0), (size_t)KILN_HEAP_CLASSES);
+})

@@ -70,6 +70,7 @@ typedef enum op {
     OP_RESET_CTX_A_FRAME,      /* kiln_arena_reset(kiln_frame_arena(ctx_a)) */
     OP_FRAME_ALLOC_CTX_A,      /* rp = kiln_frame_alloc(ctx_a, 64, 0) */
     OP_ATTACH_KEEP_FRAME_ARENA,/* attach to A, rp = its frame arena, detach */
+    OP_HEAP_ALLOC,             /* rp = kiln_heap_alloc(ctx, {0}, 300, 0) */
     OP_ARENA_A_GROW,           /* rp = kiln_arena_grow(arena_a, rp, 64, 128, 0) */
 } op;
 
@@ -206,6 +207,7 @@ static void do_op(fx *f, kiln_ctx *ctx) {
         kiln_detach(mine);
         break;
     }
+    case OP_HEAP_ALLOC: f->rp = kiln_heap_alloc(ctx, (kiln_tag){ 0 }, 300, 0); break;
     }
 }
 

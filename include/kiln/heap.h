@@ -51,7 +51,7 @@ extern "C" {
 #endif
 
 /* The most tags a runtime holds. */
-#define KILN_MAX_TAGS 256
+#define KILN_MAX_TAGS 254   /* so that a heap allocation's tag fits its slot's byte */
 
 typedef struct kiln_tag_desc {
     const char        *name;     /* required, unique in the runtime; copied (47 bytes kept) */
@@ -128,6 +128,175 @@ KILN_API size_t kiln_stats_tags(kiln_runtime *rt, kiln_tag_stats *out, size_t ca
  * (STATS_NULL_OUT), or a tag that is no tag of rt's (TAG_INVALID, TAG_FOREIGN).
  * Concurrency: any thread. */
 KILN_API bool kiln_tag_stats_get(kiln_runtime *rt, kiln_tag tag, kiln_tag_stats *out);
+
+
+/* ---- The general heap ----
+ *
+ *   char *name = kiln_heap_alloc(ctx, ui_tag, 40, 0);
+ *   name = kiln_heap_realloc(ctx, name, 4000, 0);    (keeps ui_tag)
+ *   kiln_heap_free(other_ctx, name);                 (any thread)
+ *
+ * Variable-sized memory of any lifetime, each allocation charged to its tag ({0}:
+ * untagged). Sizes up to KILN_HEAP_CLASS_MAX (less when the block is small: a quarter
+ * block at most, less the debug layer's guards) are served from 64 size classes, each
+ * a multiple of 16 bytes that wastes under 12.5 % of a request above 64 bytes; the
+ * classes are served as pools are (kiln/pool.h): each context caches two magazines per
+ * class, and an alloc or free the cache serves takes no lock and makes no atomic
+ * read-modify-write. A free may come from any thread, whoever allocated. Larger sizes
+ * get a dedicated mapping each; a freed one is kept for reuse (at most
+ * KILN_HEAP_KEPT_MAPPINGS, each used again only for a request it holds with under 25 %
+ * to spare), and kiln_trim unmaps the kept ones and gives the classes' free blocks
+ * back.
+ *
+ * Tags: an allocation's bytes (its class's size, or its mapping's) count toward its tag
+ * from alloc to free, whichever thread frees it. A context draws credit from a tag's
+ * account in chunks of KILN_HEAP_TAG_CREDIT bytes (more for a bigger allocation) and
+ * gives back what it holds above twice that, so an alloc or free the credit covers
+ * touches no shared counter. So:
+ * - a REFUSE budget is never passed: the credit is charged against it. An allocation
+ *   may be refused early, by at most the credit the other contexts hold (2 *
+ *   KILN_HEAP_TAG_CREDIT each at most);
+ * - a tag's live_bytes and own_bytes (kiln_tag_stats) count allocations, not credit:
+ *   exact whenever the threads that allocate and free its memory are quiet (at a frame
+ *   end, with the frame's jobs done); peak_bytes and the budget warnings count credit
+ *   too (an upper bound);
+ * - allocs and frees count heap allocations (and the blocks, mappings and tables the
+ *   tag's other allocators took).
+ *
+ * Checks, in every build, each logged with the pointer and counted (heap bad_frees):
+ * a free, realloc, usable_size or tag of a pointer the heap did not hand out (another
+ * runtime's, malloc's, a pool's, the stack): HEAP_FOREIGN_POINTER, nothing touched; of
+ * a pointer into an allocation, not at its start: HEAP_INTERIOR_POINTER; a free or
+ * realloc of a class allocation already freed: HEAP_DOUBLE_FREE (its slot's byte says
+ * so; a large allocation freed twice is a foreign pointer by then). Two threads that
+ * free the same allocation at once are both caught only with KILN_DEBUG_CHECKS (an
+ * atomic exchange of the slot's byte instead of a load and a store, on every free);
+ * without it, one free may pass, and that allocation is handed out twice. A double free
+ * after the memory was handed out again frees the new owner's allocation: no allocator
+ * can tell that apart.
+ *
+ * Debug layer (kiln_desc.debug): the classes take KILN_DEBUG_FILL, GUARDS, POISON,
+ * GUARD_PAGES and SITES as pools do (POOL_GUARD_DAMAGED, POOL_LEAK_SITE name the class:
+ * "heap 48"); a large allocation is filled (FILL), its tail past the size to the page
+ * end is poisoned (POISON), and its site kept (SITES). kiln_sites_top counts heap
+ * allocations with the rest; kiln_destroy logs the live heap allocations
+ * (HEAP_OBJECTS_LIVE, then the classes' leak sites).
+ *
+ * Concurrency: kiln_heap_alloc, calloc, realloc and free are the context's thread's (ctx
+ * is the caller's own); a free of memory another thread allocated is fine, and so are
+ * usable_size and tag from any thread, of memory the caller may use. */
+
+/* The largest class; bigger requests are mapped. */
+#define KILN_HEAP_CLASS_MAX     16384u
+/* Freed large mappings kept for reuse, at most. */
+#define KILN_HEAP_KEPT_MAPPINGS 8
+/* The chunk of a tag's budget a context draws at a time. */
+#define KILN_HEAP_TAG_CREDIT    (32u * 1024u)
+
+/* size bytes (0 counts as 1) aligned to align (0: 16; else a power of two) and charged
+ * to tag, or NULL:
+ * - when memory runs out (memory_limit, the OS), or tag's REFUSE budget (or a parent's)
+ *   would be passed (TAG_BUDGET_REFUSED, once per frame); counted in the heap's failures;
+ * - refused, logged: a bad ctx (CONTEXT_NULL, CONTEXT_INVALID, CONTEXT_DETACHED), a tag
+ *   that is no tag of ctx's runtime (TAG_INVALID, TAG_FOREIGN), an align that is no power
+ *   of two (HEAP_BAD_ALIGN), a size that cannot be mapped with its alignment (over
+ *   PTRDIFF_MAX: HEAP_TOO_LARGE).
+ * Concurrency: ctx's own thread. */
+KILN_API void *kiln_heap_alloc(kiln_ctx *ctx, kiln_tag tag, size_t size, size_t align);
+
+/* count * size zeroed bytes (aligned to 16); NULL as kiln_heap_alloc, and for a product
+ * that overflows (HEAP_TOO_LARGE). Concurrency: ctx's own thread. */
+KILN_API void *kiln_heap_calloc(kiln_ctx *ctx, kiln_tag tag, size_t count, size_t size);
+
+/* ptr resized to size bytes, its contents kept up to the smaller size, its tag kept:
+ * - in place when the new size is in the same class, or a large allocation's mapping can
+ *   grow or shrink there; a large one that must move moves its pages (mremap), not its
+ *   bytes, when align is at most the page size;
+ * - ptr NULL: kiln_heap_alloc with ctx's current tag (kiln_tag_push);
+ * - size 0: ptr freed, NULL returned;
+ * - NULL when the memory or a budget refuses: ptr is untouched and still live;
+ * - a bad ptr (HEAP_FOREIGN_POINTER, HEAP_INTERIOR_POINTER, HEAP_DOUBLE_FREE) or align:
+ *   NULL, logged, nothing freed.
+ * align 0 keeps 16; ptr must have been allocated with an alignment that align divides
+ * or else it moves. Concurrency: ctx's own thread; ptr may come from any thread. */
+KILN_API void *kiln_heap_realloc(kiln_ctx *ctx, void *ptr, size_t size, size_t align);
+
+/* Frees ptr, whoever allocated it; NULL is a no-op. A bad pointer is logged, counted and
+ * ignored (see Checks above); so is a free through a bad ctx (ptr stays live).
+ * Concurrency: ctx's own thread, concurrently with any other use of the heap. */
+KILN_API void kiln_heap_free(kiln_ctx *ctx, void *ptr);
+
+/* The bytes usable at ptr (at least the size asked): its class's size, or its mapping's
+ * from ptr on. 0 for NULL, and for a pointer no live runtime's heap handed out (logged
+ * on stderr, HEAP_FOREIGN_POINTER: no runtime to name) or an interior one
+ * (HEAP_INTERIOR_POINTER). Concurrency: any thread, while ptr is live. */
+KILN_API size_t kiln_heap_usable_size(const void *ptr);
+
+/* ptr's tag ({0}: untagged), as kiln_heap_usable_size finds ptr; {0} where that says 0.
+ * Concurrency: any thread, while ptr is live. */
+KILN_API kiln_tag kiln_heap_tag(const void *ptr);
+
+/* kiln_heap_alloc with the caller's site (file, line), kept under KILN_DEBUG_SITES. file
+ * must outlive the runtime (a string literal such as __FILE__). */
+KILN_API void *kiln_heap_alloc_at(kiln_ctx *ctx, kiln_tag tag, size_t size, size_t align,
+                                  const char *file, int line);
+
+#ifdef KILN_TRACK_SITES
+#  define kiln_heap_alloc(ctx, tag, size, align) \
+       kiln_heap_alloc_at((ctx), (tag), (size), (align), __FILE__, __LINE__)
+#endif
+
+/* The heap's figures: X(type, name, doc) per field, in struct order. */
+#define KILN_HEAP_STATS_FIELDS(X)                                                              \
+    X(uint64_t, live_bytes,     "bytes of live allocations: their classes' sizes, and large "  \
+                                "allocations' mappings")                                       \
+    X(uint64_t, live_objects,   "live allocations")                                            \
+    X(uint64_t, allocs,         "successful allocations (realloc's moves included)")           \
+    X(uint64_t, frees,          "allocations freed (realloc's moves included)")                \
+    X(uint64_t, failures,       "allocations that returned NULL: memory or a REFUSE budget")   \
+    X(uint64_t, bad_frees,      "frees, reallocs and lookups of pointers refused: foreign, "   \
+                                "interior, double")                                            \
+    X(uint64_t, double_frees,   "of those, HEAP_DOUBLE_FREE")                                  \
+    X(uint64_t, class_bytes,    "bytes of the blocks the size classes hold (objects, free "    \
+                                "slots, magazines, headers)")                                  \
+    X(uint64_t, class_free_bytes, "of those, not in live allocations")                         \
+    X(uint64_t, large_live,     "large allocations live")                                      \
+    X(uint64_t, large_bytes,    "their mappings' bytes")                                       \
+    X(uint64_t, large_kept,     "freed large mappings kept for reuse")                         \
+    X(uint64_t, large_kept_bytes, "their bytes")                                               \
+    X(uint64_t, large_reused,   "large allocations served by a kept mapping")                  \
+    X(uint64_t, reallocs_in_place, "reallocs that kept their address")                         \
+    X(uint64_t, remaps,         "large reallocs that moved pages (mremap), not bytes")         \
+    /* end of list */
+
+typedef struct kiln_heap_stats {
+    KILN_HEAP_STATS_FIELDS(KILN_STATS_MEMBER)
+} kiln_heap_stats;
+
+/* One size class's figures. */
+#define KILN_HEAP_CLASS_STATS_FIELDS(X)                                                        \
+    X(uint32_t, size,           "bytes per allocation of the class")                           \
+    X(uint64_t, live,           "allocations live")                                            \
+    X(uint64_t, allocs,         "allocations served")                                          \
+    X(uint64_t, frees,          "frees")                                                       \
+    X(uint64_t, free_slots,     "slots carved and free (cached or in the depot)")              \
+    X(uint32_t, blocks,         "blocks held, magazines' included")                            \
+    /* end of list */
+
+typedef struct kiln_heap_class_stats {
+    KILN_HEAP_CLASS_STATS_FIELDS(KILN_STATS_MEMBER)
+} kiln_heap_class_stats;
+
+/* The heap's figures; false (out zeroed) for a bad rt or a NULL out (STATS_NULL_OUT).
+ * Concurrency: any thread; exact while the heap's users are quiet. */
+KILN_API bool kiln_stats_heap(kiln_runtime *rt, kiln_heap_stats *out);
+
+/* Each size class's figures, smallest first, into out[0, cap); returns how many classes
+ * there are (KILN_HEAP_CLASSES; a class too big for the block size is served as large and
+ * reads 0 but its size). Refused: a bad rt, a NULL out with cap > 0 (STATS_NULL_OUT).
+ * Concurrency: any thread. */
+#define KILN_HEAP_CLASSES 64
+KILN_API size_t kiln_stats_heap_classes(kiln_runtime *rt, kiln_heap_class_stats *out, size_t cap);
 
 #ifdef __cplusplus
 }

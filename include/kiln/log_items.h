@@ -155,6 +155,12 @@
     X(TAG_BUDGET_NEAR, WARN, "a tag's live bytes reached desc.warn_percent of its budget (once per episode)") \
     X(TAG_BUDGET_EXCEEDED, WARN, "KILN_BUDGET_WARN: a tag's live bytes passed its budget (once per episode)") \
     X(TAG_BUDGET_REFUSED, WARN, "KILN_BUDGET_REFUSE: memory that would pass a tag's budget was refused (once per frame per tag)") \
+    X(HEAP_FOREIGN_POINTER, ERROR, "a heap call on a pointer the heap did not hand out (another runtime's, malloc's, a pool's, a large allocation freed already); ignored") \
+    X(HEAP_INTERIOR_POINTER, ERROR, "a heap call on a pointer into a heap allocation, not at its start; ignored") \
+    X(HEAP_DOUBLE_FREE, ERROR, "kiln_heap_free or realloc of a class allocation that is free already; ignored") \
+    X(HEAP_BAD_ALIGN, ERROR, "a heap alignment that is not a power of two") \
+    X(HEAP_TOO_LARGE, ERROR, "a heap size (or calloc's count * size) over PTRDIFF_MAX with its alignment") \
+    X(HEAP_OBJECTS_LIVE, WARN, "kiln_destroy found heap allocations still live; their memory is returned") \
     /* ---- jobs ---- */ \
     X(JOB_NULL_FN, ERROR, "a job (or kiln_parallel_for) with a NULL fn") \
     X(JOB_NULL_JOBS, ERROR, "kiln_run with a NULL jobs array") \

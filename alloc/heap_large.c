@@ -1,0 +1,258 @@
+/* alloc/heap_large.c — the heap's large allocations (alloc/heap.h): a dedicated mapping
+ * each, found through a registry (open addressing by address, under a lock: a large
+ * alloc or free maps or unmaps anyway), freed mappings kept for reuse within bounds, and
+ * resizing by moving pages (mremap).
+ *
+ * Concurrency: every function here may be called by any thread at the same time; the
+ * registry and the kept list are under large->lock, which is never held across a log
+ * call or a tag charge (a log callback may not re-enter, but an error hook might). */
+#include "heap.h"
+
+#include "../base/sys_alloc.h"
+
+#include <string.h>
+
+#define MIN_CAPACITY      64
+#define KEPT_MAX_BYTES    ((size_t)32 << 20)   /* a mapping bigger than this is never kept */
+
+static const kiln_tag_payer large_payer = { "heap", "large allocation" };
+
+bool kiln_heap_large_init(kiln_heap_large *large) {
+    pthread_mutex_init(&large->lock, NULL);
+    large->table = NULL;
+    large->capacity = large->count = 0;
+    large->kept_count = 0;
+    return true;
+}
+
+static size_t home_of(uintptr_t ptr, size_t capacity) {
+    return (size_t)(((uint64_t)(ptr >> 12) * 0x9E3779B97F4A7C15ull) >> 40) & (capacity - 1);
+}
+
+/* Under lock: ptr's entry (the one a resize is moving, or the other), or NULL. */
+static kiln_heap_large_entry *lookup(kiln_heap_large *large, uintptr_t ptr, bool moving) {
+    if (large->capacity == 0 || ptr == 0) return NULL;
+    for (size_t i = home_of(ptr, large->capacity);; i = (i + 1) & (large->capacity - 1)) {
+        if (large->table[i].ptr == ptr && large->table[i].moving == moving) return &large->table[i];
+        if (large->table[i].ptr == 0) return NULL;
+    }
+}
+
+static void place(kiln_heap_large_entry *table, size_t capacity, const kiln_heap_large_entry *e) {
+    size_t i = home_of(e->ptr, capacity);
+    while (table[i].ptr != 0) i = (i + 1) & (capacity - 1);
+    table[i] = *e;
+}
+
+/* Under lock: room for one more entry (the table at most half full); false when the
+ * system allocator refuses a bigger table. */
+static bool make_room(kiln_heap_large *large) {
+    if ((large->count + 1) * 2 <= large->capacity) return true;
+    size_t capacity = large->capacity ? large->capacity * 2 : MIN_CAPACITY;
+    kiln_heap_large_entry *table = kiln_sys_calloc(capacity, sizeof *table);
+    if (!table) return false;
+    for (size_t i = 0; i < large->capacity; i++)
+        if (large->table[i].ptr) place(table, capacity, &large->table[i]);
+    kiln_sys_free(large->table);
+    large->table = table;
+    large->capacity = capacity;
+    return true;
+}
+
+/* Under lock: removes entry e, moving later entries of its probe run back. */
+static void erase(kiln_heap_large *large, kiln_heap_large_entry *e) {
+    size_t mask = large->capacity - 1, hole = (size_t)(e - large->table);
+    large->table[hole].ptr = 0;
+    for (size_t i = (hole + 1) & mask; large->table[i].ptr != 0; i = (i + 1) & mask) {
+        size_t home = home_of(large->table[i].ptr, large->capacity);
+        /* The entry may fill the hole when its home is not in (hole, i]. */
+        bool stays = hole <= i ? (home > hole && home <= i) : (home > hole || home <= i);
+        if (stays) continue;
+        large->table[hole] = large->table[i];
+        large->table[i].ptr = 0;
+        hole = i;
+    }
+    large->count--;
+}
+
+/* Under lock: a kept mapping that holds bytes with under 25 % to spare, aligned to align,
+ * taken off the list; {0} for none. */
+static kiln_heap_kept take_kept(kiln_heap_large *large, size_t bytes, size_t align) {
+    for (uint32_t i = 0; i < large->kept_count; i++) {
+        kiln_heap_kept k = large->kept[i];
+        if (k.bytes < bytes || k.bytes - bytes > bytes / 4 || ((uintptr_t)k.map & (align - 1))) continue;
+        large->kept[i] = large->kept[--large->kept_count];
+        kiln_sub_relaxed(&large->kept_bytes, k.bytes);
+        return k;
+    }
+    return (kiln_heap_kept){ 0 };
+}
+
+/* Under lock: keeps a freed mapping; returns the one to unmap instead ({0}: none): the
+ * freed one when it is too big, else the oldest kept when the list is full. */
+static kiln_heap_kept keep(kiln_heap_large *large, kiln_heap_kept freed) {
+    if (freed.bytes > KEPT_MAX_BYTES) return freed;
+    kiln_heap_kept out = { 0 };
+    if (large->kept_count == KILN_HEAP_KEPT_MAPPINGS) {
+        out = large->kept[0];
+        memmove(&large->kept[0], &large->kept[1], (KILN_HEAP_KEPT_MAPPINGS - 1) * sizeof out);
+        large->kept_count--;
+        kiln_sub_relaxed(&large->kept_bytes, out.bytes);
+    }
+    large->kept[large->kept_count++] = freed;
+    kiln_add_relaxed(&large->kept_bytes, freed.bytes);
+    return out;
+}
+
+static void unmap(kiln_heap *heap, kiln_heap_kept k) {
+    if (k.map) kiln_block_pool_unmap_large(heap->blocks, k.map, k.bytes);
+}
+
+/* The debug layer's work on a mapping handed out: filled, its tail past size poisoned. */
+static void debug_taken(kiln_heap *heap, char *p, size_t size, size_t bytes) {
+    kiln_debug_unpoison(p, bytes);
+    if (heap->debug & KILN_DEBUG_FILL) memset(p, KILN_FILL_FRESH, size);
+    if (heap->debug & KILN_DEBUG_POISON) kiln_debug_poison(p + size, bytes - size);
+}
+
+void *kiln_heap_large_alloc(kiln_heap *heap, uint8_t tag, size_t size, size_t align,
+                            bool zero, kiln_debug_site site) {
+    kiln_heap_large *large = &heap->large;
+    size_t page = kiln_os_page_size();
+    if (align < page) align = page;
+    size_t bytes = kiln_block_pool_large_bytes(size);
+    pthread_mutex_lock(&large->lock);
+    kiln_heap_kept k = take_kept(large, bytes, align);
+    pthread_mutex_unlock(&large->lock);
+    bool reused = k.map != NULL;
+    if (reused) {
+        kiln_add_relaxed(&large->reused, 1);
+    } else {
+        k.map = kiln_block_pool_map_large(heap->blocks, bytes, align);   /* refusals logged */
+        k.bytes = bytes;
+        if (!k.map) return NULL;
+    }
+    kiln_tag_account *account = kiln_heap_account(heap, tag);
+    if (!kiln_tag_charge(account, k.bytes, large_payer)) {
+        unmap(heap, k);
+        return NULL;
+    }
+    kiln_heap_large_entry entry = { (uintptr_t)k.map, k.bytes, size, site.file, site.line, tag, false };
+    pthread_mutex_lock(&large->lock);
+    bool listed = make_room(large);
+    if (listed) {
+        place(large->table, large->capacity, &entry);
+        large->count++;
+    }
+    pthread_mutex_unlock(&large->lock);
+    if (!listed) {
+        kiln_tag_release(account, k.bytes);
+        unmap(heap, k);
+        return NULL;
+    }
+    kiln_add_relaxed(&large->live, 1);
+    kiln_add_relaxed(&large->live_bytes, k.bytes);
+    kiln_add_relaxed(&large->allocs, 1);
+    if (heap->debug) debug_taken(heap, k.map, size, k.bytes);
+    if (zero && (reused || (heap->debug & KILN_DEBUG_FILL))) memset(k.map, 0, size);   /* fresh pages are zero */
+    if (site.file && heap->blocks->sites) kiln_sites_alloc(heap->blocks->sites, site, size, true);
+    return k.map;
+}
+
+bool kiln_heap_large_find(kiln_heap *heap, const void *ptr, kiln_heap_large_entry *out) {
+    pthread_mutex_lock(&heap->large.lock);
+    kiln_heap_large_entry *e = lookup(&heap->large, (uintptr_t)ptr, false);
+    if (e) *out = *e;
+    pthread_mutex_unlock(&heap->large.lock);
+    return e != NULL;
+}
+
+bool kiln_heap_large_free(kiln_heap *heap, void *ptr) {
+    kiln_heap_large *large = &heap->large;
+    pthread_mutex_lock(&large->lock);
+    kiln_heap_large_entry *e = lookup(large, (uintptr_t)ptr, false);
+    kiln_heap_large_entry entry = e ? *e : (kiln_heap_large_entry){ 0 };
+    kiln_heap_kept gone = { 0 };
+    if (e) {
+        erase(large, e);
+        gone = keep(large, (kiln_heap_kept){ ptr, entry.bytes });
+    }
+    pthread_mutex_unlock(&large->lock);
+    if (!e) return false;
+    if (heap->debug & (KILN_DEBUG_FILL | KILN_DEBUG_POISON)) {
+        if (gone.map != ptr && (heap->debug & KILN_DEBUG_FILL)) memset(ptr, KILN_FILL_FREED, entry.size);
+        if (gone.map != ptr && (heap->debug & KILN_DEBUG_POISON)) kiln_debug_poison(ptr, entry.bytes);
+    }
+    unmap(heap, gone);
+    kiln_tag_release(kiln_heap_account(heap, entry.tag), entry.bytes);
+    kiln_sub_relaxed(&large->live, 1);
+    kiln_sub_relaxed(&large->live_bytes, entry.bytes);
+    kiln_add_relaxed(&large->frees, 1);
+    if (entry.file && heap->blocks->sites)
+        kiln_sites_freed(heap->blocks->sites, (kiln_debug_site){ entry.file, entry.line });
+    return true;
+}
+
+void *kiln_heap_large_resize(kiln_heap *heap, void *ptr, size_t size) {
+    kiln_heap_large *large = &heap->large;
+    pthread_mutex_lock(&large->lock);
+    kiln_heap_large_entry *e = lookup(large, (uintptr_t)ptr, false);
+    kiln_heap_large_entry entry = e ? *e : (kiln_heap_large_entry){ 0 };
+    if (e) e->moving = true;   /* found again by that mark: the address may be reused */
+    pthread_mutex_unlock(&large->lock);
+    if (!e) return NULL;
+    size_t bytes = kiln_block_pool_large_bytes(size);
+    kiln_tag_account *account = kiln_heap_account(heap, entry.tag);
+    bool charged = bytes <= entry.bytes || kiln_tag_charge(account, bytes - entry.bytes, large_payer);
+    void *moved = charged ? kiln_block_pool_remap_large(heap->blocks, ptr, entry.bytes, bytes) : NULL;
+    pthread_mutex_lock(&large->lock);
+    e = lookup(large, (uintptr_t)ptr, true);
+    e->moving = false;
+    if (moved) {
+        erase(large, e);   /* the count drops by one, so placing it again needs no room */
+        kiln_heap_large_entry now = entry;
+        now.ptr = (uintptr_t)moved;
+        now.bytes = bytes;
+        now.size = size;
+        place(large->table, large->capacity, &now);
+        large->count++;
+    }
+    pthread_mutex_unlock(&large->lock);
+    if (!moved) {
+        if (charged && bytes > entry.bytes) kiln_tag_release(account, bytes - entry.bytes);
+        return NULL;
+    }
+    if (bytes < entry.bytes) kiln_tag_release(account, entry.bytes - bytes);
+    kiln_add_relaxed(&large->live_bytes, bytes - entry.bytes);   /* mod 2^64 when it shrank */
+    kiln_add_relaxed(&large->remaps, 1);
+    if (heap->debug & KILN_DEBUG_POISON) {
+        kiln_debug_unpoison(moved, bytes);
+        kiln_debug_poison((char *)moved + size, bytes - size);
+    }
+    return moved;
+}
+
+size_t kiln_heap_large_trim(kiln_heap *heap) {
+    kiln_heap_large *large = &heap->large;
+    kiln_heap_kept kept[KILN_HEAP_KEPT_MAPPINGS];
+    pthread_mutex_lock(&large->lock);
+    uint32_t n = large->kept_count;
+    memcpy(kept, large->kept, n * sizeof kept[0]);
+    large->kept_count = 0;
+    kiln_store_relaxed(&large->kept_bytes, 0);
+    pthread_mutex_unlock(&large->lock);
+    for (uint32_t i = 0; i < n; i++) unmap(heap, kept[i]);
+    return n;
+}
+
+void kiln_heap_large_fini(kiln_heap *heap) {
+    kiln_heap_large *large = &heap->large;
+    kiln_heap_large_trim(heap);
+    for (size_t i = 0; i < large->capacity; i++)
+        if (large->table[i].ptr)
+            kiln_block_pool_unmap_large(heap->blocks, (void *)large->table[i].ptr, large->table[i].bytes);
+    kiln_sys_free(large->table);
+    large->table = NULL;
+    large->capacity = large->count = 0;
+    pthread_mutex_destroy(&large->lock);
+}

@@ -1,0 +1,24 @@
+/* runtime/heap.h — a runtime's general heap (kiln/heap.h, alloc/heap.h): set up and torn
+ * down with the runtime, a context's caches made ready and flushed, and the figures the
+ * tags' statistics need. Never installed. */
+#ifndef KILN_RUNTIME_HEAP_H
+#define KILN_RUNTIME_HEAP_H
+
+#include "types.h"
+
+/* kiln_create, once the block pool and the tag table are ready; false (logged) when
+ * the heap cannot be set up. */
+KILN_INTERNAL bool kiln_runtime_heap_init(kiln_runtime *rt);
+
+/* kiln_destroy, once every context is detached: logs what is still live
+ * (HEAP_OBJECTS_LIVE, leak sites) and returns the heap's memory. */
+KILN_INTERNAL void kiln_runtime_heap_fini(kiln_runtime *rt);
+
+/* A context's heap cache at attach. ctx's thread (or its creator), before use. */
+KILN_INTERNAL void kiln_ctx_heap_attach(kiln_ctx *ctx);
+
+/* At detach: the cache's objects back to the classes, its credit back to the tags, its
+ * counts folded into the heap. ctx's thread. Takes registry_lock. */
+KILN_INTERNAL void kiln_ctx_flush_heap(kiln_ctx *ctx);
+
+#endif /* KILN_RUNTIME_HEAP_H */

@@ -1,0 +1,388 @@
+/* tests/test_heap.c — the general heap (kiln/heap.h): every class and large sizes with
+ * their alignments, frees from other threads, pointers the heap must refuse (malloc's,
+ * the stack's, a pool's, an arena's, another runtime's, interior, freed), bad sizes and
+ * alignments, realloc in place, by moving pages and across classes, tags charged by
+ * allocation through credit, REFUSE budgets never passed, trim and teardown. */
+#define _GNU_SOURCE
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "recording_log.h"
+
+static recording_log *rec;
+static kiln_runtime  *rt;
+static kiln_ctx      *ctx;
+static const kiln_tag untagged = { 0 };
+
+static void setup(void) {
+    rec = recording_log_new();
+    kiln_desc d = recording_desc(rec);
+    d.worker_count = KILN_NO_WORKERS;
+    rt = kiln_create(&d);
+    cr_assert_not_null(rt);
+    ctx = kiln_attach(rt);
+}
+static void teardown(void) { recording_fixture_end(&ctx, &rt, &rec); }
+TestSuite(heap, .init = setup, .fini = teardown);
+
+static kiln_heap_stats heap_stats(void) {
+    kiln_heap_stats s;
+    cr_assert(kiln_stats_heap(rt, &s));
+    return s;
+}
+
+static kiln_tag make_tag(const char *name, kiln_tag parent, size_t budget, kiln_budget_policy policy) {
+    kiln_tag tag = kiln_tag_create(rt, &(kiln_tag_desc){ .name = name, .parent = parent,
+                                                         .budget = budget, .policy = policy });
+    cr_assert_neq(tag.id, 0u);
+    return tag;
+}
+
+static kiln_tag_stats tag_stats(kiln_tag tag) {
+    kiln_tag_stats s;
+    cr_assert(kiln_tag_stats_get(rt, tag, &s));
+    return s;
+}
+
+Test(heap, every_size_to_large_is_usable_aligned_and_freed) {
+    static void *held[20100];
+    size_t n = 0;
+    for (size_t size = 0; size <= 20000; size += size < 300 ? 1 : 37) {
+        char *p = kiln_heap_alloc(ctx, untagged, size, 0);
+        cr_assert_not_null(p, "size %zu", size);
+        cr_assert_eq((uintptr_t)p % 16, 0u, "size %zu at %p", size, (void *)p);
+        size_t usable = kiln_heap_usable_size(p);
+        cr_assert_geq(usable, size ? size : 1);
+        if (size > 64 && size <= KILN_HEAP_CLASS_MAX)
+            cr_assert_lt((double)(usable - size), 0.125 * (double)usable + 16, "size %zu: %zu", size, usable);
+        memset(p, 0xab, usable);
+        held[n++] = p;
+    }
+    kiln_heap_stats s = heap_stats();
+    cr_expect_eq(s.live_objects, n);
+    cr_expect_gt(s.large_live, 0u);
+    for (size_t i = 0; i < n; i++) kiln_heap_free(ctx, held[i]);
+    s = heap_stats();
+    cr_expect_eq(s.live_objects, 0u);
+    cr_expect_eq(s.live_bytes, 0u);
+    cr_expect_eq(s.bad_frees, 0u);
+    cr_expect_eq(recorded_count(rec), 0u, "%s", recorded_summary(rec));
+}
+
+Test(heap, alignments_up_to_large_ones) {
+    size_t sizes[] = { 1, 24, 100, 1000, 5000, 16384, 40000 };
+    for (size_t a = 16; a <= ((size_t)1 << 20); a <<= 1)
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+            void *p = kiln_heap_alloc(ctx, untagged, sizes[i], a);
+            cr_assert_not_null(p);
+            cr_assert_eq((uintptr_t)p % a, 0u, "size %zu align %zu: %p", sizes[i], a, p);
+            cr_assert_geq(kiln_heap_usable_size(p), sizes[i]);
+            memset(p, 1, sizes[i]);
+            kiln_heap_free(ctx, p);
+        }
+    cr_expect_eq(heap_stats().live_objects, 0u);
+    cr_expect_eq(recorded_count(rec), 0u, "%s", recorded_summary(rec));
+}
+
+Test(heap, bad_sizes_and_alignments_are_refused) {
+    cr_expect_null(kiln_heap_alloc(ctx, untagged, 10, 3));
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_HEAP_BAD_ALIGN), 1u);
+    cr_expect_null(kiln_heap_alloc(ctx, untagged, SIZE_MAX, 0));
+    cr_expect_null(kiln_heap_alloc(ctx, untagged, (size_t)PTRDIFF_MAX, 64));
+    cr_expect_null(kiln_heap_calloc(ctx, untagged, SIZE_MAX / 2, 3));
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_HEAP_TOO_LARGE), 3u);
+    /* A size that passes the check but no OS maps: NULL, counted, never a crash. */
+    cr_expect_null(kiln_heap_alloc(ctx, untagged, (size_t)PTRDIFF_MAX - 8192, 0));
+    cr_expect_geq(heap_stats().failures, 1u);
+    cr_expect_null(kiln_heap_alloc(NULL, untagged, 16, 0));   /* CONTEXT_NULL, on stderr */
+}
+
+Test(heap, calloc_zeroes_reused_memory) {
+    for (int round = 0; round < 3; round++) {
+        size_t sizes[] = { 40, 3000, 70000 };
+        for (size_t i = 0; i < 3; i++) {
+            unsigned char *p = kiln_heap_calloc(ctx, untagged, sizes[i] / 8, 8);
+            cr_assert_not_null(p);
+            for (size_t b = 0; b < sizes[i]; b++) cr_assert_eq(p[b], 0, "size %zu byte %zu", sizes[i], b);
+            memset(p, 0xee, sizes[i]);
+            kiln_heap_free(ctx, p);
+        }
+    }
+    cr_expect_geq(heap_stats().large_reused, 1u, "a kept mapping came back");
+}
+
+/* ---- pointers the heap must refuse ---- */
+
+Test(heap, foreign_pointers_are_refused_and_nothing_breaks) {
+    int on_stack = 0;
+    void *from_malloc = malloc(64);
+    kiln_pool *pool = kiln_pool_create(rt, &(kiln_pool_desc){ .size = 48 });
+    void *pool_obj = kiln_pool_alloc(ctx, pool);
+    kiln_arena *arena = kiln_arena_create(rt, "a");
+    void *arena_obj = kiln_arena_alloc(arena, 64, 16);
+    kiln_runtime *other = recording_runtime(rec, KILN_NO_WORKERS);
+    kiln_ctx *other_ctx = kiln_attach(other);
+    void *others = kiln_heap_alloc(other_ctx, untagged, 64, 0);
+    void *others_large = kiln_heap_alloc(other_ctx, untagged, 100000, 0);
+    void *bad[] = { &on_stack, from_malloc, pool_obj, arena_obj, others, others_large,
+                    (void *)(uintptr_t)16, (void *)UINTPTR_MAX, (void *)((uintptr_t)1 << 62) };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        kiln_heap_free(ctx, bad[i]);
+        cr_expect_null(kiln_heap_realloc(ctx, bad[i], 10, 0));
+    }
+    size_t n = sizeof bad / sizeof bad[0];
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_HEAP_FOREIGN_POINTER), 2 * n, "%s", recorded_summary(rec));
+    cr_expect_eq(heap_stats().bad_frees, 2 * n);
+    /* Still the others' and the allocators', untouched. */
+    memset(others, 1, 64);
+    cr_expect_eq(kiln_heap_usable_size(others), 64u);
+    kiln_heap_free(other_ctx, others);
+    kiln_heap_free(other_ctx, others_large);
+    kiln_pool_free(ctx, pool, pool_obj);
+    kiln_detach(other_ctx);
+    kiln_destroy(other);
+    free(from_malloc);
+    kiln_arena_destroy(arena);
+    kiln_pool_destroy(pool);
+    /* The heap still works. */
+    void *p = kiln_heap_alloc(ctx, untagged, 64, 0);
+    cr_expect_not_null(p);
+    kiln_heap_free(ctx, p);
+}
+
+Test(heap, interior_and_double_frees_are_refused) {
+    char *small = kiln_heap_alloc(ctx, untagged, 100, 0);
+    char *large = kiln_heap_alloc(ctx, untagged, 100000, 0);
+    kiln_heap_free(ctx, small + 16);
+    kiln_heap_free(ctx, small + 1);
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_HEAP_INTERIOR_POINTER), 2u);
+    kiln_heap_free(ctx, large + 4096);   /* a large one's interior is no allocation */
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_HEAP_FOREIGN_POINTER), 1u);
+    cr_expect_eq(kiln_heap_usable_size(small + 16), 0u);
+    kiln_heap_free(ctx, small);
+    kiln_heap_free(ctx, small);
+    cr_expect_null(kiln_heap_realloc(ctx, small, 300, 0));
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_HEAP_DOUBLE_FREE), 2u);
+    kiln_heap_free(ctx, large);
+    kiln_heap_free(ctx, large);
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_HEAP_FOREIGN_POINTER), 2u);
+    kiln_heap_stats s = heap_stats();
+    cr_expect_eq(s.double_frees, 2u);
+    cr_expect_eq(s.live_objects, 0u, "each freed once");
+    /* The slot was not pushed twice: two allocations of its class are two addresses. */
+    void *a = kiln_heap_alloc(ctx, untagged, 100, 0), *b = kiln_heap_alloc(ctx, untagged, 100, 0);
+    cr_expect_neq(a, b);
+    kiln_heap_free(ctx, a);
+    kiln_heap_free(ctx, b);
+}
+
+Test(heap, a_detached_or_null_context_frees_nothing) {
+    void *p = kiln_heap_alloc(ctx, untagged, 64, 0);
+    kiln_ctx *gone = kiln_attach(rt);
+    kiln_detach(gone);
+    kiln_heap_free(gone, p);
+    kiln_heap_free(NULL, p);   /* CONTEXT_NULL, on stderr */
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_CONTEXT_DETACHED), 1u);
+    cr_expect_eq(heap_stats().live_objects, 1u, "still live");
+    kiln_heap_free(ctx, p);
+    cr_expect_eq(heap_stats().live_objects, 0u);
+}
+
+/* ---- other threads ---- */
+
+typedef struct handoff { void *ptrs[4000]; size_t count; kiln_tag tag; } handoff;
+
+static void *free_them(void *arg) {
+    handoff *h = arg;
+    kiln_ctx *mine = kiln_attach(rt);
+    for (size_t i = 0; i < h->count; i++) {
+        cr_assert_eq(kiln_heap_tag(h->ptrs[i]).id, h->tag.id);
+        kiln_heap_free(mine, h->ptrs[i]);
+    }
+    kiln_detach(mine);
+    return NULL;
+}
+
+Test(heap, frees_from_another_thread_give_the_tag_back) {
+    kiln_tag tag = make_tag("Particles", untagged, 0, KILN_BUDGET_WARN);
+    static handoff h;
+    h.count = 4000;
+    h.tag = tag;
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < h.count; i++) {
+        size_t size = 8 + (i * 7919) % 3000;
+        if (i % 500 == 0) size = 50000 + i;
+        h.ptrs[i] = kiln_heap_alloc(ctx, tag, size, 0);
+        cr_assert_not_null(h.ptrs[i]);
+        bytes += kiln_heap_usable_size(h.ptrs[i]);
+    }
+    kiln_tag_stats s = tag_stats(tag);
+    cr_expect_eq(s.live_bytes, bytes, "exact while quiet: %llu vs %llu", (unsigned long long)s.live_bytes,
+                 (unsigned long long)bytes);
+    cr_expect_eq(s.own_bytes, bytes);
+    cr_expect_geq(s.peak_bytes, bytes);
+    cr_expect_eq(s.allocs, h.count);
+    pthread_t t;
+    pthread_create(&t, NULL, free_them, &h);
+    pthread_join(t, NULL);
+    s = tag_stats(tag);
+    cr_expect_eq(s.live_bytes, 0u);
+    cr_expect_eq(s.frees, h.count);
+    cr_expect_eq(heap_stats().live_objects, 0u);
+    cr_expect_eq(recorded_count(rec), 0u, "%s", recorded_summary(rec));
+}
+
+static void *usable_elsewhere(void *arg) {
+    return (void *)(uintptr_t)kiln_heap_usable_size(arg);
+}
+
+Test(heap, usable_size_and_tag_from_a_thread_without_context) {
+    kiln_tag tag = make_tag("UI", untagged, 0, KILN_BUDGET_WARN);
+    void *p = kiln_heap_alloc(ctx, tag, 200, 0);
+    pthread_t t;
+    void *out;
+    pthread_create(&t, NULL, usable_elsewhere, p);
+    pthread_join(t, &out);
+    cr_expect_eq((size_t)(uintptr_t)out, kiln_heap_usable_size(p));
+    cr_expect_eq(kiln_heap_tag(p).id, tag.id);
+    cr_expect_eq(kiln_heap_tag(NULL).id, 0u);
+    cr_expect_eq(kiln_heap_usable_size(NULL), 0u);
+    kiln_heap_free(ctx, p);
+}
+
+/* ---- realloc ---- */
+
+Test(heap, realloc_keeps_contents_and_tag) {
+    kiln_tag tag = make_tag("Strings", untagged, 0, KILN_BUDGET_WARN);
+    size_t size = 1;
+    unsigned char *p = kiln_heap_alloc(ctx, tag, size, 0);
+    fill_pattern(p, size, 7);
+    while (size < ((size_t)8 << 20)) {
+        size_t next = size * 2 + 3;
+        p = kiln_heap_realloc(ctx, p, next, 0);
+        cr_assert_not_null(p);
+        cr_assert(check_pattern(p, size, 7), "size %zu -> %zu", size, next);
+        fill_pattern(p, next, 7);
+        cr_assert_eq(kiln_heap_tag(p).id, tag.id);
+        size = next;
+    }
+    kiln_heap_stats s = heap_stats();
+    cr_expect_geq(s.remaps, 1u, "large growth moved pages");
+    while (size > 10) {
+        size_t next = size / 3;
+        p = kiln_heap_realloc(ctx, p, next, 0);
+        cr_assert(check_pattern(p, next, 7), "shrunk to %zu", next);
+        size = next;
+    }
+    cr_expect_eq(kiln_heap_realloc(ctx, p, 0, 0), NULL, "size 0 frees");
+    cr_expect_eq(heap_stats().live_objects, 0u);
+    cr_expect_eq(tag_stats(tag).live_bytes, 0u);
+    cr_expect_eq(recorded_count(rec), 0u, "%s", recorded_summary(rec));
+}
+
+Test(heap, realloc_in_place_within_a_class) {
+    char *p = kiln_heap_alloc(ctx, untagged, 100, 0);
+    size_t usable = kiln_heap_usable_size(p);
+    cr_expect_eq(kiln_heap_realloc(ctx, p, usable, 0), p);
+    cr_expect_eq(kiln_heap_realloc(ctx, p, usable / 2 + 1, 0), p);
+    cr_expect_geq(heap_stats().reallocs_in_place, 2u);
+    kiln_heap_free(ctx, p);
+}
+
+Test(heap, realloc_of_null_uses_the_pushed_tag) {
+    kiln_tag tag = make_tag("Script", untagged, 0, KILN_BUDGET_WARN);
+    kiln_tag before = kiln_tag_push(ctx, tag);
+    void *p = kiln_heap_realloc(ctx, NULL, 80, 0);
+    kiln_tag_pop(ctx, before);
+    cr_expect_eq(kiln_heap_tag(p).id, tag.id);
+    kiln_heap_free(ctx, p);
+}
+
+/* ---- tags and budgets ---- */
+
+Test(heap, children_roll_up_and_untagged_is_not_charged) {
+    kiln_tag audio = make_tag("Audio", untagged, 0, KILN_BUDGET_WARN);
+    kiln_tag stream = make_tag("Audio/Streaming", audio, 0, KILN_BUDGET_WARN);
+    void *a = kiln_heap_alloc(ctx, audio, 1000, 0);
+    void *b = kiln_heap_alloc(ctx, stream, 100000, 0);
+    void *c = kiln_heap_alloc(ctx, untagged, 1000, 0);
+    size_t ua = kiln_heap_usable_size(a), ub = kiln_heap_usable_size(b);
+    cr_expect_eq(tag_stats(audio).live_bytes, ua + ub);
+    cr_expect_eq(tag_stats(audio).own_bytes, ua);
+    cr_expect_eq(tag_stats(stream).live_bytes, ub);
+    kiln_heap_free(ctx, a);
+    kiln_heap_free(ctx, b);
+    kiln_heap_free(ctx, c);
+    cr_expect_eq(tag_stats(audio).live_bytes, 0u);
+}
+
+Test(heap, a_refuse_budget_is_never_passed) {
+    kiln_tag tight = make_tag("Tight", untagged, 100000, KILN_BUDGET_REFUSE);
+    static void *held[10000];
+    size_t n = 0, bytes = 0;
+    for (; n < 10000; n++) {
+        size_t size = 16 + (n * 131) % 2000;
+        if (n % 10 == 0) size = 20000;
+        held[n] = kiln_heap_alloc(ctx, tight, size, 0);
+        if (!held[n]) break;
+        bytes += kiln_heap_usable_size(held[n]);
+        kiln_tag_stats s = tag_stats(tight);
+        cr_assert_leq(s.live_bytes, 100000u);
+    }
+    cr_expect_lt(n, 10000u, "the budget stopped it");
+    cr_expect_leq(bytes, 100000u);
+    cr_expect_geq(bytes, 100000u - 20480u, "refused only when the next would not fit");
+    kiln_tag_stats s = tag_stats(tight);
+    cr_expect_geq(s.refusals, 1u);
+    cr_expect_leq(s.peak_bytes, 100000u, "credit included, never past the budget");
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_TAG_BUDGET_REFUSED), 1u, "once per frame");
+    cr_expect_geq(heap_stats().failures, 1u);
+    for (size_t i = 0; i < n; i++) kiln_heap_free(ctx, held[i]);
+    cr_expect_eq(tag_stats(tight).live_bytes, 0u);
+    cr_expect_not_null(held[0] = kiln_heap_alloc(ctx, tight, 5000, 0), "room again");
+    kiln_heap_free(ctx, held[0]);
+}
+
+Test(heap, a_foreign_or_unmade_tag_is_refused) {
+    kiln_runtime *other = recording_runtime(rec, KILN_NO_WORKERS);
+    kiln_tag theirs = kiln_tag_create(other, &(kiln_tag_desc){ .name = "Theirs" });
+    cr_expect_null(kiln_heap_alloc(ctx, theirs, 16, 0));
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_TAG_FOREIGN), 1u);
+    kiln_tag mine = make_tag("Mine", untagged, 0, KILN_BUDGET_WARN);
+    cr_expect_null(kiln_heap_alloc(ctx, (kiln_tag){ mine.id + 5 }, 16, 0));
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_TAG_INVALID), 1u);
+    kiln_destroy(other);
+}
+
+/* ---- trim and teardown ---- */
+
+Test(heap, trim_gives_free_memory_back) {
+    static void *held[20000];
+    for (size_t i = 0; i < 20000; i++) held[i] = kiln_heap_alloc(ctx, untagged, 16 + i % 512, 0);
+    void *big = kiln_heap_alloc(ctx, untagged, 1 << 20, 0);
+    for (size_t i = 0; i < 20000; i++) kiln_heap_free(ctx, held[i]);
+    kiln_heap_free(ctx, big);
+    kiln_heap_stats before = heap_stats();
+    cr_expect_eq(before.large_kept, 1u);
+    kiln_detach(ctx);   /* the cache's objects back to the depots */
+    ctx = kiln_attach(rt);
+    cr_expect_gt(kiln_trim(rt), 0u);
+    kiln_heap_stats after = heap_stats();
+    cr_expect_eq(after.large_kept, 0u);
+    cr_expect_lt(after.class_bytes, before.class_bytes);
+}
+
+Test(heap, destroy_reports_live_allocations) {
+    kiln_heap_alloc(ctx, untagged, 100, 0);
+    kiln_heap_alloc(ctx, untagged, 100000, 0);
+    kiln_detach(ctx);
+    ctx = NULL;
+    kiln_destroy(rt);
+    rt = NULL;
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_HEAP_OBJECTS_LIVE), 1u);
+    cr_expect_eq(count_items_with(rec, KILN_LOGITEM_HEAP_OBJECTS_LIVE, "2 heap allocations"), 1u,
+                 "%s", recorded_summary(rec));
+}
