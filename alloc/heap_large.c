@@ -203,7 +203,7 @@ void *kiln_heap_large_resize(kiln_heap *heap, void *ptr, size_t size) {
     if (!e) return NULL;
     size_t bytes = kiln_block_pool_large_bytes(size);
     kiln_tag_account *account = kiln_heap_account(heap, entry.tag);
-    bool charged = bytes <= entry.bytes || kiln_tag_charge(account, bytes - entry.bytes, large_payer);
+    bool charged = bytes <= entry.bytes || !account || kiln_tag_draw(account, bytes - entry.bytes, large_payer);
     void *moved = charged ? kiln_block_pool_remap_large(heap->blocks, ptr, entry.bytes, bytes) : NULL;
     pthread_mutex_lock(&large->lock);
     e = lookup(large, (uintptr_t)ptr, true);
@@ -219,10 +219,11 @@ void *kiln_heap_large_resize(kiln_heap *heap, void *ptr, size_t size) {
     }
     pthread_mutex_unlock(&large->lock);
     if (!moved) {
-        if (charged && bytes > entry.bytes) kiln_tag_release(account, bytes - entry.bytes);
+        if (charged && account && bytes > entry.bytes) kiln_tag_give_back(account, bytes - entry.bytes);
         return NULL;
     }
-    if (bytes < entry.bytes) kiln_tag_release(account, entry.bytes - bytes);
+    /* The resize is no allocation of the tag's: drawn and given back uncounted. */
+    if (account && bytes < entry.bytes) kiln_tag_give_back(account, entry.bytes - bytes);
     kiln_add_relaxed(&large->live_bytes, bytes - entry.bytes);   /* mod 2^64 when it shrank */
     kiln_add_relaxed(&large->remaps, 1);
     if (heap->debug & KILN_DEBUG_POISON) {
