@@ -292,7 +292,10 @@ void *kiln_heap_realloc_in(kiln_heap *heap, kiln_heap_cache *cache, void *ptr, s
         kiln_heap_reject(heap, ptr, kind, "kiln_heap_realloc");
         return NULL;
     }
-    if (aligned && size <= entry.bytes && size > entry.bytes / 2) return in_place(heap, ptr);
+    if (aligned && size <= entry.bytes && size > entry.bytes / 2) {
+        kiln_heap_large_keep_size(heap, ptr, size);
+        return in_place(heap, ptr);
+    }
     bool stays_large = class_for(heap, size, align) >= heap->class_count;
     if (stays_large && align <= kiln_os_page_size()) {
         void *moved = kiln_heap_large_resize(heap, ptr, size);

@@ -188,6 +188,9 @@ KILN_INTERNAL bool  kiln_heap_large_free(kiln_heap *heap, void *ptr);
 /* Resizes a live large allocation in place or by moving its pages (align at most a
  * page); NULL when it cannot (ptr untouched). */
 KILN_INTERNAL void *kiln_heap_large_resize(kiln_heap *heap, void *ptr, size_t size);
+/* A live large allocation keeps its mapping for size bytes now (size at most its
+ * mapping's): its size is noted (KILN_DEBUG_FILL fills that much when it is freed). */
+KILN_INTERNAL void  kiln_heap_large_keep_size(kiln_heap *heap, void *ptr, size_t size);
 /* Unmaps the kept mappings; their count. */
 KILN_INTERNAL size_t kiln_heap_large_trim(kiln_heap *heap);
 

@@ -104,15 +104,18 @@ static kiln_heap_kept keep(kiln_heap_large *large, kiln_heap_kept freed) {
     return out;
 }
 
+/* ASan's poison outlives munmap: a later mapping at the address would inherit it. */
 static void unmap(kiln_heap *heap, kiln_heap_kept k) {
-    if (k.map) kiln_block_pool_unmap_large(heap->blocks, k.map, k.bytes);
+    if (!k.map) return;
+    kiln_debug_unpoison(k.map, k.bytes);
+    kiln_block_pool_unmap_large(heap->blocks, k.map, k.bytes);
 }
 
-/* The debug layer's work on a mapping handed out: filled, its tail past size poisoned. */
+/* The debug layer's work on a mapping handed out (a kept one was poisoned): all of it
+ * usable (kiln_heap_usable_size says so), its size filled. */
 static void debug_taken(kiln_heap *heap, char *p, size_t size, size_t bytes) {
     kiln_debug_unpoison(p, bytes);
     if (heap->debug & KILN_DEBUG_FILL) memset(p, KILN_FILL_FRESH, size);
-    if (heap->debug & KILN_DEBUG_POISON) kiln_debug_poison(p + size, bytes - size);
 }
 
 void *kiln_heap_large_alloc(kiln_heap *heap, uint8_t tag, size_t size, size_t align,
@@ -226,11 +229,14 @@ void *kiln_heap_large_resize(kiln_heap *heap, void *ptr, size_t size) {
     if (account && bytes < entry.bytes) kiln_tag_give_back(account, entry.bytes - bytes);
     kiln_add_relaxed(&large->live_bytes, bytes - entry.bytes);   /* mod 2^64 when it shrank */
     kiln_add_relaxed(&large->remaps, 1);
-    if (heap->debug & KILN_DEBUG_POISON) {
-        kiln_debug_unpoison(moved, bytes);
-        kiln_debug_poison((char *)moved + size, bytes - size);
-    }
     return moved;
+}
+
+void kiln_heap_large_keep_size(kiln_heap *heap, void *ptr, size_t size) {
+    pthread_mutex_lock(&heap->large.lock);
+    kiln_heap_large_entry *e = lookup(&heap->large, (uintptr_t)ptr, false);
+    if (e) e->size = size;
+    pthread_mutex_unlock(&heap->large.lock);
 }
 
 size_t kiln_heap_large_trim(kiln_heap *heap) {
@@ -251,7 +257,7 @@ void kiln_heap_large_fini(kiln_heap *heap) {
     kiln_heap_large_trim(heap);
     for (size_t i = 0; i < large->capacity; i++)
         if (large->table[i].ptr)
-            kiln_block_pool_unmap_large(heap->blocks, (void *)large->table[i].ptr, large->table[i].bytes);
+            unmap(heap, (kiln_heap_kept){ (void *)large->table[i].ptr, large->table[i].bytes });
     kiln_sys_free(large->table);
     large->table = NULL;
     large->capacity = large->count = 0;

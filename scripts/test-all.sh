@@ -5,7 +5,7 @@
 # install and subproject consumer checks, the programs that misuse kiln on purpose
 # (tests/expect/: each misuse must be reported), alloc/'s unit tests and a stress run
 # under Valgrind's memcheck (on the default build), the fuzz targets (fuzz/) for
-# KILN_FUZZ_SECONDS each (default 60) and the SPIN models of the frame clock and of a
+# KILN_FUZZ_SECONDS each (default 45) and the SPIN models of the frame clock and of a
 # sleeping wait. Called by
 # `scripts/dev.sh test`, which first installs what is missing.
 # Sized for two cores: Criterion binaries run two at a time, and memcheck (one core)
@@ -247,7 +247,7 @@ memcheck_clean() {
 }
 
 memcheck_stage() {
-    for module in arena block-pool pool os debug; do
+    for module in arena block-pool pool heap os debug; do
         dir="$logs/memcheck-test-$module"
         mkdir -p "$dir"
         runner=("${vg[@]}" --exit-on-first-error=yes --trace-children=yes --log-file="$dir/%p.log")
@@ -264,11 +264,11 @@ memcheck_stage() {
         -- "${vg[@]}" build-test/tests/expect-frame-poison
 }
 
-# Each target runs KILN_FUZZ_SECONDS (default 60; 0: only its corpus) from a copy of its
+# Each target runs KILN_FUZZ_SECONDS (default 45; 0: only its corpus) from a copy of its
 # committed corpus, so the committed one never grows; every file in it, the regression
 # inputs included, is run first. A fixed seed; crash inputs land in build-logs/. Long
 # runs that keep what they find: scripts/fuzz-long.sh.
-fuzz_seconds=${KILN_FUZZ_SECONDS:-60}
+fuzz_seconds=${KILN_FUZZ_SECONDS:-45}
 
 # fuzz TARGET: one test: the target finds nothing (and the corpus replays clean).
 fuzz() {
@@ -306,7 +306,7 @@ fi
   printf '%s\n' "${failures[@]}" >"$logs/memcheck-stage.failures" ) >"$logs/memcheck-stage.out" 2>&1 &
 memcheck_pid=$!
 if [ "$fuzz_built" -eq 1 ]; then
-    for target in fuzz-arena fuzz-pool fuzz-handles; do fuzz "$target"; done
+    for target in fuzz-arena fuzz-pool fuzz-handles fuzz-heap; do fuzz "$target"; done
 fi
 check "model: frame clock properties hold and every mutation is caught" scripts/check-frame-model.sh
 check "model: a sleeping wait loses no wake-up and every mutation is caught" scripts/check-wait-model.sh

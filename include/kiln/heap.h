@@ -177,8 +177,9 @@ KILN_API bool kiln_tag_stats_get(kiln_runtime *rt, kiln_tag tag, kiln_tag_stats 
  *
  * Debug layer (kiln_desc.debug): the classes take KILN_DEBUG_FILL, GUARDS, POISON,
  * GUARD_PAGES and SITES as pools do (POOL_GUARD_DAMAGED, POOL_LEAK_SITE name the class:
- * "heap 48"); a large allocation is filled (FILL), its tail past the size to the page
- * end is poisoned (POISON), and its site kept (SITES). kiln_sites_top counts heap
+ * "heap 48"); a large allocation is filled (FILL), poisoned while its freed mapping
+ * is kept for reuse (POISON), and its site kept (SITES); its whole mapping is usable
+ * (kiln_heap_usable_size), so no guard lies past it. kiln_sites_top counts heap
  * allocations with the rest; kiln_destroy logs the live heap allocations
  * (HEAP_OBJECTS_LIVE, then the classes' leak sites).
  *
