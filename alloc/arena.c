@@ -478,8 +478,10 @@ bool kiln_arena_init_core(kiln_arena *arena, const kiln_arena_config *config) {
     arena->keep_blocks = 1;
     kiln_store_relaxed(&arena->blocks_held, 1);
     kiln_store_relaxed(&arena->blocks_taken, 1);
-    kiln_store_relaxed(&arena->held_bytes, config->pool->block_size);   /* untagged yet */
+    kiln_store_relaxed(&arena->held_bytes, config->pool->block_size);
     kiln_store_relaxed(&arena->held_charges, 1);
+    kiln_tag_charge_always(config->account, config->pool->block_size, (kiln_tag_payer){ "arena", arena->name });
+    kiln_store_relaxed(&arena->account, config->account);
     arena->debug = config->debug & (KILN_ARENA_SLOW_BITS | KILN_DEBUG_GUARD_PAGES);
     arena->audit_sample = config->audit_sample;
     arena->usable = kiln_debug_block_usable(arena->debug, config->pool->block_size);

@@ -175,6 +175,8 @@ typedef struct kiln_arena_config {
     kiln_log_sink           log;
     uint32_t                debug;        /* KILN_DEBUG_* bits */
     uint32_t                audit_sample; /* KILN_DEBUG_GUARDS: records per frame-end audit */
+    kiln_tag_account       *account;      /* what its blocks are charged to from the first;
+                                             never refused (the untagged or frame account) */
 } kiln_arena_config;
 
 /* Builds the arena in the record arena (memory the caller owns, KILN_CACHE_LINE

@@ -14,13 +14,14 @@ static bool class_fits(const kiln_heap_config *config, size_t size) {
     return size <= config->blocks->block_size / 4 && 2 * (size + 64 + 16 + 1) + 512 <= usable;
 }
 
-bool kiln_heap_init(kiln_heap *heap, const kiln_heap_config *config) {
+void kiln_heap_init(kiln_heap *heap, const kiln_heap_config *config) {
     heap->blocks = config->blocks;
     heap->log = config->log;
     heap->debug = config->debug;
     heap->exchange = (config->debug & KILN_DEBUG_CHECKS) != 0;
     heap->accounts = config->accounts;
-    if (!kiln_heap_large_init(&heap->large)) return false;
+    heap->untagged = config->untagged;
+    kiln_heap_large_init(&heap->large);
     uint32_t c = 0;
     for (; c < KILN_SIZE_CLASSES; c++) {
         size_t size = kiln_size_class_bytes(c);
@@ -43,13 +44,12 @@ bool kiln_heap_init(kiln_heap *heap, const kiln_heap_config *config) {
     }
     heap->class_count = c;
     heap->class_max = c ? kiln_size_class_bytes(c - 1) : 0;
-    return true;
 }
 
 void kiln_heap_cache_init(kiln_heap_cache *cache) {
     for (uint32_t c = 0; c < KILN_SIZE_CLASSES; c++) kiln_pool_cache_unbind(&cache->classes[c]);
     for (unsigned t = 0; t < KILN_HEAP_TAG_BYTES; t++) {
-        kiln_store_relaxed(&cache->tags[t].credit, t == KILN_HEAP_UNTAGGED ? KILN_HEAP_UNBOUNDED_CREDIT : 0);
+        kiln_store_relaxed(&cache->tags[t].credit, 0);
         kiln_store_relaxed(&cache->tags[t].allocs, 0);
         kiln_store_relaxed(&cache->tags[t].frees, 0);
     }
@@ -133,6 +133,8 @@ static void *alloc_class(kiln_heap *heap, kiln_heap_cache *cache, uint32_t c, ui
     if (kiln_unlikely(kiln_load_relaxed(&use->credit) < size) && !draw_credit(heap, use, tag, size))
         return failed(heap);
     void *obj = kiln_pool_cache_alloc(pool, &cache->classes[c]);
+    if (kiln_unlikely(!obj) && kiln_heap_large_make_way(heap, heap->blocks->block_size))
+        obj = kiln_pool_cache_alloc(pool, &cache->classes[c]);   /* the kept mappings went */
     if (kiln_unlikely(!obj)) return failed(heap);
     kiln_store_relaxed(&use->credit, kiln_load_relaxed(&use->credit) - size);
     kiln_owner_inc(&use->allocs);
@@ -151,6 +153,13 @@ void *kiln_heap_alloc_in(kiln_heap *heap, kiln_heap_cache *cache, uint8_t tag, s
         void *obj = alloc_class(heap, cache, c, tag, site);
         if (zero && obj) memset(obj, 0, size);
         return obj;
+    }
+    kiln_tag_account *account = kiln_heap_account(heap, tag);
+    kiln_heap_tag_use *use = &cache->tags[tag];
+    int64_t credit = kiln_load_relaxed(&use->credit);
+    if (account->refuse && credit > 0) {   /* its own credit must not refuse it */
+        kiln_tag_give_back(account, (uint64_t)credit);
+        kiln_store_relaxed(&use->credit, 0);
     }
     void *p = kiln_heap_large_alloc(heap, tag, size ? size : 1, align, zero, site);
     return p ? p : failed(heap);
@@ -181,6 +190,14 @@ static int locate_class(const kiln_heap *heap, const void *ptr, kiln_pool **pool
     return KILN_HEAP_CLASS;
 }
 
+/* What a pointer that is no class slot's start nor a large allocation's is: interior to
+ * a class slot (kind), or to a large allocation, or nobody's. */
+static int large_miss(kiln_heap *heap, const void *ptr, int kind) {
+    if (kind == KILN_HEAP_INTERIOR) return KILN_HEAP_INTERIOR;
+    return kind == KILN_HEAP_LARGE && kiln_heap_large_contains(heap, ptr) ? KILN_HEAP_INTERIOR
+                                                                         : KILN_HEAP_NOT_OURS;
+}
+
 kiln_heap_find kiln_heap_find_ptr(kiln_heap *heap, const void *ptr) {
     kiln_pool *pool;
     uintptr_t block, offset;
@@ -191,7 +208,7 @@ kiln_heap_find kiln_heap_find_ptr(kiln_heap *heap, const void *ptr) {
     kiln_heap_large_entry entry;
     if (kind == KILN_HEAP_LARGE && kiln_heap_large_find(heap, ptr, &entry))
         return (kiln_heap_find){ KILN_HEAP_LARGE, entry.bytes, entry.tag };
-    return (kiln_heap_find){ kind == KILN_HEAP_INTERIOR ? KILN_HEAP_INTERIOR : KILN_HEAP_NOT_OURS, 0, 0 };
+    return (kiln_heap_find){ large_miss(heap, ptr, kind), 0, 0 };
 }
 
 void kiln_heap_reject(kiln_heap *heap, const void *ptr, int kind, const char *function) {
@@ -231,7 +248,7 @@ static bool free_class(kiln_heap *heap, kiln_heap_cache *cache, kiln_pool *pool,
     int64_t credit = kiln_load_relaxed(&use->credit) + (int64_t)pool->size;
     kiln_store_relaxed(&use->credit, credit);
     kiln_owner_inc(&use->frees);
-    if (kiln_unlikely(credit > 2 * (int64_t)KILN_HEAP_TAG_CREDIT) && tag != KILN_HEAP_UNTAGGED)
+    if (kiln_unlikely(credit > 2 * (int64_t)KILN_HEAP_TAG_CREDIT))
         give_back_credit(heap, use, tag);
     kiln_pool_cache *pc = &cache->classes[pool - heap->classes];
     if (kiln_unlikely(pool->flags & KILN_POOL_FREE_HOOKS)) kiln_pool_free_checked(pool, pc, ptr);
@@ -248,7 +265,7 @@ void kiln_heap_free_in(kiln_heap *heap, kiln_heap_cache *cache, void *ptr, const
         return;
     }
     if (kind == KILN_HEAP_LARGE && kiln_heap_large_free(heap, ptr)) return;
-    kiln_heap_reject(heap, ptr, kind, function);
+    kiln_heap_reject(heap, ptr, large_miss(heap, ptr, kind), function);
 }
 
 /* ---- realloc ---- */
@@ -256,8 +273,8 @@ void kiln_heap_free_in(kiln_heap *heap, kiln_heap_cache *cache, void *ptr, const
 /* A new allocation of size bytes with ptr's first keep bytes, then ptr freed; NULL (ptr
  * untouched) when the new one is refused. */
 static void *move_to_new(kiln_heap *heap, kiln_heap_cache *cache, void *ptr, uint8_t tag,
-                         size_t keep, size_t size, size_t align) {
-    void *fresh = kiln_heap_alloc_in(heap, cache, tag, size, align, false, (kiln_debug_site){ 0 });
+                         size_t keep, size_t size, size_t align, kiln_debug_site site) {
+    void *fresh = kiln_heap_alloc_in(heap, cache, tag, size, align, false, site);
     if (!fresh) return NULL;
     memcpy(fresh, ptr, keep < size ? keep : size);
     kiln_heap_free_in(heap, cache, ptr, "kiln_heap_realloc");
@@ -285,11 +302,13 @@ void *kiln_heap_realloc_in(kiln_heap *heap, kiln_heap_cache *cache, void *ptr, s
         /* Same class (or a shrink to no less than half): in place. */
         if (aligned && size <= pool->size && (size > pool->size / 2 || pool == heap->classes))
             return in_place(heap, ptr);
-        return move_to_new(heap, cache, ptr, tag, pool->size, size, align);
+        kiln_debug_site site = (pool->debug & KILN_DEBUG_SITES) ? kiln_pool_debug_site_of(pool, ptr)
+                                                                : (kiln_debug_site){ 0 };
+        return move_to_new(heap, cache, ptr, tag, pool->size, size, align, site);
     }
     kiln_heap_large_entry entry;
     if (kind != KILN_HEAP_LARGE || !kiln_heap_large_find(heap, ptr, &entry)) {
-        kiln_heap_reject(heap, ptr, kind, "kiln_heap_realloc");
+        kiln_heap_reject(heap, ptr, large_miss(heap, ptr, kind), "kiln_heap_realloc");
         return NULL;
     }
     if (aligned && size <= entry.bytes && size > entry.bytes / 2) {
@@ -301,7 +320,8 @@ void *kiln_heap_realloc_in(kiln_heap *heap, kiln_heap_cache *cache, void *ptr, s
         void *moved = kiln_heap_large_resize(heap, ptr, size);
         if (moved) return moved;
     }
-    return move_to_new(heap, cache, ptr, entry.tag, entry.bytes, size, align);
+    return move_to_new(heap, cache, ptr, entry.tag, entry.bytes, size, align,
+                       (kiln_debug_site){ entry.file, entry.line });
 }
 
 /* ---- trim, statistics, teardown ---- */

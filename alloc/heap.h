@@ -10,8 +10,8 @@
  * Tags are charged through credit: each context holds, per tag, bytes drawn from the
  * tag's account (kiln_tag_draw) and not yet handed out; an alloc takes its class's size
  * from it and a free gives it back to the freeing context; a draw or give-back happens
- * only when the credit runs out or passes 2 * KILN_HEAP_TAG_CREDIT. Untagged credit is
- * unbounded (no account).
+ * only when the credit runs out or passes 2 * KILN_HEAP_TAG_CREDIT. Untagged allocations
+ * draw from the runtime's untagged account the same way.
  *
  * Who owns what:
  *   kiln_heap_cache    one context's: its thread writes it; the counters are atomics that
@@ -35,9 +35,6 @@
 _Static_assert(KILN_MAX_TAGS + KILN_HEAP_FIRST_TAG <= KILN_HEAP_TAG_BYTES, "a tag fits a slot's byte");
 _Static_assert(KILN_SIZE_CLASSES == KILN_HEAP_CLASSES && KILN_SIZE_CLASS_MAX == KILN_HEAP_CLASS_MAX,
                "kiln/heap.h states the classes of alloc/size_class.h");
-
-/* The untagged credit: never runs out, never given back. */
-#define KILN_HEAP_UNBOUNDED_CREDIT ((int64_t)1 << 62)
 
 /* One context's use of one tag. */
 typedef struct kiln_heap_tag_use {
@@ -84,8 +81,10 @@ typedef struct kiln_heap {
     kiln_log_sink    log;
     uint32_t         debug;         /* the runtime's KILN_DEBUG_* bits */
     bool             exchange;      /* KILN_DEBUG_CHECKS: a free exchanges the slot's byte */
-    /* The runtime's tag table (runtime/tags.h): accounts by slot, published once. */
+    /* The runtime's tag table (runtime/tags.h): accounts by slot, published once; and
+     * the account of untagged allocations. */
     _Atomic(kiln_tag_account *) *accounts;
+    kiln_tag_account *untagged;
     /* Totals folded in from contexts that detached, by slot byte. */
     _Atomic uint64_t retired_allocs[KILN_HEAP_TAG_BYTES];
     _Atomic uint64_t retired_frees[KILN_HEAP_TAG_BYTES];
@@ -100,6 +99,7 @@ typedef struct kiln_heap_config {
     uint32_t         audit_sample;
     uint32_t         warn_percent;
     _Atomic(kiln_tag_account *) *accounts;
+    kiln_tag_account *untagged;
 } kiln_heap_config;
 
 /* What the tags' figures need of the heap, by tag slot: the credit contexts hold (drawn
@@ -111,11 +111,12 @@ typedef struct kiln_heap_tag_sums {
     uint64_t own_credit[KILN_MAX_TAGS];
     uint64_t allocs[KILN_MAX_TAGS];
     uint64_t frees[KILN_MAX_TAGS];
+    uint64_t untagged_credit;             /* held for untagged allocations */
 } kiln_heap_tag_sums;
 
-/* Sets the heap up (its classes carve nothing yet); false when not even the smallest
- * class fits a block (logged). The creating thread, before anyone uses it. */
-KILN_INTERNAL bool kiln_heap_init(kiln_heap *heap, const kiln_heap_config *config);
+/* Sets the heap up (its classes carve nothing yet; a block too small for a class leaves
+ * its sizes to dedicated mappings). The creating thread, before anyone uses it. */
+KILN_INTERNAL void kiln_heap_init(kiln_heap *heap, const kiln_heap_config *config);
 
 /* Logs what is live (HEAP_OBJECTS_LIVE, the classes' leak sites), returns every block
  * and unmaps every mapping. No other thread may use the heap (kiln_destroy). */
@@ -168,14 +169,15 @@ KILN_INTERNAL size_t kiln_heap_trim(kiln_heap *heap);
 KILN_INTERNAL void kiln_heap_class_read(kiln_heap *heap, uint32_t c, const kiln_pool_tally *tally,
                                         kiln_heap_class_stats *out);
 
-/* The slot byte's account; NULL for untagged. */
+/* The slot byte's account (the untagged one for KILN_HEAP_UNTAGGED). */
 static inline kiln_tag_account *kiln_heap_account(const kiln_heap *heap, uint8_t tag) {
-    return tag >= KILN_HEAP_FIRST_TAG ? kiln_load_acquire(&heap->accounts[tag - KILN_HEAP_FIRST_TAG]) : NULL;
+    return tag >= KILN_HEAP_FIRST_TAG ? kiln_load_acquire(&heap->accounts[tag - KILN_HEAP_FIRST_TAG])
+                                      : heap->untagged;
 }
 
 /* ---- large allocations (alloc/heap_large.c) ---- */
 
-KILN_INTERNAL bool  kiln_heap_large_init(kiln_heap_large *large);
+KILN_INTERNAL void  kiln_heap_large_init(kiln_heap_large *large);
 KILN_INTERNAL void  kiln_heap_large_fini(kiln_heap *heap);   /* unmaps all */
 /* A mapping of at least size bytes aligned to align, charged to tag (zero: its first
  * size bytes zero); NULL refused. */
@@ -191,6 +193,12 @@ KILN_INTERNAL void *kiln_heap_large_resize(kiln_heap *heap, void *ptr, size_t si
 /* A live large allocation keeps its mapping for size bytes now (size at most its
  * mapping's): its size is noted (KILN_DEBUG_FILL fills that much when it is freed). */
 KILN_INTERNAL void  kiln_heap_large_keep_size(kiln_heap *heap, void *ptr, size_t size);
+/* Whether ptr lies inside a live large allocation (not at its start): a walk of the
+ * registry, for the refusal that says so. */
+KILN_INTERNAL bool  kiln_heap_large_contains(kiln_heap *heap, const void *ptr);
+/* Unmaps the kept mappings when bytes more would pass memory_limit (they count toward
+ * it): whether any went. */
+KILN_INTERNAL bool  kiln_heap_large_make_way(kiln_heap *heap, size_t bytes);
 /* Unmaps the kept mappings; their count. */
 KILN_INTERNAL size_t kiln_heap_large_trim(kiln_heap *heap);
 

@@ -17,12 +17,11 @@
 
 static const kiln_tag_payer large_payer = { "heap", "large allocation" };
 
-bool kiln_heap_large_init(kiln_heap_large *large) {
+void kiln_heap_large_init(kiln_heap_large *large) {
     pthread_mutex_init(&large->lock, NULL);
     large->table = NULL;
     large->capacity = large->count = 0;
     large->kept_count = 0;
-    return true;
 }
 
 static size_t home_of(uintptr_t ptr, size_t capacity) {
@@ -131,6 +130,7 @@ void *kiln_heap_large_alloc(kiln_heap *heap, uint8_t tag, size_t size, size_t al
     if (reused) {
         kiln_add_relaxed(&large->reused, 1);
     } else {
+        kiln_heap_large_make_way(heap, bytes);   /* kept mappings before a refusal */
         k.map = kiln_block_pool_map_large(heap->blocks, bytes, align);   /* refusals logged */
         k.bytes = bytes;
         if (!k.map) return NULL;
@@ -175,17 +175,15 @@ bool kiln_heap_large_free(kiln_heap *heap, void *ptr) {
     pthread_mutex_lock(&large->lock);
     kiln_heap_large_entry *e = lookup(large, (uintptr_t)ptr, false);
     kiln_heap_large_entry entry = e ? *e : (kiln_heap_large_entry){ 0 };
-    kiln_heap_kept gone = { 0 };
-    if (e) {
-        erase(large, e);
-        gone = keep(large, (kiln_heap_kept){ ptr, entry.bytes });
-    }
+    if (e) erase(large, e);   /* ours alone now: no other free or lookup finds it */
     pthread_mutex_unlock(&large->lock);
     if (!e) return false;
-    if (heap->debug & (KILN_DEBUG_FILL | KILN_DEBUG_POISON)) {
-        if (gone.map != ptr && (heap->debug & KILN_DEBUG_FILL)) memset(ptr, KILN_FILL_FREED, entry.size);
-        if (gone.map != ptr && (heap->debug & KILN_DEBUG_POISON)) kiln_debug_poison(ptr, entry.bytes);
-    }
+    /* Filled and poisoned before it is kept: from then on another thread may take it. */
+    if (heap->debug & KILN_DEBUG_FILL) memset(ptr, KILN_FILL_FREED, entry.size);
+    if (heap->debug & KILN_DEBUG_POISON) kiln_debug_poison(ptr, entry.bytes);
+    pthread_mutex_lock(&large->lock);
+    kiln_heap_kept gone = keep(large, (kiln_heap_kept){ ptr, entry.bytes });
+    pthread_mutex_unlock(&large->lock);
     unmap(heap, gone);
     kiln_tag_release(kiln_heap_account(heap, entry.tag), entry.bytes);
     kiln_sub_relaxed(&large->live, 1);
@@ -237,6 +235,26 @@ void kiln_heap_large_keep_size(kiln_heap *heap, void *ptr, size_t size) {
     kiln_heap_large_entry *e = lookup(&heap->large, (uintptr_t)ptr, false);
     if (e) e->size = size;
     pthread_mutex_unlock(&heap->large.lock);
+}
+
+bool kiln_heap_large_contains(kiln_heap *heap, const void *ptr) {
+    uintptr_t p = (uintptr_t)ptr;
+    bool inside = false;
+    pthread_mutex_lock(&heap->large.lock);
+    for (size_t i = 0; i < heap->large.capacity && !inside; i++) {
+        const kiln_heap_large_entry *e = &heap->large.table[i];
+        inside = e->ptr != 0 && p > e->ptr && p - e->ptr < e->bytes;
+    }
+    pthread_mutex_unlock(&heap->large.lock);
+    return inside;
+}
+
+bool kiln_heap_large_make_way(kiln_heap *heap, size_t bytes) {
+    const kiln_block_pool *blocks = heap->blocks;
+    if (blocks->memory_limit == 0 || kiln_load_relaxed(&heap->large.kept_bytes) == 0) return false;
+    size_t reserved = kiln_load_relaxed(&blocks->reserved_bytes);
+    if (reserved <= blocks->memory_limit && bytes <= blocks->memory_limit - reserved) return false;
+    return kiln_heap_large_trim(heap) != 0;
 }
 
 size_t kiln_heap_large_trim(kiln_heap *heap) {

@@ -342,6 +342,9 @@ KILN_INTERNAL bool kiln_pool_debug_free(kiln_pool *pool, void *obj);
 /* KILN_DEBUG_SITES: records where a live object was allocated. Its user's thread. */
 KILN_INTERNAL void kiln_pool_debug_site(kiln_pool *pool, void *obj, kiln_debug_site site);
 
+/* KILN_DEBUG_SITES: where a live object was allocated ({0}: no site). Its user's thread. */
+KILN_INTERNAL kiln_debug_site kiln_pool_debug_site_of(kiln_pool *pool, const void *obj);
+
 /* KILN_DEBUG_GUARDS, at frame end: checks the guards of up to audit_sample live
  * objects, going on where the last audit stopped (so that over frames it covers the
  * whole pool); a damage is reported once. Concurrency: while other threads allocate

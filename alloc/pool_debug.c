@@ -82,6 +82,11 @@ static void debug_alloc(kiln_pool *pool, void *obj) {
     if (pool->debug & KILN_DEBUG_FILL) memset(obj, KILN_FILL_FRESH, pool->size);
 }
 
+kiln_debug_site kiln_pool_debug_site_of(kiln_pool *pool, const void *obj) {
+    kiln_pool_block *block = kiln_block_of(pool->blocks, obj);
+    return site_of(slot_info(pool, block, slot_index(pool, block, obj)));
+}
+
 void kiln_pool_debug_site(kiln_pool *pool, void *obj, kiln_debug_site site) {
     kiln_pool_block *block = block_of(pool, obj);
     kiln_pool_slot_info *info = slot_info(pool, block, slot_index(pool, block, obj));

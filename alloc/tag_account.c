@@ -14,7 +14,6 @@ static bool raise_level(kiln_tag_account *level, uint64_t bytes, bool always) {
             (bytes > level->budget || live > level->budget - bytes))
             return false;
     } while (!kiln_cas_weak_relaxed(&level->live, &live, live + bytes));
-    kiln_max_relaxed_u64(&level->peak, live + bytes);   /* a value live held */
     return true;
 }
 
@@ -91,8 +90,7 @@ static void lower_levels(kiln_tag_account *from, kiln_tag_account *stop, uint64_
 
 /* Raises account's levels below stop (NULL: all) by bytes: every one or none. Only once
  * all are raised are their budgets judged, so a charge a parent refuses leaves no warning
- * or episode behind at the levels below it (their peaks keep the value live held for
- * that moment). */
+ * or episode behind at the levels below it, nor a peak. */
 static bool raise_levels(kiln_tag_account *account, kiln_tag_account *stop, uint64_t bytes,
                          bool always, kiln_tag_payer payer) {
     for (kiln_tag_account *level = account; level != stop; level = level->parent) {
@@ -103,8 +101,12 @@ static bool raise_levels(kiln_tag_account *account, kiln_tag_account *stop, uint
         log_refused(level, account, bytes, payer);
         return false;
     }
+    /* Peaks only now: a charge a parent refused never shows in a child's peak (which
+     * could then pass the parent's budget). */
     for (kiln_tag_account *level = account; level != stop; level = level->parent) {
-        sample_budget(level, account, kiln_load_relaxed(&level->live), payer);
+        uint64_t now = kiln_load_relaxed(&level->live);
+        kiln_max_relaxed_u64(&level->peak, now);
+        sample_budget(level, account, now, payer);
     }
     return true;
 }

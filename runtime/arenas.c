@@ -83,6 +83,7 @@ static kiln_arena *arena_new(kiln_runtime *rt, const char *name, kiln_ctx *frame
         .log = rt->log,
         .debug = rt->desc.debug,
         .audit_sample = rt->desc.audit_sample,
+        .account = is_frame ? &rt->frame_account : &rt->untagged_account,
     };
     bool reused = false;
     kiln_arena_record *record = listed ? record_take(rt, name, is_frame, &reused)
@@ -295,7 +296,7 @@ void kiln_arena_set_tag(kiln_arena *arena, kiln_tag tag) {
     }
     bool ok;
     kiln_tag_account *account = kiln_tag_lookup(record->rt, tag, "kiln_arena_set_tag", &ok);
-    if (ok) kiln_arena_retag(arena, account);   /* a refusal is the tag's to log */
+    if (ok) kiln_arena_retag(arena, kiln_tag_or_untagged(record->rt, account));   /* a refusal is the tag's to log */
 }
 
 kiln_tag kiln_arena_tag(const kiln_arena *arena) {

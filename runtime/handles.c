@@ -50,7 +50,7 @@ kiln_handles *kiln_handles_create(kiln_runtime *rt, const kiln_handles_desc *des
         .log = rt->log,
         .reclaim_epoch = &rt->handle_epoch,
         .safe_epoch = &rt->handle_safe_epoch,
-        .account = account,
+        .account = kiln_tag_or_untagged(rt, account),
     };
     bool made = slot >= 0 && kiln_handle_table_init(&table->core, &config);
     if (made) {

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-bool kiln_runtime_heap_init(kiln_runtime *rt) {
+void kiln_runtime_heap_init(kiln_runtime *rt) {
     kiln_heap_config config = {
         .blocks = &rt->blocks,
         .log = rt->log,
@@ -16,10 +16,10 @@ bool kiln_runtime_heap_init(kiln_runtime *rt) {
         .audit_sample = rt->desc.audit_sample,
         .warn_percent = rt->desc.warn_percent,
         .accounts = rt->tags,
+        .untagged = &rt->untagged_account,
     };
-    if (!kiln_heap_init(&rt->heap, &config)) return false;
-    rt->heap_open = true;
-    return true;
+    kiln_heap_init(&rt->heap, &config);
+    rt->heap_open = true;   /* published with the runtime by its listing (a lock) */
 }
 
 /* Under registry_lock: the class caches of every attached context summed for class c. */
@@ -115,12 +115,13 @@ static inline bool slot_byte_of(kiln_runtime *rt, kiln_tag tag, uint8_t *out, co
 
 /* size with align (0 or a power of two) can be asked for; logged otherwise. */
 static inline bool request_ok(kiln_runtime *rt, size_t size, size_t align, const char *function) {
-    if (kiln_unlikely(align & (align - 1))) {
+    if (kiln_unlikely((align & (align - 1)) || align > KILN_HEAP_MAX_ALIGN)) {
         kiln_log_misuse(&rt->log, KILN_LOGITEM_HEAP_BAD_ALIGN,
-                        "%s: alignment %zu is not a power of two", function, align);
+                        "%s: alignment %zu is not a power of two up to %zu", function, align,
+                        (size_t)KILN_HEAP_MAX_ALIGN);
         return false;
     }
-    if (kiln_unlikely(size > (size_t)PTRDIFF_MAX - align)) {
+    if (kiln_unlikely(size > (size_t)PTRDIFF_MAX - (align > 16 ? align : 16))) {
         kiln_log_misuse(&rt->log, KILN_LOGITEM_HEAP_TOO_LARGE,
                         "%s: %zu bytes aligned to %zu are more than can be mapped", function, size, align);
         return false;
@@ -220,6 +221,34 @@ bool kiln_stats_heap(kiln_runtime *rt, kiln_heap_stats *out) {
         return false;
     }
     read_totals(rt, out);
+    return true;
+}
+
+bool kiln_stats_memory(kiln_runtime *rt, kiln_memory_stats *out) {
+    if (out) memset(out, 0, sizeof *out);
+    if (!kiln_runtime_check(rt, "kiln_stats_memory")) return false;
+    if (!out) {
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_STATS_NULL_OUT, "kiln_stats_memory: out is NULL");
+        return false;
+    }
+    kiln_heap_stats heap;
+    read_totals(rt, &heap);
+    kiln_block_pool_stats blocks;
+    kiln_block_pool_stats_get(&rt->blocks, &blocks);
+    pthread_mutex_lock(&rt->registry_lock);
+    kiln_heap_tag_sums_read(rt, rt->tag_count);
+    for (uint32_t i = 0; i < rt->tag_count; i++) {
+        const kiln_tag_account *a = kiln_load_relaxed(&rt->tags[i]);
+        if (!a->parent) out->tagged += kiln_heap_tag_used(a, &rt->tag_sums);   /* roots hold the rest */
+    }
+    uint64_t untagged = kiln_load_relaxed(&rt->untagged_account.live);
+    out->untagged = untagged - rt->tag_sums.untagged_credit;
+    pthread_mutex_unlock(&rt->registry_lock);
+    out->reserved = blocks.reserved_bytes;
+    out->frame = kiln_load_relaxed(&rt->frame_account.live);
+    out->heap_free = heap.class_free_bytes;
+    out->heap_kept = heap.large_kept_bytes;
+    out->free_blocks = blocks.blocks_free * blocks.block_size;
     return true;
 }
 

@@ -6,9 +6,9 @@
 
 #include "types.h"
 
-/* kiln_create, once the block pool and the tag table are ready; false (logged) when
- * the heap cannot be set up. */
-KILN_INTERNAL bool kiln_runtime_heap_init(kiln_runtime *rt);
+/* kiln_create, once the block pool and the untagged account are ready, before the
+ * runtime is listed (runtime/check.h): carves nothing. */
+KILN_INTERNAL void kiln_runtime_heap_init(kiln_runtime *rt);
 
 /* kiln_destroy, once every context is detached: logs what is still live
  * (HEAP_OBJECTS_LIVE, leak sites) and returns the heap's memory. */

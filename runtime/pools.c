@@ -44,7 +44,7 @@ kiln_pool *kiln_pool_create(kiln_runtime *rt, const kiln_pool_desc *desc) {
         .debug = rt->desc.debug,
         .audit_sample = rt->desc.audit_sample,
         .warn_percent = rt->desc.warn_percent,
-        .account = account,
+        .account = kiln_tag_or_untagged(rt, account),
     };
     bool made = pool && kiln_pool_init(pool, &config);
     if (made) {

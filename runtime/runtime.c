@@ -225,11 +225,15 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     rt->next_ctx_id = 1;
     kiln_store_relaxed(&rt->handle_epoch, 1);
     kiln_store_relaxed(&rt->handle_safe_epoch, 1);
+    kiln_tags_init(rt);   /* before any allocator charges the untagged or frame account */
+    /* Before the runtime is listed: a bare-pointer lookup (kiln_heap_usable_size) on
+     * another thread walks the listed runtimes' heaps. */
+    kiln_runtime_heap_init(rt);
     rt->magic = KILN_RUNTIME_MAGIC;
     kiln_runtime_register(rt);
     rt->crash_fd = -1;
     rt->pid = getpid();
-    if (!kiln_runtime_heap_init(rt) || !kiln_crash_init(rt) || !kiln_workers_start(rt)) {   /* logged */
+    if (!kiln_crash_init(rt) || !kiln_workers_start(rt)) {   /* logged */
         kiln_destroy(rt);
         return NULL;
     }

@@ -42,6 +42,9 @@ typedef struct field {
 #define CONTEXT_ROW(type, f, doc)    FIELD(kiln_ctx_stats, f),
 #define TRACE_ROW(type, f, doc)      FIELD(kiln_trace_stats, f),
 #define TAG_ROW(type, f, doc)        FIELD(kiln_tag_stats, f),
+#define MEMORY_ROW(type, f, doc)     FIELD(kiln_memory_stats, f),
+#define HEAP_ROW(type, f, doc)       FIELD(kiln_heap_stats, f),
+#define HEAP_CLASS_ROW(type, f, doc) FIELD(kiln_heap_class_stats, f),
 
 static const field runtime_fields[] = {   /* in the order kiln/stats.h gives: errors last */
     KILN_STATS_FIELDS(RUNTIME_ROW) KILN_STATS_TAIL_FIELDS(RUNTIME_ROW)
@@ -60,6 +63,9 @@ static const field handles_fields[] = {
 static const field context_fields[] = { KILN_CTX_STATS_FIELDS(CONTEXT_ROW) };
 static const field trace_fields[] = { KILN_TRACE_STATS_FIELDS(TRACE_ROW) };
 static const field tag_fields[] = { FIELD(kiln_tag_stats, name), KILN_TAG_STATS_FIELDS(TAG_ROW) };
+static const field memory_fields[] = { KILN_MEMORY_STATS_FIELDS(MEMORY_ROW) };
+static const field heap_fields[] = { KILN_HEAP_STATS_FIELDS(HEAP_ROW) };
+static const field heap_class_fields[] = { KILN_HEAP_CLASS_STATS_FIELDS(HEAP_CLASS_ROW) };
 
 #define FIELDS(list) list, sizeof list / sizeof list[0]
 #define MAX_FIELDS 32   /* columns a table may have */
@@ -70,6 +76,7 @@ FITS(pool_fields);
 FITS(handles_fields);
 FITS(context_fields);
 FITS(tag_fields);
+FITS(heap_class_fields);
 
 /* One part of the output: a struct (list false) or an array of them. */
 typedef struct section {
@@ -92,6 +99,18 @@ static size_t list_handles(kiln_runtime *rt, void *out, size_t cap) { return kil
 static size_t list_contexts(kiln_runtime *rt, void *out, size_t cap) { return kiln_stats_contexts(rt, out, cap); }
 static size_t list_tags(kiln_runtime *rt, void *out, size_t cap) { return kiln_stats_tags(rt, out, cap); }
 
+/* The heap's classes that hold or served anything (the rest would be rows of zeros). */
+static size_t list_heap_classes(kiln_runtime *rt, void *out, size_t cap) {
+    kiln_heap_class_stats all[KILN_HEAP_CLASSES];
+    size_t n = kiln_stats_heap_classes(rt, all, KILN_HEAP_CLASSES), used = 0;
+    for (size_t c = 0; c < n; c++) {
+        if (all[c].allocs == 0 && all[c].blocks == 0) continue;
+        if (used < cap) ((kiln_heap_class_stats *)out)[used] = all[c];
+        used++;
+    }
+    return used;
+}
+
 /* The items of one list in a heap array; false when memory runs out. Another
  * thread may create items between the count and the copy: then it tries again. */
 static bool fetch(kiln_runtime *rt, list_fn list, section *s) {
@@ -110,11 +129,14 @@ static bool fetch(kiln_runtime *rt, list_fn list, section *s) {
     }
 }
 
-enum { S_RUNTIME, S_BLOCK_POOL, S_ARENAS, S_POOLS, S_HANDLES, S_TAGS, S_CONTEXTS, S_TRACE, S_COUNT };
+enum { S_RUNTIME, S_BLOCK_POOL, S_MEMORY, S_ARENAS, S_POOLS, S_HEAP, S_HEAP_CLASSES, S_HANDLES,
+       S_TAGS, S_CONTEXTS, S_TRACE, S_COUNT };
 
 typedef struct snapshot {
-    kiln_stats       stats;
-    kiln_trace_stats trace;
+    kiln_stats        stats;
+    kiln_memory_stats memory;
+    kiln_heap_stats   heap;
+    kiln_trace_stats  trace;
     section          sections[S_COUNT];
 } snapshot;
 
@@ -133,12 +155,18 @@ static bool snapshot_take(kiln_runtime *rt, FILE *out, snapshot *snap, const cha
     if (!kiln_runtime_check(rt, function)) return false;
     kiln_stats_get(rt, &snap->stats);
     kiln_trace_stats_get(rt, &snap->trace);
+    kiln_stats_memory(rt, &snap->memory);
+    kiln_stats_heap(rt, &snap->heap);
     section *s = snap->sections;
     s[S_RUNTIME] = (section){ "runtime", FIELDS(runtime_fields), sizeof snap->stats, false,
                               &snap->stats, 1 };
     s[S_BLOCK_POOL] = (section){ "block_pool", FIELDS(block_pool_fields), sizeof snap->stats.blocks,
                                  false, &snap->stats.blocks, 1 };
+    s[S_MEMORY] = (section){ "memory", FIELDS(memory_fields), sizeof snap->memory, false, &snap->memory, 1 };
     s[S_ARENAS] = (section){ "arenas", FIELDS(arena_fields), sizeof(kiln_arena_stats), true, 0, 0 };
+    s[S_HEAP] = (section){ "heap", FIELDS(heap_fields), sizeof snap->heap, false, &snap->heap, 1 };
+    s[S_HEAP_CLASSES] = (section){ "heap_classes", FIELDS(heap_class_fields),
+                                   sizeof(kiln_heap_class_stats), true, 0, 0 };
     s[S_POOLS] = (section){ "pools", FIELDS(pool_fields), sizeof(kiln_pool_stats), true, 0, 0 };
     s[S_HANDLES] = (section){ "handles", FIELDS(handles_fields), sizeof(kiln_handles_stats), true, 0, 0 };
     s[S_TAGS] = (section){ "tags", FIELDS(tag_fields), sizeof(kiln_tag_stats), true, 0, 0 };
@@ -146,6 +174,7 @@ static bool snapshot_take(kiln_runtime *rt, FILE *out, snapshot *snap, const cha
     s[S_TRACE] = (section){ "trace", FIELDS(trace_fields), sizeof snap->trace, false, &snap->trace, 1 };
     bool ok = fetch(rt, list_arenas, &s[S_ARENAS]) && fetch(rt, list_pools, &s[S_POOLS]) &&
               fetch(rt, list_handles, &s[S_HANDLES]) && fetch(rt, list_tags, &s[S_TAGS]) &&
+              fetch(rt, list_heap_classes, &s[S_HEAP_CLASSES]) &&
               fetch(rt, list_contexts, &s[S_CONTEXTS]);
     if (!ok) {
         snapshot_free(snap);

@@ -3,11 +3,25 @@
 #include "tags.h"
 #include "check.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "../base/sys_alloc.h"
 
 #define TAG_SLOT_MASK 0xffffu
+
+static void pseudo_account(kiln_runtime *rt, kiln_tag_account *a, const char *name) {
+    memset(a, 0, sizeof *a);
+    snprintf(a->name, sizeof a->name, "%s", name);
+    a->warn_percent = rt->desc.warn_percent;
+    a->log = &rt->log;
+    a->frame_clock = &rt->frame;   /* id 0, no parent, no budget: never refuses, never warns */
+}
+
+void kiln_tags_init(kiln_runtime *rt) {
+    pseudo_account(rt, &rt->untagged_account, "(untagged)");
+    pseudo_account(rt, &rt->frame_account, "(frame memory)");
+}
 
 void kiln_tags_fini(kiln_runtime *rt) {
     for (uint32_t i = 0; i < rt->tag_count; i++) {
@@ -160,6 +174,11 @@ void kiln_heap_tag_sums_read(kiln_runtime *rt, uint32_t count) {
         out->own_credit[slot] = out->credit[slot] = credit;
         out->allocs[slot] = allocs;
         out->frees[slot] = frees;
+    }
+    out->untagged_credit = 0;
+    for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {
+        int64_t held = kiln_load_relaxed(&ctx->heap_cache.tags[KILN_HEAP_UNTAGGED].credit);
+        out->untagged_credit += held > 0 ? (uint64_t)held : 0;
     }
     /* A parent is made before its children, so its slot is lower: children first. */
     for (uint32_t slot = count; slot-- > 0;) {

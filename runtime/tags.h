@@ -12,6 +12,14 @@
 
 #include "types.h"
 
+/* kiln_create, before any allocator: the untagged and frame accounts set up. */
+KILN_INTERNAL void kiln_tags_init(kiln_runtime *rt);
+
+/* What an allocator of no tag charges: account, or the untagged one for NULL. */
+static inline kiln_tag_account *kiln_tag_or_untagged(kiln_runtime *rt, kiln_tag_account *account) {
+    return account ? account : &rt->untagged_account;
+}
+
 /* kiln_destroy: frees the accounts (after every allocator that charges them is gone).
  * The destroying thread. (The runtime's salt is handed out with its place on the list
  * of live runtimes, runtime/check.c: no two live runtimes share one.) */

@@ -260,6 +260,11 @@ struct kiln_runtime {
     kiln_history     history;
     /* Tags (runtime/tags.h): published once each, freed at kiln_destroy. */
     _Atomic(kiln_tag_account *) tags[KILN_MAX_TAGS];
+    /* The accounts of what no tag holds: untagged allocators and heap allocations, and
+     * frame memory (frame and job arenas). Never budgeted, never listed as tags; with
+     * the tags' roots, the heap's free memory and the block pool's free blocks they add
+     * up to what kiln reserved (kiln_stats_memory). */
+    kiln_tag_account untagged_account, frame_account;
     uint32_t         tag_count;     /* tags made; under registry_lock */
     uint32_t         tag_salt;      /* the high half of this runtime's tag ids, unique among
                                        live runtimes (runtime/check.c); read-only */

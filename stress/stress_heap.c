@@ -7,7 +7,9 @@
  * context. One tag has a REFUSE budget under a parent with a REFUSE budget of its own, so
  * allocations are refused concurrently. Meanwhile:
  *   - a churn thread attaches, allocates, detaches (its cache and credit flushed) and
- *     leaves some allocations behind for the workers to free;
+ *     leaves some allocations behind for the workers to free; now and then it makes and
+ *     destroys a second runtime, while the stats thread looks a pointer up without a
+ *     context (kiln_heap_usable_size walks every runtime's heap);
  *   - a stats thread reads the heap's and the tags' figures without pause, checks that
  *     no tag's live bytes ever pass its REFUSE budget, and trims now and then;
  *   - a few deliberate bad frees (malloc's, the stack's, an interior pointer) must be
@@ -45,6 +47,7 @@ static kiln_tag          tags[NTAGS];      /* [0] untagged, [1] WARN, [2] tight 
 static _Atomic(held *)   slots[SLOTS];
 static _Atomic int       stop_helpers;
 static _Atomic uint64_t  bad_expected, tight_nulls;
+static void             *looked_up;        /* a long-lived allocation the stats thread finds */
 static pthread_barrier_t start_barrier;
 
 enum { LOG_FOREIGN, LOG_INTERIOR, LOG_REFUSED, LOG_NEAR, LOG_ITEMS };
@@ -205,6 +208,13 @@ static void *churn(void *arg) {
             }
         }
         kiln_detach(ts->ctx);
+        if (ts->seq % 64 < 8) {   /* a runtime made and destroyed beside the lookups */
+            kiln_runtime *other = kiln_create(&(kiln_desc){ .log = log_fn, .worker_count = KILN_NO_WORKERS });
+            kiln_ctx *c = kiln_attach(other);
+            kiln_heap_free(c, kiln_heap_alloc(c, (kiln_tag){ 0 }, 100000, 0));
+            kiln_detach(c);
+            kiln_destroy(other);
+        }
     }
     return NULL;
 }
@@ -223,6 +233,7 @@ static void *stats(void *arg) {
                      s.live_bytes);
         STRESS_CHECK(kiln_tag_stats_get(rt, tags[3], &s) && s.peak_bytes <= PARENT_BUDGET,
                      "the parent passed its budget: %" PRIu64, s.peak_bytes);
+        STRESS_CHECK(kiln_heap_usable_size(looked_up) == 64, "a lookup lost an allocation");
         kiln_heap_class_stats classes[KILN_HEAP_CLASSES];
         kiln_stats_heap_classes(rt, classes, KILN_HEAP_CLASSES);
         if (++reads % 64 == 0) kiln_trim(rt);
@@ -244,6 +255,8 @@ int main(int argc, char **argv) {
     tags[TIGHT] = kiln_tag_create(rt, &(kiln_tag_desc){ .name = "Tight", .parent = tags[3],
                                                         .budget = TIGHT_BUDGET,
                                                         .policy = KILN_BUDGET_REFUSE });
+    kiln_ctx *main_ctx = kiln_attach(rt);
+    looked_up = kiln_heap_alloc(main_ctx, (kiln_tag){ 0 }, 64, 0);
     unsigned n = opt.threads;
     thread_state *ts = calloc(n + 2, sizeof *ts);
     pthread_barrier_init(&start_barrier, NULL, n + 3);
@@ -258,6 +271,8 @@ int main(int argc, char **argv) {
     atomic_store(&stop_helpers, 1);
     pthread_join(ts[n].thread, NULL);
     pthread_join(ts[n + 1].thread, NULL);
+    kiln_heap_free(main_ctx, looked_up);
+    kiln_detach(main_ctx);
     /* What is left in the exchange goes through a last context. */
     kiln_ctx *last = kiln_attach(rt);
     thread_state fin = { .ctx = last };

@@ -2391,3 +2391,18 @@ ROW(stats_heap_classes_null_out, "kiln_stats_heap_classes", "NULL out with cap 4
 ROW(stats_heap_classes_count, "kiln_stats_heap_classes", "cap 0 (legal: the count)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
     WANT_EQ(kiln_stats_heap_classes(f->a, NULL, 0), (size_t)KILN_HEAP_CLASSES);
 })
+ROW(stats_memory_null_rt, "kiln_stats_memory", "NULL runtime: false", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    kiln_memory_stats s;
+    WANT(!kiln_stats_memory(NULL, &s));
+})
+ROW(stats_memory_null_out, "kiln_stats_memory", "NULL out: false", KILN_LOGITEM_STATS_NULL_OUT, SINK_A, COUNTED, 0, DOC, {
+    WANT(!kiln_stats_memory(f->a, NULL));
+})
+ROW(heap_alloc_align_2_63, "kiln_heap_alloc", "align 2^63: NULL", KILN_LOGITEM_HEAP_BAD_ALIGN, SINK_A, COUNTED, 0, DOC, {
+    WANT_NULL(kiln_heap_alloc(f->ctx_a, (kiln_tag){ 0 }, 1, (size_t)1 << 63));
+})
+ROW(heap_free_large_interior, "kiln_heap_free", "a pointer into a large allocation: ignored", KILN_LOGITEM_HEAP_INTERIOR_POINTER, SINK_A, COUNTED, 0, DOC, {
+    char *p = kiln_heap_alloc(f->ctx_a, (kiln_tag){ 0 }, 100000, 0);
+    kiln_heap_free(f->ctx_a, p + 16);
+    kiln_heap_free(f->ctx_a, p);
+})

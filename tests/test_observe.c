@@ -140,6 +140,8 @@ static kiln_handles *enemies;
 static kiln_handle   enemy;
 static void         *bullet[3];
 
+static void *names, *sounds;   /* heap allocations */
+
 static void populate(void) {
     start(2);
     level = kiln_arena_create(rt, "level \"one\"");   /* a name JSON must escape */
@@ -155,10 +157,14 @@ static void populate(void) {
     cr_assert_not_null(enemies);
     enemy = kiln_handle_alloc(main_ctx, enemies, NULL);
     cr_assert_neq(enemy.bits, 0);
+    cr_assert_not_null(names = kiln_heap_alloc(main_ctx, effects, 40, 0));
+    cr_assert_not_null(sounds = kiln_heap_alloc(main_ctx, (kiln_tag){ 0 }, 3000, 0));
     frame_with_jobs(32, 256);
 }
 
 static void depopulate(void) {
+    kiln_heap_free(main_ctx, names);
+    kiln_heap_free(main_ctx, sounds);
     for (int i = 0; i < 3; i++) kiln_pool_free(main_ctx, bullets, bullet[i]);
     kiln_pool_destroy(bullets);
     cr_assert(kiln_handle_free(main_ctx, enemies, enemy));
@@ -245,6 +251,9 @@ static const char *const handles_keys[] = { "name", KILN_HANDLES_STATS_FIELDS(KE
 static const char *const tag_keys[] = { "name", KILN_TAG_STATS_FIELDS(KEY) };
 static const char *const context_keys[] = { KILN_CTX_STATS_FIELDS(KEY) };
 static const char *const trace_keys[] = { KILN_TRACE_STATS_FIELDS(KEY) };
+static const char *const memory_keys[] = { KILN_MEMORY_STATS_FIELDS(KEY) };
+static const char *const heap_keys[] = { KILN_HEAP_STATS_FIELDS(KEY) };
+static const char *const heap_class_keys[] = { KILN_HEAP_CLASS_STATS_FIELDS(KEY) };
 
 typedef struct section_keys {
     const char        *section;
@@ -256,7 +265,9 @@ typedef struct section_keys {
 #define KEYS(list) list, sizeof list / sizeof list[0]
 static const section_keys sections[] = {
     { "runtime", KEYS(runtime_keys), false },   { "block_pool", KEYS(block_pool_keys), false },
+    { "memory", KEYS(memory_keys), false },
     { "arenas", KEYS(arena_keys), true },       { "pools", KEYS(pool_keys), true },
+    { "heap", KEYS(heap_keys), false },         { "heap_classes", KEYS(heap_class_keys), true },
     { "handles", KEYS(handles_keys), true },    { "tags", KEYS(tag_keys), true },
     { "contexts", KEYS(context_keys), true },   { "trace", KEYS(trace_keys), false },
 };
@@ -341,10 +352,20 @@ Test(observe_stats, json_parses_and_matches_the_stats_calls) {
     char *text = capture_end(&c);
     json_value *root = parse_or_fail(text);
     cr_assert_eq(root->type, JSON_OBJECT);
-    const char *keys[] = { "runtime", "block_pool", "arenas", "pools", "handles", "tags", "contexts",
-                           "trace" };
-    cr_assert_eq(root->count, 8);
-    for (size_t i = 0; i < 8; i++) cr_assert_str_eq(root->keys[i], keys[i]);
+    const char *keys[] = { "runtime", "block_pool", "memory", "arenas", "pools", "heap", "heap_classes",
+                           "handles", "tags", "contexts", "trace" };
+    cr_assert_eq(root->count, 11);
+    for (size_t i = 0; i < 11; i++) cr_assert_str_eq(root->keys[i], keys[i]);
+    /* The memory adds up, the heap's figures are the call's. */
+    const json_value *memory = member(root, "memory", JSON_OBJECT);
+    cr_expect_eq(u64_member(memory, "reserved"),
+                 u64_member(memory, "tagged") + u64_member(memory, "untagged") +
+                 u64_member(memory, "frame") + u64_member(memory, "heap_free") +
+                 u64_member(memory, "heap_kept") + u64_member(memory, "free_blocks"));
+    kiln_heap_stats heap;
+    cr_assert(kiln_stats_heap(rt, &heap));
+    cr_expect_eq(u64_member(member(root, "heap", JSON_OBJECT), "live_objects"), heap.live_objects);
+    cr_expect_eq(member(root, "heap_classes", JSON_ARRAY)->count, 2u, "the two classes used");
     kiln_tag_stats tag;
     cr_assert(kiln_tag_stats_get(rt, effects, &tag));
     const json_value *tags = member(root, "tags", JSON_ARRAY);

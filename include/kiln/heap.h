@@ -191,17 +191,20 @@ KILN_API bool kiln_tag_stats_get(kiln_runtime *rt, kiln_tag tag, kiln_tag_stats 
 #define KILN_HEAP_CLASS_MAX     16384u
 /* Freed large mappings kept for reuse, at most. */
 #define KILN_HEAP_KEPT_MAPPINGS 8
+/* The largest alignment the heap takes (the largest block size). */
+#define KILN_HEAP_MAX_ALIGN     ((size_t)1 << 30)
 /* The chunk of a tag's budget a context draws at a time. */
 #define KILN_HEAP_TAG_CREDIT    (32u * 1024u)
 
-/* size bytes (0 counts as 1) aligned to align (0: 16; else a power of two) and charged
+/* size bytes (0 counts as 1) aligned to align (0: 16; else a power of two up to
+ * KILN_HEAP_MAX_ALIGN) and charged
  * to tag, or NULL:
  * - when memory runs out (memory_limit, the OS), or tag's REFUSE budget (or a parent's)
  *   would be passed (TAG_BUDGET_REFUSED, once per frame); counted in the heap's failures;
  * - refused, logged: a bad ctx (CONTEXT_NULL, CONTEXT_INVALID, CONTEXT_DETACHED), a tag
  *   that is no tag of ctx's runtime (TAG_INVALID, TAG_FOREIGN), an align that is no power
- *   of two (HEAP_BAD_ALIGN), a size that cannot be mapped with its alignment (over
- *   PTRDIFF_MAX: HEAP_TOO_LARGE).
+ *   of two up to KILN_HEAP_MAX_ALIGN (HEAP_BAD_ALIGN), a size that cannot be mapped with
+ *   its alignment (size + align over PTRDIFF_MAX: HEAP_TOO_LARGE).
  * Concurrency: ctx's own thread. */
 KILN_API void *kiln_heap_alloc(kiln_ctx *ctx, kiln_tag tag, size_t size, size_t align);
 
@@ -287,6 +290,31 @@ typedef struct kiln_heap_stats {
 typedef struct kiln_heap_class_stats {
     KILN_HEAP_CLASS_STATS_FIELDS(KILN_STATS_MEMBER)
 } kiln_heap_class_stats;
+
+/* Where the memory kiln reserved from the OS is, each byte in exactly one field; read
+ * while the threads that allocate are quiet (a frame end with its jobs done), the
+ * fields add up to reserved exactly. X(type, name, doc) per field, in struct order. */
+#define KILN_MEMORY_STATS_FIELDS(X)                                                            \
+    X(uint64_t, reserved,    "bytes reserved from the OS: the block pool's reservations and "  \
+                             "every dedicated mapping (kiln_block_pool_stats.reserved_bytes)") \
+    X(uint64_t, tagged,      "held for tags: their roots' live_bytes (kiln_tag_stats)")       \
+    X(uint64_t, untagged,    "held by allocators without a tag, and untagged heap "            \
+                             "allocations")                                                    \
+    X(uint64_t, frame,       "frame memory: the frame and job arenas' blocks and mappings")    \
+    X(uint64_t, heap_free,   "the heap classes' blocks not in live allocations: free slots, "  \
+                             "magazines, headers")                                             \
+    X(uint64_t, heap_kept,   "freed large heap mappings kept for reuse")                       \
+    X(uint64_t, free_blocks, "blocks no allocator holds (free, or given back by a trim)")      \
+    /* end of list */
+
+typedef struct kiln_memory_stats {
+    KILN_MEMORY_STATS_FIELDS(KILN_STATS_MEMBER)
+} kiln_memory_stats;
+
+/* The memory's breakdown; false (out zeroed) for a bad rt or a NULL out
+ * (STATS_NULL_OUT). Concurrency: any thread; each field is exact at some instant of the
+ * call, and they add up to reserved when the runtime's threads are quiet. */
+KILN_API bool kiln_stats_memory(kiln_runtime *rt, kiln_memory_stats *out);
 
 /* The heap's figures; false (out zeroed) for a bad rt or a NULL out (STATS_NULL_OUT).
  * Concurrency: any thread; exact while the heap's users are quiet. */

@@ -158,7 +158,7 @@
     X(HEAP_FOREIGN_POINTER, ERROR, "a heap call on a pointer the heap did not hand out (another runtime's, malloc's, a pool's, a large allocation freed already); ignored") \
     X(HEAP_INTERIOR_POINTER, ERROR, "a heap call on a pointer into a heap allocation, not at its start; ignored") \
     X(HEAP_DOUBLE_FREE, ERROR, "kiln_heap_free or realloc of a class allocation that is free already; ignored") \
-    X(HEAP_BAD_ALIGN, ERROR, "a heap alignment that is not a power of two") \
+    X(HEAP_BAD_ALIGN, ERROR, "a heap alignment that is not a power of two up to KILN_HEAP_MAX_ALIGN") \
     X(HEAP_TOO_LARGE, ERROR, "a heap size (or calloc's count * size) over PTRDIFF_MAX with its alignment") \
     X(HEAP_OBJECTS_LIVE, WARN, "kiln_destroy found heap allocations still live; their memory is returned") \
     /* ---- jobs ---- */ \
