@@ -14,6 +14,15 @@ static bool class_fits(const kiln_heap_config *config, size_t size) {
     return size <= config->blocks->block_size / 4 && 2 * (size + 64 + 16 + 1) + 512 <= usable;
 }
 
+/* A class's magazines: about 32 KiB of objects, 8 to 128 of them. Larger than a pool's
+ * default (8 KiB): a heap's sizes mix, so each class sees a share of the traffic, and an
+ * exchange with the depot per 16 allocations of a 512-byte class cost more than the
+ * allocations themselves (H3). A context then holds at most 64 KiB idle per class. */
+static uint32_t magazine_size(size_t size) {
+    size_t n = 32768 / size;
+    return n > 128 ? 128 : n < 8 ? 8 : (uint32_t)n;
+}
+
 void kiln_heap_init(kiln_heap *heap, const kiln_heap_config *config) {
     heap->blocks = config->blocks;
     heap->log = config->log;
@@ -23,12 +32,14 @@ void kiln_heap_init(kiln_heap *heap, const kiln_heap_config *config) {
     heap->untagged = config->untagged;
     kiln_heap_large_init(&heap->large);
     uint32_t c = 0;
+    bool hooked = false;
     for (; c < KILN_SIZE_CLASSES; c++) {
         size_t size = kiln_size_class_bytes(c);
         if (!class_fits(config, size)) break;
         kiln_pool_config pool_config = {
             .blocks = config->blocks,
-            .desc = { .size = size, .align = (size & -size) < 4096 ? (size & -size) : 4096 },
+            .desc = { .size = size, .align = (size & -size) < 4096 ? (size & -size) : 4096,
+                      .magazine_size = magazine_size(size) },
             .index = UINT32_MAX,   /* no runtime slot: the heap's caches are its own */
             .serial = kiln_pool_serial_new(),
             .log = config->log,
@@ -36,14 +47,26 @@ void kiln_heap_init(kiln_heap *heap, const kiln_heap_config *config) {
             .audit_sample = config->audit_sample,
             .warn_percent = config->warn_percent,
             .slot_tags = true,
+            .shared_known = (_Atomic uintptr_t *)(void *)heap->head.known,
+            .shared_class = c,
         };
         char name[24];
         snprintf(name, sizeof name, "heap %zu", size);
         pool_config.desc.name = name;
         if (!kiln_pool_init(&heap->classes[c], &pool_config)) break;
+        const kiln_pool *pool = &heap->classes[c];
+        heap->head.classes[c] = (kiln_heap_class_head){
+            .size = (uint32_t)pool->slot, .first_offset = (uint32_t)pool->first_offset,
+            .tags_offset = (uint32_t)pool->tags_offset, .last_start = (uint32_t)pool->last_start,
+            .slot_recip = pool->slot_recip,
+        };
+        hooked |= (pool->flags & (KILN_POOL_ALLOC_HOOKS | KILN_POOL_FREE_HOOKS)) != 0;
     }
     heap->class_count = c;
     heap->class_max = c ? kiln_size_class_bytes(c - 1) : 0;
+    /* The inline paths: none with a hook (the debug layer) or the exchanging free. */
+    heap->head.class_max = hooked || heap->exchange ? 0 : heap->class_max;
+    heap->head.block_shift = config->blocks->map.block_shift;
 }
 
 void kiln_heap_cache_init(kiln_heap_cache *cache) {

@@ -50,6 +50,16 @@ typedef struct kiln_heap_cache {
     kiln_heap_tag_use tags[KILN_HEAP_TAG_BYTES];
 } kiln_heap_cache;
 
+/* The public heads (kiln/heap.h) are these structures' words. */
+_Static_assert(sizeof(kiln_heap_tag_use) == sizeof(kiln_heap_credit_head) &&
+               offsetof(kiln_heap_tag_use, credit) == offsetof(kiln_heap_credit_head, credit) &&
+               offsetof(kiln_heap_tag_use, allocs) == offsetof(kiln_heap_credit_head, allocs) &&
+               offsetof(kiln_heap_tag_use, frees) == offsetof(kiln_heap_credit_head, frees),
+               "kiln_heap_credit_head (KILN_HEAD_LAYOUT) is a context's credit of a tag");
+_Static_assert(sizeof(kiln_heap_cache) == sizeof(kiln_heap_cache_head) &&
+               offsetof(kiln_heap_cache, tags) == offsetof(kiln_heap_cache_head, tags),
+               "kiln_heap_cache_head (KILN_HEAD_LAYOUT) is a context's heap cache");
+
 /* A large allocation (alloc/heap_large.c). */
 typedef struct kiln_heap_large_entry {
     uintptr_t   ptr;              /* the mapping's start, and the allocation's; 0: empty */
@@ -74,6 +84,7 @@ typedef struct kiln_heap_large {
 } kiln_heap_large;
 
 typedef struct kiln_heap {
+    kiln_heap_head   head;          /* first: the inline paths' words (kiln/heap.h) */
     kiln_pool        classes[KILN_SIZE_CLASSES];
     uint32_t         class_count;   /* classes 0 .. class_count-1 exist (a prefix) */
     size_t           class_max;     /* the largest size they serve; larger: mapped */

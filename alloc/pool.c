@@ -5,6 +5,8 @@
  * (pool_check.c). */
 #include "pool.h"
 
+#include <kiln/heap.h>   /* KILN_HEAP_HEAD_KNOWN: the shared table's size */
+
 #include "../base/clock.h"
 
 #include "../base/near_limit.h"
@@ -46,6 +48,11 @@ static void forget_blocks(kiln_pool *pool) {
     for (unsigned i = 0; i < KILN_POOL_KNOWN; i++) kiln_store_relaxed(&pool->known[i], KILN_POOL_NO_BLOCK);
 }
 
+/* A block's entry in the shared table (the heap's known blocks). */
+static _Atomic uintptr_t *shared_entry(const kiln_pool *pool, const kiln_pool_block *block) {
+    return &pool->shared_known[((uintptr_t)block >> pool->block_shift) % KILN_HEAP_HEAD_KNOWN];
+}
+
 /* Every entry that holds from holds to instead. Under carve_lock (or before the pool
  * is published). */
 static void replace_entries(kiln_pool *pool, uintptr_t from, uintptr_t to) {
@@ -61,11 +68,18 @@ static void know_block(kiln_pool *pool, const kiln_pool_block *block) {
     uintptr_t first = (uintptr_t)block + pool->first_offset;
     kiln_store_relaxed(kiln_pool_known_entry(pool, (uintptr_t)block), first);
     replace_entries(pool, KILN_POOL_NO_BLOCK, first);
+    if (pool->shared_known)   /* relaxed: a reader that misses it takes the checked path */
+        kiln_store_relaxed(shared_entry(pool, block), (uintptr_t)block | pool->shared_class);
 }
 
-/* A block a trim returns: the entries naming it are emptied. Under carve_lock. */
+/* A block a trim returns (or fini): the entries naming it are emptied. Under
+ * carve_lock. The shared table's by CAS: another pool may have taken the entry. */
 static void forget_block(kiln_pool *pool, const kiln_pool_block *gone) {
     replace_entries(pool, (uintptr_t)gone + pool->first_offset, KILN_POOL_NO_BLOCK);
+    if (pool->shared_known) {
+        uintptr_t mine = (uintptr_t)gone | pool->shared_class;
+        kiln_cas_strong_relaxed(shared_entry(pool, gone), &mine, 0);
+    }
 }
 
 /* After a trim: the emptied entries name a block that stays, if any. Under carve_lock. */
@@ -165,6 +179,8 @@ bool kiln_pool_init_core(kiln_pool *pool, const kiln_pool_config *config) {
         .warn_percent = config->warn_percent,
         .account = config->account,
         .tags_offset = config->slot_tags,   /* plan_slots places the bytes */
+        .shared_known = config->shared_known,
+        .shared_class = config->shared_class,
     };
     made.flags = (d->flags & (KILN_POOL_ZERO | KILN_POOL_CHECKED | KILN_POOL_CLEAR_ON_FREE)) |
                  (config->checked ? KILN_POOL_CHECKED : 0) |
@@ -211,6 +227,7 @@ void kiln_pool_fini(kiln_pool *pool) {
     forget_blocks(pool);
     for (kiln_pool_block *b = pool->block_list, *next; b; b = next) {
         next = b->next;
+        if (b->magic == KILN_POOL_BLOCK_MAGIC) forget_block(pool, b);
         b->magic = 0;   /* a stale pointer into a recycled block is no longer ours */
         give_block(pool, b);
     }

@@ -142,6 +142,10 @@ struct kiln_pool {
                                            load less on every free */
     uintptr_t           block_mask;     /* copy of blocks->block_mask */
     uintptr_t           first_offset;   /* where slot 0's object lies in every object block */
+    _Atomic uintptr_t  *shared_known;   /* a table its object blocks are also known in, as
+                                           block | shared_class (kiln_heap_head.known); NULL:
+                                           none. Written under carve_lock, as known is */
+    uintptr_t           shared_class;
     size_t              tags_offset;    /* slot_tags: where an object block's byte per slot
                                            lies (after the slot entries); 0: none */
     uint64_t            slot_recip;     /* ceil(2^32 / slot): a slot's number from its offset
@@ -231,6 +235,9 @@ typedef struct kiln_pool_config {
     bool             slot_tags;         /* a byte per slot in each object block, for its
                                            user (the general heap, alloc/heap.h), zeroed
                                            when the block is carved */
+    _Atomic uintptr_t *shared_known;    /* a table of KILN_HEAP_HEAD_KNOWN entries its object
+                                           blocks are entered in too (the heap's); NULL: none */
+    uint32_t         shared_class;      /* the low bits of its entries there (under 64) */
 } kiln_pool_config;
 
 /* A serial for a new pool life: unique in the process, never 0. Any thread. */

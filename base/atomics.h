@@ -31,6 +31,9 @@
 #define kiln_cas_weak_acq_rel(p, expected, desired) \
     atomic_compare_exchange_weak_explicit((p), (expected), (desired), \
                                           memory_order_acq_rel, memory_order_relaxed)
+#define kiln_cas_strong_relaxed(p, expected, desired) \
+    atomic_compare_exchange_strong_explicit((p), (expected), (desired), \
+                                            memory_order_relaxed, memory_order_relaxed)
 #define kiln_cas_weak_relaxed(p, expected, desired) \
     atomic_compare_exchange_weak_explicit((p), (expected), (desired), \
                                           memory_order_relaxed, memory_order_relaxed)

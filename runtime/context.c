@@ -89,6 +89,8 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
                                         : (kiln_arena_head *)(void *)ctx->frame_arena;
     ctx->pool_cache_head = (kiln_pool_cache_head *)(void *)ctx->pool_caches;
     ctx->handle_cache_head = kiln_handle_cache_head_of(ctx->handle_caches);
+    ctx->heap_head = &rt->heap.head;
+    ctx->heap_cache_head = (kiln_heap_cache_head *)(void *)&ctx->heap_cache;
     ctx->magic = KILN_CTX_MAGIC;
     pthread_mutex_lock(&rt->registry_lock);
     ctx->prev = NULL;

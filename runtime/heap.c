@@ -161,7 +161,7 @@ void *kiln_heap_calloc(kiln_ctx *ctx, kiln_tag tag, size_t count, size_t size) {
     return alloc_checked(ctx, tag, bytes, 0, true, (kiln_debug_site){ 0 }, "kiln_heap_calloc");
 }
 
-void kiln_heap_free(kiln_ctx *ctx, void *ptr) {
+void (kiln_heap_free)(kiln_ctx *ctx, void *ptr) {
     if (!ptr) return;
     if (kiln_unlikely(!kiln_ctx_attached(ctx))) {
         kiln_ctx_check(ctx, "kiln_heap_free");   /* logs which; ptr stays live */

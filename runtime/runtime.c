@@ -231,6 +231,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     kiln_runtime_heap_init(rt);
     rt->magic = KILN_RUNTIME_MAGIC;
     kiln_runtime_register(rt);
+    rt->heap.head.tag_salt = rt->tag_salt;   /* the heap's inline paths tell its tags by it */
     rt->crash_fd = -1;
     rt->pid = getpid();
     if (!kiln_crash_init(rt) || !kiln_workers_start(rt)) {   /* logged */

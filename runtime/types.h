@@ -113,6 +113,8 @@ struct kiln_ctx {
                                                 while detached or with KILN_DEBUG_CHECKS */
     kiln_pool_cache_head *pool_cache_head;   /* pool_caches, as the public head type */
     kiln_handle_cache_head *handle_cache_head;   /* handle_caches, as the public head type */
+    const kiln_heap_head *heap_head;   /* rt->heap's head (read-only once set) */
+    kiln_heap_cache_head *heap_cache_head;   /* heap_cache, as the public head type */
     kiln_job_queue   queue;        /* cache-line aligned fields */
     kiln_runtime    *rt;
     kiln_arena      *frame_arena;  /* the thread's own frame memory, outside jobs; owned by
@@ -195,7 +197,9 @@ _Static_assert(KILN_CTX_MAGIC == KILN_CTX_HEAD_MAGIC && KILN_CTX_DETACHED_MAGIC 
                "the inline paths test the magic");
 _Static_assert(offsetof(struct kiln_ctx, frame_head) == offsetof(kiln_ctx_head, frame) &&
                offsetof(struct kiln_ctx, pool_cache_head) == offsetof(kiln_ctx_head, pool_caches) &&
-               offsetof(struct kiln_ctx, handle_cache_head) == offsetof(kiln_ctx_head, handle_caches),
+               offsetof(struct kiln_ctx, handle_cache_head) == offsetof(kiln_ctx_head, handle_caches) &&
+               offsetof(struct kiln_ctx, heap_head) == offsetof(kiln_ctx_head, heap) &&
+               offsetof(struct kiln_ctx, heap_cache_head) == offsetof(kiln_ctx_head, heap_cache),
                "kiln_ctx_head (KILN_HEAD_LAYOUT) is the context's first words");
 _Static_assert(offsetof(struct kiln_ctx, magic) == 0,
                "a context's magic is its first word (kiln_ctx_word reads it so)");

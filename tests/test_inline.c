@@ -349,6 +349,81 @@ Test(inline_paths, handle_alloc_free_alike, .init = setup, .fini = teardown) {
     kiln_handles_destroy(t);
 }
 
+static kiln_heap_stats heap_figures(void) {
+    kiln_heap_stats s;
+    cr_assert(kiln_stats_heap(rt, &s));
+    return s;
+}
+
+/* Allocations and frees of every class, tagged and not, count alike and charge the tags
+ * alike; their credit and tag bytes are the library's to read back. */
+Test(inline_paths, heap_alloc_free_alike, .init = setup, .fini = teardown) {
+    kiln_tag tag = kiln_tag_create(rt, &(kiln_tag_desc){ .name = "t" });
+    static void *held[3000];
+    size_t bytes = 0;
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < 3000; i++) {
+            size_t size = (size_t)(i * 7) % (KILN_HEAP_CLASS_MAX + 1);
+            held[i] = kiln_heap_alloc(ctx, i % 2 ? tag : (kiln_tag){ 0 }, size, 0);
+            cr_assert_not_null(held[i]);
+            cr_assert_eq(kiln_heap_tag(held[i]).id, i % 2 ? tag.id : 0u);
+            if (round == 2 && i % 2) bytes += kiln_heap_usable_size(held[i]);
+        }
+        if (round < 2)
+            for (int i = 0; i < 3000; i++) kiln_heap_free(ctx, held[i]);
+    }
+    kiln_heap_stats s = heap_figures();
+    cr_expect_eq(s.live_objects, 3000u);
+    cr_expect_eq(s.allocs, 9000u);
+    cr_expect_eq(s.frees, 6000u);
+    kiln_tag_stats ts;
+    cr_assert(kiln_tag_stats_get(rt, tag, &ts));
+    cr_expect_eq(ts.live_bytes, bytes);
+    cr_expect_eq(ts.allocs - ts.frees, 1500u);
+    for (int i = 0; i < 3000; i++) kiln_heap_free(ctx, held[i]);
+    cr_expect_eq(heap_figures().live_objects, 0u);
+    cr_expect_eq(recorded_count(rec), 0u, "%s", recorded_summary(rec));
+}
+
+/* What the inline free cannot prove goes to the library, which refuses it the same way. */
+Test(inline_paths, heap_free_refusals_are_the_library_s, .init = setup, .fini = teardown) {
+    char *p = kiln_heap_alloc(ctx, (kiln_tag){ 0 }, 100, 0);
+    kiln_heap_free(ctx, p + 16);
+    kiln_heap_free(ctx, p);
+    kiln_heap_free(ctx, p);
+    int on_stack = 0;
+    kiln_heap_free(ctx, &on_stack);
+    kiln_tag forged = { 0x12340001u };
+    cr_expect_null(kiln_heap_alloc(ctx, forged, 16, 0));
+    cr_expect_null(kiln_heap_alloc(ctx, (kiln_tag){ 0 }, 16, 3));
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_HEAP_INTERIOR_POINTER), 1u);
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_HEAP_DOUBLE_FREE), 1u);
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_HEAP_FOREIGN_POINTER), 1u);
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_TAG_FOREIGN), 1u);
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_HEAP_BAD_ALIGN), 1u);
+    kiln_ctx *gone = kiln_attach(rt);
+    cr_assert_not_null(gone, "%s", recorded_summary(rec));
+    void *q = kiln_heap_alloc(gone, (kiln_tag){ 0 }, 50, 0);
+    kiln_detach(gone);
+    cr_expect_null(kiln_heap_alloc(gone, (kiln_tag){ 0 }, 50, 0));
+    kiln_heap_free(gone, q);
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_CONTEXT_DETACHED), 2u);
+    kiln_heap_free(ctx, q);
+    cr_expect_eq(heap_figures().live_objects, 0u);
+}
+
+/* With the debug layer or KILN_DEBUG_CHECKS every heap call is the library's: guards and
+ * the exchange of a slot's byte still catch what they catch. */
+Test(inline_paths, heap_debug_bits_take_the_checked_path, .fini = teardown) {
+    setup_with(KILN_DEBUG_CHECKS | KILN_DEBUG_GUARDS, 0);
+    char *p = kiln_heap_alloc(ctx, (kiln_tag){ 0 }, 40, 0);
+    p[kiln_heap_usable_size(p) + 3] = 1;   /* into the back guard */
+    kiln_heap_free(ctx, p);
+    kiln_heap_free(ctx, p);
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_POOL_GUARD_DAMAGED), 1u, "%s", recorded_summary(rec));
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_HEAP_DOUBLE_FREE), 1u);
+}
+
 /* A client compiled against headers of another inline layout: kiln_attach refuses it.
  * Without the inline paths nothing of the layout is compiled in, and attach succeeds. */
 #undef KILN_HEAD_LAYOUT

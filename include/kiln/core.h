@@ -522,11 +522,12 @@ KILN_API void kiln_destroy(kiln_runtime *rt);
 KILN_API kiln_ctx *kiln_attach(kiln_runtime *rt);
 
 /* ---- Inline fast paths --------------------------------------------------------------
- * kiln_frame_alloc, kiln_pool_alloc, kiln_pool_free, kiln_handle_get, kiln_handle_alloc
- * and kiln_handle_free are inline functions (GCC and Clang) that read and write a few
+ * kiln_frame_alloc, kiln_pool_alloc, kiln_pool_free, kiln_handle_get, kiln_handle_alloc,
+ * kiln_handle_free, kiln_heap_alloc and kiln_heap_free are inline functions (GCC and Clang) that read and write a few
  * words of kiln's objects, their "heads" (kiln_ctx_head here, kiln_arena_head in
  * memory.h, kiln_pool_head and kiln_pool_cache_head in pool.h, kiln_handles_head and
- * kiln_handle_cache_head in handles.h); everything else stays opaque, and every case
+ * kiln_handle_cache_head in handles.h, kiln_heap_head and kiln_heap_cache_head in
+ * heap.h); everything else stays opaque, and every case
  * the inline code does not handle (a NULL or detached context, a full block, an empty
  * magazine or cache, a debug bit, a miss, a refused handle) calls the library's
  * function, which checks and logs exactly as before. The heads are kiln's: never write
@@ -540,7 +541,8 @@ KILN_API kiln_ctx *kiln_attach(kiln_runtime *rt);
  *   itself, (kiln_attach)(rt) or &kiln_attach, checks nothing.
  * - With the inline paths on, these names are function-like macros (kiln_attach,
  *   kiln_frame_alloc, kiln_frame_alloc_stamped, kiln_arena_alloc, kiln_pool_alloc,
- *   kiln_pool_free, kiln_handle_get, kiln_handle_alloc, kiln_handle_free): a struct
+ *   kiln_pool_free, kiln_handle_get, kiln_handle_alloc, kiln_handle_free,
+ *   kiln_heap_alloc, kiln_heap_free): a struct
  *   member or a local of one of those names
  *   followed by "(" is expanded too. Define KILN_NO_INLINE before including kiln to
  *   call the library's functions instead; wrap a name in parentheses,
@@ -550,8 +552,9 @@ KILN_API kiln_ctx *kiln_attach(kiln_runtime *rt);
  *   inline paths off too (it needs the _at calls).
  * - A pointer that is no context is told apart by its first word, as the library's
  *   checks do: memory that starts with KILN_CTX_HEAD_MAGIC is taken for a context. */
-/* 2: the handle caches joined the heads; 3: their reuse epochs grew to 64 bits. */
-#define KILN_HEAD_LAYOUT 3u
+/* 2: the handle caches joined the heads; 3: their reuse epochs grew to 64 bits; 4: the
+ * general heap's head and cache. */
+#define KILN_HEAD_LAYOUT 4u
 
 #if !defined(KILN_NO_INLINE) && !defined(KILN_TRACK_SITES) && defined(__GNUC__)
 #  define KILN_INLINE_PATHS 1
@@ -565,6 +568,8 @@ KILN_API kiln_ctx *kiln_attach_layout(kiln_runtime *rt, uint32_t layout);
 typedef struct kiln_arena_head kiln_arena_head;
 typedef struct kiln_pool_cache_head kiln_pool_cache_head;
 typedef struct kiln_handle_cache_head kiln_handle_cache_head;
+struct kiln_heap_head;
+struct kiln_heap_cache_head;
 
 /* An attached context's first word: the inline paths test it before they read further,
  * so that a detached context or a pointer that is no context takes the checked path. */
@@ -578,6 +583,8 @@ typedef struct kiln_ctx_head {
                                            path: detached, or KILN_DEBUG_CHECKS */
     kiln_pool_cache_head *pool_caches;  /* this context's pool caches, by pool index */
     kiln_handle_cache_head *handle_caches;  /* its handle-table caches, by table index */
+    const struct kiln_heap_head *heap;      /* its runtime's general heap (kiln/heap.h) */
+    struct kiln_heap_cache_head *heap_cache;   /* its cache of the heap */
 } kiln_ctx_head;
 
 /* KILN_OWNER_COUNT(p): adds 1 to *p, a uint64_t that one thread writes and other threads

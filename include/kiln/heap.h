@@ -44,6 +44,7 @@
 
 #include <kiln/core.h>
 #include <kiln/memory.h>
+#include <kiln/pool.h>
 #include <kiln/stats.h>
 
 #ifdef __cplusplus
@@ -187,7 +188,8 @@ KILN_API bool kiln_tag_stats_get(kiln_runtime *rt, kiln_tag tag, kiln_tag_stats 
  * is the caller's own); a free of memory another thread allocated is fine, and so are
  * usable_size and tag from any thread, of memory the caller may use. */
 
-/* The largest class; bigger requests are mapped. */
+/* The size classes, and the largest; bigger requests are mapped. */
+#define KILN_HEAP_CLASSES       64
 #define KILN_HEAP_CLASS_MAX     16384u
 /* Freed large mappings kept for reuse, at most. */
 #define KILN_HEAP_KEPT_MAPPINGS 8
@@ -195,6 +197,37 @@ KILN_API bool kiln_tag_stats_get(kiln_runtime *rt, kiln_tag tag, kiln_tag_stats 
 #define KILN_HEAP_MAX_ALIGN     ((size_t)1 << 30)
 /* The chunk of a tag's budget a context draws at a time. */
 #define KILN_HEAP_TAG_CREDIT    (32u * 1024u)
+
+#if defined(__GNUC__)
+#  define KILN_HEAP_LOG2_(x) (63u - (unsigned)__builtin_clzll((unsigned long long)(x)))
+#else
+static inline unsigned kiln_heap_log2_(unsigned long long x) {
+    unsigned k = 0;
+    while (x >>= 1) k++;
+    return k;
+}
+#  define KILN_HEAP_LOG2_(x) kiln_heap_log2_(x)
+#endif
+
+/* The size class of a request of size bytes, 0 to KILN_HEAP_CLASS_MAX (0 counts as 1):
+ * up to 128 bytes one class per 16 bytes; above, with 2^k < size <= 2^(k+1), eight
+ * classes 2^(k-3) apart. Each class is the smallest that holds the request and wastes
+ * under 12.5 % of it above 64 bytes (beyond the rounding to 16). Any thread: a pure
+ * function. */
+static inline uint32_t kiln_heap_size_class(size_t size) {
+    if (size <= 128) return size == 0 ? 0 : (uint32_t)((size + 15) / 16 - 1);
+    unsigned k = KILN_HEAP_LOG2_(size - 1);   /* 7.. */
+    size_t step = (size_t)1 << (k - 3);   /* a shift, not a division: the fast path's */
+    return 8u + (k - 7u) * 8u + (uint32_t)((size - ((size_t)1 << k) + step - 1) >> (k - 3)) - 1u;
+}
+
+/* The bytes of a class's allocations (0 to KILN_HEAP_CLASSES - 1). Any thread: a pure
+ * function. */
+static inline size_t kiln_heap_class_bytes(uint32_t size_class) {
+    if (size_class < 8) return ((size_t)size_class + 1) * 16;
+    uint32_t j = size_class - 8, k = 7 + j / 8;
+    return ((size_t)1 << k) + (size_t)(j % 8 + 1) * ((size_t)1 << (k - 3));
+}
 
 /* size bytes (0 counts as 1) aligned to align (0: 16; else a power of two up to
  * KILN_HEAP_MAX_ALIGN) and charged
@@ -324,8 +357,129 @@ KILN_API bool kiln_stats_heap(kiln_runtime *rt, kiln_heap_stats *out);
  * there are (KILN_HEAP_CLASSES; a class too big for the block size is served as large and
  * reads 0 but its size). Refused: a bad rt, a NULL out with cap > 0 (STATS_NULL_OUT).
  * Concurrency: any thread. */
-#define KILN_HEAP_CLASSES 64
 KILN_API size_t kiln_stats_heap_classes(kiln_runtime *rt, kiln_heap_class_stats *out, size_t cap);
+
+/* ---- Inline alloc and free (see "Inline fast paths" in core.h) ----
+ * kiln_heap_alloc and kiln_heap_free serve a class allocation from the calling context's
+ * cache inline when: the heap has no debug layer nor KILN_DEBUG_CHECKS (class_max 0
+ * otherwise), align is at most 16, the size fits a class, the tag is {0} or of the
+ * context's runtime's shape and the context holds credit for it, and the magazine has an
+ * object (alloc) or room (free); a free also needs its block in the heap's table of known
+ * blocks, the pointer at a slot's start and its slot's byte saying live, and the credit to
+ * stay under two chunks. Everything else, and every refusal, is the library's call. */
+#define KILN_HEAP_HEAD_KNOWN 1024u
+
+/* One size class's words. */
+typedef struct kiln_heap_class_head {
+    uint32_t size;          /* bytes per allocation (and per slot) */
+    uint32_t first_offset;  /* where slot 0 lies in each of the class's blocks */
+    uint32_t tags_offset;   /* where a block's byte per slot lies */
+    uint32_t last_start;    /* the last slot's offset from slot 0 */
+    uint64_t slot_recip;    /* ceil(2^32 / size): a slot's number by a multiply */
+} kiln_heap_class_head;
+
+/* A runtime's heap's first words. */
+typedef struct kiln_heap_head {
+    uint64_t             class_max;    /* the largest size the inline paths serve; 0: none */
+    uint32_t             tag_salt;     /* the runtime's tag ids' high half */
+    uint32_t             block_shift;  /* log2 of the block size */
+    kiln_heap_class_head classes[KILN_HEAP_CLASSES];
+    /* The classes' blocks, direct-mapped by block number modulo KILN_HEAP_HEAD_KNOWN:
+     * the block's address with its class in the low 6 bits, or 0 (relaxed atomics). */
+    uintptr_t            known[KILN_HEAP_HEAD_KNOWN];
+} kiln_heap_head;
+
+/* A context's credit of one tag (kiln's but for the named words). */
+typedef struct kiln_heap_credit_head {
+    int64_t  credit;        /* bytes drawn from the tag and not handed out */
+    uint64_t allocs, frees; /* relaxed atomics: stats readers */
+} kiln_heap_credit_head;
+
+/* A context's heap cache: its cache of each class and its credit by slot byte (0: none,
+ * 1: untagged, 2 + a tag's slot). */
+typedef struct kiln_heap_cache_head {
+    kiln_pool_cache_head  classes[KILN_HEAP_CLASSES];
+    kiln_heap_credit_head tags[256];
+} kiln_heap_cache_head;
+
+#ifdef KILN_INLINE_PATHS
+/* The slot byte of tag in a runtime of salt, or 0 when the inline path cannot tell. */
+static inline unsigned kiln_heap_tag_byte(kiln_tag tag, uint32_t salt) {
+    uint32_t low = tag.id & 0xffffu;
+    if (tag.id == 0) return 1;
+    return (tag.id >> 16) == salt && low - 1u < (uint32_t)KILN_MAX_TAGS ? low + 1u : 0;
+}
+
+/* A slot's byte: obj in a block of class k at block. */
+static inline unsigned char *kiln_heap_slot_byte(const kiln_heap_class_head *k, uintptr_t block,
+                                                 uintptr_t offset) {
+    return (unsigned char *)(block + k->tags_offset) + (uint32_t)((offset * k->slot_recip) >> 32);
+}
+
+static inline void *kiln_heap_alloc_inline(kiln_ctx *ctx, kiln_tag tag, size_t size, size_t align) {
+    const kiln_ctx_head *head = kiln_ctx_head_of(ctx);
+    if (KILN_HEAD_LIKELY(head != NULL && align <= 16 && (align & (align - 1)) == 0)) {
+        const kiln_heap_head *h = head->heap;
+        unsigned byte = kiln_heap_tag_byte(tag, h->tag_salt);
+        if (KILN_HEAD_LIKELY(size <= KILN_HEAP_CLASS_MAX && size <= h->class_max && byte != 0)) {
+            uint32_t c = kiln_heap_size_class(size);
+            const kiln_heap_class_head *k = &h->classes[c];
+            kiln_heap_credit_head *use = &head->heap_cache->tags[byte];
+            kiln_pool_cache_head *cache = &head->heap_cache->classes[c];
+            kiln_pool_magazine_head *mag = cache->loaded;
+            int64_t credit = KILN_HEAD_LOAD(&use->credit) - (int64_t)k->size;
+            if (KILN_HEAD_LIKELY(credit >= 0 && mag->count != 0)) {
+                uint32_t n = --mag->count;
+                void *obj = kiln_pool_magazine_objects(mag)[n];
+                uintptr_t block = (uintptr_t)obj >> h->block_shift << h->block_shift;
+                __atomic_store_n(kiln_heap_slot_byte(k, block, (uintptr_t)obj - block - k->first_offset),
+                                 (unsigned char)byte, __ATOMIC_RELAXED);
+                KILN_HEAD_STORE(&use->credit, credit);
+                KILN_OWNER_COUNT(&use->allocs);
+                KILN_OWNER_COUNT(&cache->allocs);
+                return obj;
+            }
+        }
+    }
+    return (kiln_heap_alloc)(ctx, tag, size, align);
+}
+
+static inline void kiln_heap_free_inline(kiln_ctx *ctx, void *ptr) {
+    const kiln_ctx_head *head = kiln_ctx_head_of(ctx);
+    if (KILN_HEAD_LIKELY(head != NULL)) {
+        const kiln_heap_head *h = head->heap;
+        uintptr_t addr = (uintptr_t)ptr;
+        uintptr_t known = KILN_HEAD_LOAD(&h->known[(addr >> h->block_shift) % KILN_HEAP_HEAD_KNOWN]);
+        if (KILN_HEAD_LIKELY(known != 0 && ((addr ^ known) >> h->block_shift) == 0 && h->class_max != 0)) {
+            uintptr_t block = known & ~(uintptr_t)63;
+            const kiln_heap_class_head *k = &h->classes[known & 63];
+            uintptr_t offset = addr - block - k->first_offset;
+            unsigned char *slot = kiln_heap_slot_byte(k, block, offset);
+            uint32_t index = (uint32_t)((offset * k->slot_recip) >> 32);
+            if (KILN_HEAD_LIKELY(offset <= k->last_start && (uint64_t)index * k->size == offset)) {
+                unsigned byte = __atomic_load_n(slot, __ATOMIC_RELAXED);
+                kiln_heap_credit_head *use = &head->heap_cache->tags[byte];
+                kiln_pool_cache_head *cache = &head->heap_cache->classes[known & 63];
+                kiln_pool_magazine_head *mag = cache->loaded;
+                int64_t credit = KILN_HEAD_LOAD(&use->credit) + (int64_t)k->size;
+                if (KILN_HEAD_LIKELY(byte != 0 && credit <= 2 * (int64_t)KILN_HEAP_TAG_CREDIT &&
+                                     mag->count != mag->capacity)) {
+                    __atomic_store_n(slot, (unsigned char)0, __ATOMIC_RELAXED);
+                    kiln_pool_magazine_objects(mag)[mag->count++] = ptr;
+                    KILN_HEAD_STORE(&use->credit, credit);
+                    KILN_OWNER_COUNT(&use->frees);
+                    KILN_OWNER_COUNT(&cache->frees);
+                    return;
+                }
+            }
+        }
+    }
+    (kiln_heap_free)(ctx, ptr);
+}
+
+#  define kiln_heap_alloc(ctx, tag, size, align) kiln_heap_alloc_inline((ctx), (tag), (size), (align))
+#  define kiln_heap_free(ctx, ptr)               kiln_heap_free_inline((ctx), (ptr))
+#endif
 
 #ifdef __cplusplus
 }
