@@ -1,11 +1,14 @@
 /* examples/demo/demo.h — what every part of kiln-demo shares: the game's objects, the
- * memory layer the two variants implement, and the options of a run.
+ * memory layer the two variants implement, the subsystems' tags, and the options of a
+ * run.
  *
  * The demo is one small game played twice with the same seed and the same jobs: once
- * on kiln's memory (frame memory, pools, handle tables) and once on malloc/free and a
- * mutex-protected pointer table. Only the memory layer below differs between the two
- * (memory_kiln.c and memory_malloc.c); the game (world.c) and its jobs (systems.c) are
- * the same code, so what the report shows is the price of the memory layer. */
+ * on kiln's memory (frame memory, pools, handle tables, and the general heap for the
+ * persistent data of variable size, each subsystem's memory under its own tag) and once
+ * on malloc/free/realloc and a mutex-protected pointer table. Only the memory layer below
+ * differs between the two (memory_kiln.c and memory_malloc.c); the game (world.c) and its
+ * jobs (systems.c) are the same code, so what the report shows is the price of the
+ * memory layer. */
 #ifndef KILN_DEMO_H
 #define KILN_DEMO_H
 
@@ -21,9 +24,14 @@ typedef struct entity_ref { uint64_t bits; } entity_ref;
 
 typedef struct vec2 { float x, y; } vec2;
 
+/* The most foes an entity remembers (its AI memory keeps the newest). */
+#define DEMO_AI_MEMORY_MAX 32u
+
 /* A soldier of one of two teams. Positions are double-buffered (pos[0], pos[1]): the
  * think jobs of one frame read every entity's current position and write only their own
- * entity's next one, so jobs on different threads never race on a position. */
+ * entity's next one, so jobs on different threads never race on a position. Its AI
+ * memory (foes) is the same: only the think job of its chunk grows it, only the main
+ * thread frees it (when the entity dies). */
 typedef struct entity {
     vec2       pos[2];
     vec2       vel;
@@ -35,6 +43,10 @@ typedef struct entity {
     uint32_t   slot;      /* its index in the world's entity list (main thread's) */
     entity_ref self;
     entity_ref target;    /* an enemy; goes stale when the enemy dies */
+    uint32_t  *foes;      /* AI memory: the serials of the enemies it took as targets,
+                             oldest first, the newest DEMO_AI_MEMORY_MAX; persistent data
+                             of variable size (data_resize, DEMO_TAG_AI); NULL: none yet */
+    uint32_t   foe_count, foe_cap;
 } entity;
 
 /* A homing shot. Refers to two entities by reference: either may die while it flies. */
@@ -54,6 +66,23 @@ typedef struct particle {
 
 typedef enum demo_kind { DEMO_PROJECTILE, DEMO_PARTICLE, DEMO_KINDS } demo_kind;
 
+/* The game's subsystems, each with its own memory tag in the kiln run (kiln/heap.h):
+ * what kiln holds for each one is counted apart, and may have a budget. */
+typedef enum demo_tag {
+    DEMO_TAG_ENTITIES,      /* the entity table and the entity list */
+    DEMO_TAG_PROJECTILES,   /* the projectile pool and list */
+    DEMO_TAG_PARTICLES,     /* the particle pool and list */
+    DEMO_TAG_AI,            /* the entities' AI memory; its budget is tight on purpose */
+    DEMO_TAGS
+} demo_tag;
+
+/* The tag's name in kiln (kiln_tag_find finds it by that) and in the report. */
+static inline const char *demo_tag_name(demo_tag tag) {
+    static const char *const names[DEMO_TAGS] = { "entities", "projectiles", "particles",
+                                                  "AI scratch" };
+    return (unsigned)tag < DEMO_TAGS ? names[tag] : "?";
+}
+
 /* What a memory layer counts itself (kiln's own statistics in the kiln variant; the
  * table's counters in the malloc variant). The demo checks them against its own count. */
 typedef struct demo_memory_stats {
@@ -61,6 +90,8 @@ typedef struct demo_memory_stats {
     bool     has_object_stats;            /* false: malloc keeps no per-kind counts */
     uint64_t object_allocs[DEMO_KINDS], object_frees[DEMO_KINDS];
     uint64_t object_live[DEMO_KINDS], object_peak[DEMO_KINDS];
+    bool     has_heap_stats;              /* false: malloc counts no allocations */
+    uint64_t heap_live;                   /* kiln's heap: allocations live (all tags) */
 } demo_memory_stats;
 
 /* The memory layer: everything the game allocates or refers to goes through this, and
@@ -84,6 +115,13 @@ typedef struct demo_memory {
      * longer needed: malloc must free it; frame memory needs nothing (frame end). */
     void *(*scratch_new)(void *self, kiln_ctx *ctx, size_t size);
     void  (*scratch_done)(void *self, void *scratch);
+
+    /* Persistent data of variable size, under a subsystem's tag; realloc-shaped: old NULL
+     * allocates, size 0 frees old and gives NULL, else old resized (its tag kept), moved
+     * if need be. NULL when it fails: old is untouched and still live. Any thread, with
+     * its own ctx (the think jobs grow AI memory on workers; the main thread frees it);
+     * the kiln heap in the kiln run, malloc/realloc/free in the other. */
+    void *(*data_resize)(void *self, kiln_ctx *ctx, demo_tag tag, void *old, size_t size);
 
     void (*stats)(void *self, demo_memory_stats *out);
     void (*destroy)(void *self, kiln_ctx *ctx);

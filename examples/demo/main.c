@@ -1,6 +1,8 @@
 /* examples/demo/main.c — kiln-demo: a small battle game played twice with the same seed
- * and the same jobs, once on kiln's memory (frame memory, pools, handle tables) and once
- * on malloc/free and a mutex-protected pointer table; then a report, a chart and a trace.
+ * and the same jobs, once on kiln's memory (frame memory, pools, handle tables, the
+ * general heap, each subsystem's memory under its own tag) and once on malloc/free and a
+ * mutex-protected pointer table; then a report (memory by tag included), a chart and a
+ * trace.
  *
  * Where to read next: demo.h (the memory layer the two runs swap), memory_kiln.c (the
  * kiln calls), systems.c (the frame as jobs), world.c (the game's rules). */
@@ -19,8 +21,8 @@ static void usage(FILE *out) {
           "  --workers N       worker threads (default: one per CPU but one; 0: none)\n"
           "  --alloc=WHICH     kiln, malloc or both (default both: kiln, then malloc)\n"
           "  --trace FILE      Chrome trace JSON of the (first) run (default kiln-demo-trace.json)\n"
-          "  --svg FILE        chart of frame times, frame memory and objects live (default\n"
-          "                    kiln-demo.svg)\n"
+          "  --svg FILE        chart of frame times, frame memory, objects live and memory by\n"
+          "                    tag (default kiln-demo.svg)\n"
           "  --no-trace        --no-svg   write no trace / no chart\n"
           "  --seed N          random seed (default 1); both runs use the same\n"
           "  --quiet           only the table and the check lines\n"
@@ -81,16 +83,19 @@ static int parse(int argc, char **argv, demo_options *o) {
 
 /* Panel 1: frame time of every run; panel 2: the kiln run's frame memory; panel 3: the
  * objects live in its pools and handle tables at each frame end (memory that rises and
- * never falls shows there). */
+ * never falls shows there); panel 4: its memory by tag at each frame end (the history's
+ * top tags), the AI's budget as a dashed line. */
 static bool write_chart(const demo_options *o, const demo_run *runs, size_t n) {
     static const char *const colors[2] = { "#1f77b4", "#d62728" };
-    svg_series times[2], memory[1], live[2];
+    static const char *const tag_colors[DEMO_TAGS] = { "#ff7f0e", "#9467bd", "#8c564b", "#17becf" };
+    svg_series times[2], memory[1], live[2], tags[DEMO_TAGS];
+    char budget_label[64];
     size_t kiln = n;
     for (size_t i = 0; i < n; i++) {
         times[i] = (svg_series){ runs[i].name, colors[i], runs[i].frame_ms, runs[i].frames };
         if (!strcmp(runs[i].name, "kiln")) kiln = i;
     }
-    svg_panel panels[3] = {
+    svg_panel panels[4] = {
         { "Frame time per frame", "frame time (ms)", times, n, runs[0].barrage, runs[0].frames,
           "artillery barrage", 1000.0 / 60.0, "16.7 ms: one frame at 60 Hz" },
     };
@@ -103,11 +108,20 @@ static bool write_chart(const demo_options *o, const demo_run *runs, size_t n) {
         live[1] = (svg_series){ "handle items", "#ff7f0e", runs[kiln].handles_live, runs[kiln].frames };
         panels[2] = (svg_panel){ "Objects live at each frame end (kiln)", "objects live", live, 2,
                                  runs[kiln].barrage, runs[kiln].frames, "artillery barrage", 0, NULL };
+        for (int tag = 0; tag < DEMO_TAGS; tag++)
+            tags[tag] = (svg_series){ demo_tag_name(tag), tag_colors[tag], runs[kiln].tag_mib[tag],
+                                      runs[kiln].frames };
+        double budget = (double)runs[kiln].tags[DEMO_TAG_AI].budget / (1024.0 * 1024.0);
+        snprintf(budget_label, sizeof budget_label, "%s budget: %.2f MiB", demo_tag_name(DEMO_TAG_AI),
+                 budget);
+        panels[3] = (svg_panel){ "Memory by tag at each frame end (kiln)", "live (MiB)", tags,
+                                 DEMO_TAGS, runs[kiln].barrage, runs[kiln].frames, "artillery barrage",
+                                 budget, budget_label };
     }
     char title[160];
     snprintf(title, sizeof title, "kiln-demo: %u entities, %u frames, seed %llu", o->entities,
              o->frames, (unsigned long long)o->seed);
-    return svg_write(o->svg_path, title, "frame", panels, kiln < n ? 3 : 1);
+    return svg_write(o->svg_path, title, "frame", panels, kiln < n ? 4 : 1);
 }
 
 int main(int argc, char **argv) {
@@ -119,8 +133,10 @@ int main(int argc, char **argv) {
         printf("kiln-demo: a battle of %u entities, %u frames per run. Each frame: entities think\n"
                "in parallel (handle lookups from any thread, scratch in frame memory), particles move\n"
                "in nested jobs, projectiles home in (pools), the main thread applies damage, deaths,\n"
-               "explosions and respawns. The malloc run plays the same game on malloc/free and a\n"
-               "mutex-protected pointer table.\n", o.entities, o.frames);
+               "explosions and respawns. Persistent data (the world's lists, each entity's AI\n"
+               "memory) is on kiln's heap, and each subsystem's memory has a tag (the AI's budget\n"
+               "is tight on purpose). The malloc run plays the same game on malloc/free/realloc\n"
+               "and a mutex-protected pointer table.\n", o.entities, o.frames);
 
     demo_run runs[2];
     size_t n = 0;
@@ -141,8 +157,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "kiln-demo: cannot write %s: %s\n", o.svg_path, strerror(errno));
             ok = false;
         } else if (o.svg_path && !o.quiet) {
-            printf("\nwrote %s: frame time, frame memory and objects live per frame (open it in a\n"
-                   "  browser)\n",
+            printf("\nwrote %s: frame time, frame memory, objects live and memory by tag per\n"
+                   "  frame (open it in a browser)\n",
                    o.svg_path);
         }
         if (o.trace_path && runs[0].trace_written && !o.quiet)

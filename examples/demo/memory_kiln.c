@@ -1,6 +1,10 @@
 /* examples/demo/memory_kiln.c — the game's memory on kiln: entities in a typed handle
- * table, projectiles and particles in pools, scratch in frame memory. Each call below is
- * what a kiln game writes in place of malloc/free and a pointer table. */
+ * table, projectiles and particles in pools, scratch in frame memory, and the persistent
+ * data of variable size (the world's lists, the entities' AI memory) in the general heap.
+ * Each subsystem's memory is charged to its tag: the table and the entity list to
+ * "entities", each pool and its list to its own, the AI memory to "AI scratch", whose
+ * budget is tight on purpose (a warning, and the report shows it reached). Each call
+ * below is what a kiln game writes in place of malloc/free/realloc and a pointer table. */
 #include "demo.h"
 
 #include <stdlib.h>
@@ -12,8 +16,9 @@ KILN_HANDLE_TYPE(entity, entity)
 
 typedef struct kiln_memory {
     kiln_runtime *rt;
-    entity_table entities;
-    kiln_pool   *pools[DEMO_KINDS];
+    kiln_tag      tags[DEMO_TAGS];
+    entity_table  entities;
+    kiln_pool    *pools[DEMO_KINDS];
 } kiln_memory;
 
 static const char *const pool_names[DEMO_KINDS] = { "projectiles", "particles" };
@@ -62,6 +67,19 @@ static void scratch_done(void *self, void *scratch) {
     (void)self, (void)scratch;   /* nothing to do: kiln_frame_end takes it back */
 }
 
+/* The general heap, charged to the subsystem's tag: a size class's magazines of the
+ * calling thread's context for small sizes (no lock), a mapping of its own for a big
+ * one. A resize keeps the tag the allocation was made with, and a free may come from any
+ * thread, whichever allocated it. */
+static void *data_resize(void *self, kiln_ctx *ctx, demo_tag tag, void *old, size_t size) {
+    kiln_memory *k = self;
+    if (size == 0) {
+        kiln_heap_free(ctx, old);
+        return NULL;
+    }
+    return old ? kiln_heap_realloc(ctx, old, size, 0) : kiln_heap_alloc(ctx, k->tags[tag], size, 0);
+}
+
 /* kiln's own figures, from the listings a debug overlay would draw (every live table
  * and pool of the runtime; this layer finds its own by name). kiln_pool_stats_get and
  * kiln_handles_stats_get read one object directly. */
@@ -88,6 +106,8 @@ static void stats(void *self, demo_memory_stats *out) {
             out->object_peak[kind] = pools[i].peak_live;
         }
     }
+    kiln_heap_stats heap;
+    if (kiln_stats_heap(k->rt, &heap)) out->has_heap_stats = true, out->heap_live = heap.live_objects;
 }
 
 static void destroy(void *self, kiln_ctx *ctx) {
@@ -107,30 +127,54 @@ static uint32_t planned_objects(int kind, uint32_t entity_capacity) {
     return kind == DEMO_PROJECTILE ? entity_capacity / 8 + 1024 : entity_capacity / 2 + 4096;
 }
 
+/* The AI memory's budget: what the level planned, 4 bytes per slot of the entity table
+ * (about 8 per entity, the table having room for twice the battle): two foes remembered
+ * each. Tight on purpose: every entity that has taken a target holds at least the
+ * heap's smallest class (16 bytes), so a battle passes it in its first frame, and the
+ * budget (KILN_BUDGET_WARN) says so: a TAG_BUDGET_EXCEEDED warning in the log, the tag's
+ * budget_warnings, "reached" in the report. The game goes on unharmed; a
+ * KILN_BUDGET_REFUSE budget would have made data_resize fail instead. */
+static size_t ai_budget(uint32_t entity_capacity) {
+    return (size_t)entity_capacity * 4;
+}
+
 bool demo_memory_kiln(demo_memory *memory, kiln_runtime *rt, uint32_t entity_capacity) {
     kiln_memory *k = calloc(1, sizeof *k);
     if (!k) return false;
     k->rt = rt;
+    bool ok = true;
+    for (int tag = 0; tag < DEMO_TAGS; tag++) {   /* no budget but the AI's */
+        k->tags[tag] = kiln_tag_create(rt, &(kiln_tag_desc){
+            .name = demo_tag_name(tag), .budget = tag == DEMO_TAG_AI ? ai_budget(entity_capacity) : 0,
+            .policy = KILN_BUDGET_WARN });
+        ok = ok && k->tags[tag].id != 0;
+    }
     /* Slots freed in a frame are reused only after its end, so the table needs room for
-     * the frame's respawns on top of the living. */
-    k->entities = (entity_table){ kiln_handles_create(rt, &(kiln_handles_desc){
+     * the frame's respawns on top of the living. Its slots' mapping, taken here at once,
+     * is charged to "entities". */
+    k->entities = (entity_table){ ok ? kiln_handles_create(rt, &(kiln_handles_desc){
         .name = "entities", .item_size = sizeof(entity), .item_align = _Alignof(entity),
-        .capacity = entity_capacity, .reserve = entity_capacity }) };
-    bool ok = k->entities.raw != NULL;
-    for (int kind = 0; kind < DEMO_KINDS; kind++) {
+        .capacity = entity_capacity, .reserve = entity_capacity,
+        .tag = k->tags[DEMO_TAG_ENTITIES] }) : NULL };
+    ok = ok && k->entities.raw != NULL;
+    for (int kind = 0; ok && kind < DEMO_KINDS; kind++) {
         /* capacity 0: the pool grows as needed; the world caps its lists itself, the same
-         * way in both runs. */
+         * way in both runs. Its blocks, magazines' included, are charged to its tag. */
         k->pools[kind] = kiln_pool_create(rt, &(kiln_pool_desc){
             .name = pool_names[kind],
             .size = kind == DEMO_PROJECTILE ? sizeof(projectile) : sizeof(particle),
-            .reserve = planned_objects(kind, entity_capacity) });
+            .reserve = planned_objects(kind, entity_capacity),
+            .tag = k->tags[kind == DEMO_PROJECTILE ? DEMO_TAG_PROJECTILES : DEMO_TAG_PARTICLES] });
         ok = ok && k->pools[kind];
     }
     if (!ok) {
         destroy(k, NULL);
         return false;
     }
-    *memory = (demo_memory){ "kiln", k, entity_new, entity_lookup, entity_delete, object_new,
-                             object_delete, scratch_new, scratch_done, stats, destroy };
+    *memory = (demo_memory){ .name = "kiln", .self = k, .entity_new = entity_new,
+                             .entity_get = entity_lookup, .entity_delete = entity_delete,
+                             .object_new = object_new, .object_delete = object_delete,
+                             .scratch_new = scratch_new, .scratch_done = scratch_done,
+                             .data_resize = data_resize, .stats = stats, .destroy = destroy };
     return true;
 }

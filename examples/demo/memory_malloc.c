@@ -1,5 +1,7 @@
 /* examples/demo/memory_malloc.c — the same game's memory the usual way: every entity,
- * projectile, particle and scratch array from malloc, freed with free, and references
+ * projectile, particle and scratch array from malloc, freed with free, the persistent
+ * data of variable size (the world's lists, the AI memory) from malloc/realloc/free with
+ * no tag (malloc has none: nothing counts it by subsystem), and references
  * to entities through a table of pointers with generations, guarded by one mutex
  * (any thread may look an entity up, so the table must be locked for every lookup). */
 #include "demo.h"
@@ -109,6 +111,15 @@ static void scratch_done(void *self, void *scratch) {
     free(scratch);
 }
 
+static void *data_resize(void *self, kiln_ctx *ctx, demo_tag tag, void *old, size_t size) {
+    (void)self, (void)ctx, (void)tag;
+    if (size == 0) {
+        free(old);
+        return NULL;
+    }
+    return realloc(old, size);   /* old NULL: malloc; NULL: old untouched */
+}
+
 /* Entities only: counting each malloc and free too would add shared atomics that a
  * malloc game does not have. The game's own counts cover the objects. */
 static void stats(void *self, demo_memory_stats *out) {
@@ -140,7 +151,10 @@ bool demo_memory_malloc(demo_memory *memory, uint32_t entity_capacity) {
     mm->slots = slots;
     mm->capacity = entity_capacity;
     mm->free_head = NO_SLOT;
-    *memory = (demo_memory){ "malloc", mm, entity_new, entity_lookup, entity_delete, object_new,
-                             object_delete, scratch_new, scratch_done, stats, destroy };
+    *memory = (demo_memory){ .name = "malloc", .self = mm, .entity_new = entity_new,
+                             .entity_get = entity_lookup, .entity_delete = entity_delete,
+                             .object_new = object_new, .object_delete = object_delete,
+                             .scratch_new = scratch_new, .scratch_done = scratch_done,
+                             .data_resize = data_resize, .stats = stats, .destroy = destroy };
     return true;
 }

@@ -1,4 +1,5 @@
-/* examples/demo/report.c — the closing table and the consistency checks. */
+/* examples/demo/report.c — the closing table (and under it the kiln run's memory by tag
+ * and where kiln's memory is) and the consistency checks. */
 #include "report.h"
 
 #include <stdlib.h>
@@ -66,6 +67,7 @@ CELL(cell_blocks, "%llu", (unsigned long long)r->stats.blocks.blocks_reserved)
 CELL(cell_reserved, "%.1f", (double)r->stats.blocks.reserved_bytes / (1024.0 * 1024.0))
 CELL(cell_allocs, "%.0f", r->frames ? (double)r->history_allocs / r->frames : 0.0)
 CELL(cell_live, "%llu", (unsigned long long)(r->last_pool_live + r->last_handles_live))
+CELL(cell_data, "%llu", (unsigned long long)(r->totals.data_allocs - r->totals.data_frees))
 CELL(cell_wall, "%.2f", r->wall_s)
 
 /* One row per context of the first run: its most frame memory in one frame. */
@@ -110,6 +112,7 @@ static const row rows[] = {
     { "entities live", cell_entities, NULL },
     { "stale lookups (dead targets)", cell_stale, NULL },
     { "kills / barrages", cell_kills, NULL },
+    { "persistent data allocations live", cell_data, NULL },
     { "blocks reserved", cell_blocks, NULL },
     { "reserved from the OS by kiln (MiB)", cell_reserved, NULL },
     { "wall time of the run (s)", cell_wall, NULL },
@@ -134,6 +137,36 @@ static void print_rows(FILE *out, const column *cols, size_t n) {
     }
 }
 
+static double kib(uint64_t bytes) { return (double)bytes / 1024.0; }
+
+/* The kiln run's tags at its last frame end (exact: its threads were quiet): what each
+ * subsystem holds, the most it held, its budget and whether it was passed; then where
+ * all of kiln's memory is, in parts that add up to what it reserved from the OS. */
+static void print_tags(FILE *out, const demo_run *r) {
+    fprintf(out, "\n  %-38s %10s %10s %10s  %s\n", "memory by tag (kiln, last frame end)",
+            "live KiB", "peak KiB", "budget KiB", "budget");
+    for (int tag = 0; tag < DEMO_TAGS; tag++) {
+        const kiln_tag_stats *t = &r->tags[tag];
+        char budget[16] = "none", verdict[48] = "";
+        if (t->budget) {
+            snprintf(budget, sizeof budget, "%.0f", kib(t->budget));
+            if (t->budget_warnings)
+                snprintf(verdict, sizeof verdict, "reached (%llu warning%s)",
+                         (unsigned long long)t->budget_warnings, t->budget_warnings == 1 ? "" : "s");
+            else
+                snprintf(verdict, sizeof verdict, "not reached");
+        }
+        fprintf(out, "    %-36s %10.0f %10.0f %10s%s%s\n", t->name, kib(t->live_bytes),
+                kib(t->peak_bytes), budget, *verdict ? "  " : "", verdict);
+    }
+    const kiln_memory_stats *m = &r->memory_split;
+    uint64_t parts = m->tagged + m->untagged + m->frame + m->heap_free + m->heap_kept + m->free_blocks;
+    fprintf(out, "  kiln's memory (KiB): %.0f reserved = %.0f tagged + %.0f untagged + %.0f frame\n"
+                 "    + %.0f heap free + %.0f heap kept + %.0f free blocks: %s\n",
+            kib(m->reserved), kib(m->tagged), kib(m->untagged), kib(m->frame), kib(m->heap_free),
+            kib(m->heap_kept), kib(m->free_blocks), parts == m->reserved ? "adds up" : "DOES NOT ADD UP");
+}
+
 void report_table(const demo_options *o, const demo_run *runs, size_t count, FILE *out) {
     column cols[2];
     size_t n = count < 2 ? count : 2;
@@ -151,6 +184,8 @@ void report_table(const demo_options *o, const demo_run *runs, size_t count, FIL
     if (n == 2) fprintf(out, " %11s", "malloc/kiln");
     fputc('\n', out);
     print_rows(out, cols, n);
+    for (size_t i = 0; i < n; i++)
+        if (runs[i].has_tags) print_tags(out, &runs[i]);
     if (n == 2 && cols[0].times.median > 0)   /* kiln first, malloc second */
         fprintf(out, "\n  goal: kiln's worst frame at most 1.5x its median (%.2fx now) and below\n"
                      "  malloc's worst (%.3f ms against %.3f ms): %s\n",
@@ -164,7 +199,11 @@ void report_table(const demo_options *o, const demo_run *runs, size_t count, FIL
                  "  those in kiln's pools and handle tables at the last frame end. Frame memory is\n"
                  "  the sum over threads of each one's high-water in one frame; the malloc run takes\n"
                  "  its scratch from malloc, so it shows next to none. kiln's pool peak counts the\n"
-                 "  objects cached in threads' magazines too. Blocks are %zu KiB each.\n",
+                 "  objects cached in threads' magazines too. Blocks are %zu KiB each.\n"
+                 "  Persistent data: the world's lists and the entities' AI memory, on kiln's heap\n"
+                 "  (malloc/realloc in the malloc run). A tag holds its pool's blocks or table's\n"
+                 "  slots and its heap data; its peak counts the heap credit threads held too. The\n"
+                 "  AI's budget is tight on purpose: passing it is a warning, and the game goes on.\n",
             runs[0].stats.blocks.block_size >> 10);
 }
 
@@ -214,6 +253,60 @@ static void check_objects(checker *c, const demo_run *r, demo_kind kind, uint32_
            what);
     snprintf(what, sizeof what, "pool_%s_leaked", name);
     expect(c, r->memory_after.object_live[kind] == 0, what);
+}
+
+/* The persistent data: the game's count of its allocations against the heap's (kiln run),
+ * none refused, none left after the teardown; kiln's memory in parts that add up (both
+ * runs: the malloc run's runtime holds frame memory). */
+static void check_data(checker *c, const demo_run *r) {
+    const world_totals *t = &r->totals;
+    uint64_t live = t->data_allocs - t->data_frees;
+    field(c, "data_allocs", t->data_allocs), field(c, "data_frees", t->data_frees);
+    field(c, "data_failures", t->data_failures);
+    expect(c, t->data_failures == 0, "data_failures");
+    expect(c, r->totals_after.data_allocs == r->totals_after.data_frees, "data_leaked");
+    if (r->memory.has_heap_stats) {
+        field(c, "heap_live", r->memory.heap_live);
+        field(c, "heap_live_after", r->memory_after.heap_live);
+        expect(c, r->memory.heap_live == live, "heap_live");
+        expect(c, r->memory_after.heap_live == 0, "heap_leaked");
+    }
+    const kiln_memory_stats *m = &r->memory_split;
+    uint64_t parts = m->tagged + m->untagged + m->frame + m->heap_free + m->heap_kept + m->free_blocks;
+    field(c, "memory_reserved", m->reserved), field(c, "memory_parts", parts);
+    expect(c, m->reserved > 0 && parts == m->reserved, "memory_sum");
+}
+
+/* The demo's tags (kiln run): each holds memory; the AI's budget warned exactly when its
+ * peak passed it; the history's last record has the tags' live bytes; after the teardown
+ * none holds any. */
+static void check_tags(checker *c, const demo_run *r) {
+    static const char *const keys[DEMO_TAGS] = { "entities", "projectiles", "particles", "ai" };
+    uint64_t history = 0, live = 0;
+    for (int tag = 0; tag < DEMO_TAGS; tag++) history += r->last_tag_bytes[tag];
+    field(c, "history_tag_bytes", history);
+    field(c, "history_tags_omitted", r->history_tags_omitted);
+    expect(c, r->history_tags_omitted == 0, "history_tags_omitted");
+    if (!r->has_tags) {
+        expect(c, history == 0, "history_tag_bytes");
+        return;
+    }
+    bool charged = true;
+    for (int tag = 0; tag < DEMO_TAGS; tag++) {
+        kind_field(c, "tag_", keys[tag], "live", r->tags[tag].live_bytes);
+        live += r->tags[tag].live_bytes;
+        charged = charged && (tag == DEMO_TAG_AI || r->tags[tag].live_bytes > 0);
+    }
+    expect(c, charged, "tags_charged");
+    const kiln_tag_stats *ai = &r->tags[DEMO_TAG_AI];
+    field(c, "tag_ai_peak", ai->peak_bytes), field(c, "tag_ai_budget", ai->budget);
+    field(c, "tag_ai_budget_warnings", ai->budget_warnings);
+    field(c, "tag_ai_budget_reached", ai->budget_warnings > 0);
+    expect(c, ai->budget > 0 && (ai->peak_bytes > ai->budget) == (ai->budget_warnings > 0),
+           "tag_ai_budget");
+    expect(c, history == live, "history_tag_bytes");
+    field(c, "tags_live_after", r->tags_live_after);
+    expect(c, r->tags_live_after == 0, "tags_leaked");
 }
 
 bool report_check(const demo_options *o, const demo_run *r, FILE *out) {
@@ -269,6 +362,9 @@ bool report_check(const demo_options *o, const demo_run *r, FILE *out) {
     expect(&c, r->last_pool_live == (on_kiln ? (uint64_t)r->projectiles + r->particles : 0),
            "history_pool_live");
     expect(&c, r->last_handles_live == (on_kiln ? r->entities : 0), "history_handles_live");
+
+    check_data(&c, r);
+    check_tags(&c, r);
 
     field(&c, "scratch_failures", r->scratch_failures);
     field(&c, "kiln_errors", r->log_errors), field(&c, "api_errors", r->stats.api_errors);

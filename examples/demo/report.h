@@ -1,6 +1,7 @@
 /* examples/demo/report.h — the closing report: a table with one column per run (and the
- * malloc/kiln ratio of the frame times), and the consistency checks, each run's in one
- * machine-readable line that tests/demo/check-demo.sh reads. */
+ * malloc/kiln ratio of the frame times), the kiln run's memory by tag and where kiln's
+ * memory is, and the consistency checks, each run's in one machine-readable line that
+ * tests/demo/check-demo.sh reads. */
 #ifndef KILN_DEMO_REPORT_H
 #define KILN_DEMO_REPORT_H
 

@@ -1,5 +1,7 @@
 /* examples/demo/run.c — one play of the game: a kiln runtime (the jobs run on it in both
- * runs), a memory layer, the world, the frame loop, and the figures read afterwards. */
+ * runs), a memory layer, the world, the frame loop, and the figures read afterwards:
+ * kiln's history frame by frame (memory by tag included), its figures after the last
+ * frame (tags, where its memory is) and after the teardown (what stayed live). */
 #define _POSIX_C_SOURCE 200809L   /* clock_gettime */
 #include "run.h"
 
@@ -20,6 +22,10 @@ static uint64_t now_ns(void) {
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+/* Every demo tag is in every record's top tags, so a tag missing from one had no live
+ * bytes at that frame end. */
+_Static_assert(DEMO_TAGS <= KILN_HISTORY_TOP_TAGS, "the history lists every demo tag");
 
 /* kiln's log callback: may be called from any thread at once. Warnings are counted and
  * shown (unless --quiet); errors are always shown and fail the run's check. */
@@ -44,7 +50,8 @@ static bool trace_finish(kiln_runtime *rt, const char *path, kiln_trace_stats *s
 }
 
 /* The frame just closed, as kiln recorded it: its jobs, steals, frame memory,
- * allocations and the objects live in kiln's pools and handle tables. */
+ * allocations, the objects live in kiln's pools and handle tables, and the tags with the
+ * most live bytes (the demo's, by id: the tags of the malloc run's runtime are none). */
 static void read_history(kiln_runtime *rt, uint64_t number, demo_run *out, uint32_t f) {
     kiln_frame_record record;
     if (kiln_history_read(rt, &record, 1) != 1 || record.frame != number) return;
@@ -58,6 +65,14 @@ static void read_history(kiln_runtime *rt, uint64_t number, demo_run *out, uint3
     out->last_pool_live = record.pool_live;
     out->last_handles_live = record.handles_live;
     out->last_reserved_bytes = record.reserved_bytes;
+    out->history_tags_omitted += record.tags_omitted;
+    for (int tag = 0; tag < DEMO_TAGS; tag++) {
+        uint64_t live = 0;
+        for (uint32_t i = 0; i < record.tags; i++)
+            if (out->has_tags && record.tag_ids[i] == out->tag_ids[tag].id) live = record.tag_live_bytes[i];
+        out->tag_mib[tag][f] = (double)live / (1024.0 * 1024.0);
+        out->last_tag_bytes[tag] = live;
+    }
     for (uint32_t i = 0; i < record.contexts; i++) {
         uint32_t id = record.ctx_ids[i];
         if (id <= RUN_MAX_CONTEXTS && record.ctx_frame_bytes[i] > out->ctx_peak_bytes[id])
@@ -65,7 +80,31 @@ static void read_history(kiln_runtime *rt, uint64_t number, demo_run *out, uint3
     }
 }
 
+/* The demo's tags by name, as a debug overlay finds them; only the kiln run made them. */
+static void find_tags(kiln_runtime *rt, demo_run *out) {
+    out->has_tags = true;
+    for (int tag = 0; tag < DEMO_TAGS; tag++) {
+        out->tag_ids[tag] = kiln_tag_find(rt, demo_tag_name(tag));
+        out->has_tags = out->has_tags && out->tag_ids[tag].id != 0;
+    }
+}
+
+/* Each demo tag's live bytes, summed. */
+static uint64_t tags_live(kiln_runtime *rt, const demo_run *out) {
+    uint64_t sum = 0;
+    for (int tag = 0; out->has_tags && tag < DEMO_TAGS; tag++) {
+        kiln_tag_stats stats;
+        if (kiln_tag_stats_get(rt, out->tag_ids[tag], &stats)) sum += stats.live_bytes;
+    }
+    return sum;
+}
+
+/* After the last frame, its jobs done: every thread that allocates is quiet, so the
+ * tags' live bytes are exact and kiln's memory adds up (kiln_stats_memory). */
 static void read_stats(kiln_runtime *rt, demo_run *out) {
+    kiln_stats_memory(rt, &out->memory_split);
+    for (int tag = 0; out->has_tags && tag < DEMO_TAGS; tag++)
+        kiln_tag_stats_get(rt, out->tag_ids[tag], &out->tags[tag]);
     kiln_stats_get(rt, &out->stats);
     size_t n = kiln_stats_contexts(rt, out->contexts, RUN_MAX_CONTEXTS);
     out->context_count = (uint32_t)(n < RUN_MAX_CONTEXTS ? n : RUN_MAX_CONTEXTS);
@@ -113,9 +152,14 @@ bool run_play(const demo_options *o, bool use_kiln, const char *trace_path, demo
     demo_memory memory;
     world w = { 0 };
     bool ok = ctx && out->frame_ms && out->frame_kib && out->pool_live && out->handles_live &&
-              out->barrage &&
-              (use_kiln ? demo_memory_kiln(&memory, rt, capacity) : demo_memory_malloc(&memory, capacity));
+              out->barrage;
+    for (int tag = 0; tag < DEMO_TAGS; tag++) {
+        out->tag_mib[tag] = calloc(o->frames, sizeof *out->tag_mib[tag]);
+        ok = ok && out->tag_mib[tag];
+    }
+    ok = ok && (use_kiln ? demo_memory_kiln(&memory, rt, capacity) : demo_memory_malloc(&memory, capacity));
     bool have_memory = ok;
+    if (ok && use_kiln) find_tags(rt, out);
     ok = ok && world_init(&w, &memory, ctx, o->entities, o->seed);
     if (ok) {
         out->traced = trace_path != NULL;
@@ -134,8 +178,10 @@ bool run_play(const demo_options *o, bool use_kiln, const char *trace_path, demo
     }
     if (have_memory) {
         world_destroy(&w, ctx);
+        out->totals_after = w.totals;
         memory.stats(memory.self, &out->memory_after);
         memory.destroy(memory.self, ctx);
+        out->tags_live_after = tags_live(rt, out);
     }
     kiln_detach(ctx);
     kiln_destroy(rt);
@@ -151,5 +197,6 @@ void run_free(demo_run *run) {
     free(run->pool_live);
     free(run->handles_live);
     free(run->barrage);
+    for (int tag = 0; tag < DEMO_TAGS; tag++) free(run->tag_mib[tag]);
     *run = (demo_run){ 0 };
 }

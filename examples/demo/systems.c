@@ -1,11 +1,13 @@
 /* examples/demo/systems.c — one frame as jobs: a parallel_for inside a job, a job that
- * runs and waits for its own sub-jobs, a job pinned to the main thread, and scratch
- * arrays that each job takes from the memory layer (frame memory of the thread running
- * it, in the kiln run). */
+ * runs and waits for its own sub-jobs, a job pinned to the main thread, scratch arrays
+ * that each job takes from the memory layer (frame memory of the thread running it, in
+ * the kiln run), and persistent AI memory that the think jobs grow on whatever thread
+ * runs them (the kiln heap, under the "AI scratch" tag, in the kiln run). */
 #include "systems.h"
 
 #include <math.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "rng.h"
 
@@ -60,6 +62,30 @@ static entity *retarget(kiln_ctx *ctx, frame_jobs *f, entity *e, demo_rng *r) {
     return best;
 }
 
+/* e's AI memory keeps the serial of the foe it just took as its target: the newest
+ * DEMO_AI_MEMORY_MAX, oldest first. It grows by doubling through data_resize, from this
+ * job's thread (a worker's context in the kiln run; the main thread frees it when e
+ * dies). When the memory layer refuses, e forgets this foe and the refusal is counted
+ * (the runs would then differ: the report checks there are none). */
+static void remember_foe(kiln_ctx *ctx, const world *w, entity *e, uint32_t serial,
+                         think_out *out) {
+    if (e->foe_count == DEMO_AI_MEMORY_MAX) {   /* full: the oldest goes */
+        memmove(e->foes, e->foes + 1, (DEMO_AI_MEMORY_MAX - 1) * sizeof *e->foes);
+        e->foe_count--;
+    } else if (e->foe_count == e->foe_cap) {
+        uint32_t cap = e->foe_cap ? e->foe_cap * 2 : 4;
+        uint32_t *grown = w->mem->data_resize(w->mem->self, ctx, DEMO_TAG_AI, e->foes,
+                                              cap * sizeof *grown);
+        if (!grown) {
+            out->data_failures++;
+            return;
+        }
+        if (!e->foes) out->data_allocs++;
+        e->foes = grown, e->foe_cap = cap;
+    }
+    e->foes[e->foe_count++] = serial;
+}
+
 /* Moves e toward its target (or wanders), and asks to fire when in range. */
 static void act(const world *w, entity *e, const entity *t, think_out *out, demo_rng *r) {
     vec2 p = e->pos[w->cur], v = e->vel;
@@ -106,7 +132,10 @@ static void think_chunk(kiln_ctx *ctx, frame_jobs *f, uint32_t c) {
             out->stale++;
             e->target = (entity_ref){ 0 };
         }
-        if (!t && (t = retarget(ctx, f, e, &r))) out->retargets++;
+        if (!t && (t = retarget(ctx, f, e, &r))) {
+            out->retargets++;
+            remember_foe(ctx, w, e, t->serial, out);
+        }
         act(w, e, t, out, &r);
         if (world_in_camera(w, e->pos[w->cur ^ 1])) out->visible[out->visible_count++] = i;
     }

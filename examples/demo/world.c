@@ -1,10 +1,10 @@
-/* examples/demo/world.c — the game's rules on the main thread: spawning, damage, deaths,
- * explosions, artillery barrages, new shots, respawns, and the lists the jobs read.
+/* examples/demo/world.c — the game's rules on the main thread: spawning, damage, deaths
+ * (which free the entity's AI memory), explosions, artillery barrages, new shots,
+ * respawns, and the lists the jobs read (persistent data under their subsystems' tags).
  * Every allocation and every reference goes through w->mem, the memory layer. */
 #include "world.h"
 
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "rng.h"
@@ -47,12 +47,21 @@ static void explode(world *w, kiln_ctx *ctx, vec2 at, uint32_t n, uint32_t color
     }
 }
 
+/* Frees e's AI memory, which a think job on any thread may have allocated. */
+static void forget_foes(world *w, kiln_ctx *ctx, entity *e) {
+    if (!e->foes) return;
+    w->mem->data_resize(w->mem->self, ctx, DEMO_TAG_AI, e->foes, 0);
+    w->totals.data_frees++;
+    e->foes = NULL, e->foe_count = e->foe_cap = 0;
+}
+
 /* Removes e from the game. Its reference goes stale at once for every thread: the jobs
  * of the next frame that still hold it see NULL from entity_get and retarget. */
 static void kill_entity(world *w, kiln_ctx *ctx, entity *e, uint32_t sparks,
                         uint32_t deaths[2], demo_rng *r) {
     vec2 at = e->pos[w->cur];
     uint32_t team = e->team;
+    forget_foes(w, ctx, e);
     w->entities[e->slot] = NULL;   /* compacted after the frame's deaths */
     deaths[team]++;
     w->totals.kills++;
@@ -160,6 +169,8 @@ void world_apply(world *w, kiln_ctx *ctx, const world_frame *f) {
         w->totals.drawn += f->think[c].visible_count;
         w->totals.stale_lookups += f->think[c].stale;
         w->totals.retargets += f->think[c].retargets;
+        w->totals.data_allocs += f->think[c].data_allocs;
+        w->totals.data_failures += f->think[c].data_failures;
         m->scratch_done(m->self, f->think[c].visible);
     }
 
@@ -189,13 +200,27 @@ void world_apply(world *w, kiln_ctx *ctx, const world_frame *f) {
         w->totals.object_peak[DEMO_PARTICLE] = w->particle_count;
 }
 
+/* A list of n pointers for the rest of the game, charged to its subsystem's tag. */
+static void *new_list(world *w, kiln_ctx *ctx, demo_tag tag, uint32_t n) {
+    void *list = w->mem->data_resize(w->mem->self, ctx, tag, NULL, (size_t)n * sizeof(void *));
+    if (list) w->totals.data_allocs++;
+    else w->totals.data_failures++;
+    return list;
+}
+
+static void free_list(world *w, kiln_ctx *ctx, demo_tag tag, void *list) {
+    if (!list) return;
+    w->mem->data_resize(w->mem->self, ctx, tag, list, 0);
+    w->totals.data_frees++;
+}
+
 bool world_init(world *w, const demo_memory *mem, kiln_ctx *ctx, uint32_t entities, uint64_t seed) {
     *w = (world){ .mem = mem, .seed = seed, .size = sqrtf((float)entities / ENTITY_DENSITY),
                   .entity_cap = entities, .projectile_cap = entities * 2 + 1024,
                   .particle_cap = entities * 8 + 16384 };
-    w->entities = malloc(w->entity_cap * sizeof *w->entities);
-    w->projectiles = malloc(w->projectile_cap * sizeof *w->projectiles);
-    w->particles = malloc(w->particle_cap * sizeof *w->particles);
+    w->entities = new_list(w, ctx, DEMO_TAG_ENTITIES, w->entity_cap);
+    w->projectiles = new_list(w, ctx, DEMO_TAG_PROJECTILES, w->projectile_cap);
+    w->particles = new_list(w, ctx, DEMO_TAG_PARTICLES, w->particle_cap);
     if (!w->entities || !w->projectiles || !w->particles) return false;
     demo_rng r = demo_rng_for(seed, WORLD_SUBJECT, 0);
     w->next_barrage = 30 + demo_rng_below(&r, 30);
@@ -212,12 +237,16 @@ void world_destroy(world *w, kiln_ctx *ctx) {
         m->object_delete(m->self, ctx, DEMO_PARTICLE, w->particles[i]);
     for (uint32_t i = 0; i < w->projectile_count; i++)
         m->object_delete(m->self, ctx, DEMO_PROJECTILE, w->projectiles[i]);
-    for (uint32_t i = 0; i < w->entity_count; i++)
-        if (w->entities[i]) m->entity_delete(m->self, ctx, w->entities[i]->self);
-    free(w->entities);
-    free(w->projectiles);
-    free(w->particles);
-    *w = (world){ 0 };
+    for (uint32_t i = 0; i < w->entity_count; i++) {
+        if (!w->entities[i]) continue;
+        forget_foes(w, ctx, w->entities[i]);
+        m->entity_delete(m->self, ctx, w->entities[i]->self);
+    }
+    free_list(w, ctx, DEMO_TAG_ENTITIES, w->entities);
+    free_list(w, ctx, DEMO_TAG_PROJECTILES, w->projectiles);
+    free_list(w, ctx, DEMO_TAG_PARTICLES, w->particles);
+    world_totals totals = w->totals;   /* the allocations and frees stay readable */
+    *w = (world){ .totals = totals };
 }
 
 /* FNV-1a over n 32-bit words of any type (read with memcpy: floats and 64-bit counts
@@ -239,6 +268,8 @@ uint64_t world_checksum(const world *w) {
         h = mix(h, &e->hp, 1);
         uint32_t ids[3] = { e->serial, e->team, e->kills };
         h = mix(h, ids, 3);
+        h = mix(h, &e->foe_count, 1);        /* its AI memory: the foes it remembers */
+        h = mix(h, e->foes, e->foe_count);
     }
     for (uint32_t i = 0; i < w->projectile_count; i++)
         h = mix(h, w->projectiles[i], 6);   /* pos, vel, damage, life: not the references */

@@ -7,7 +7,12 @@
  *   3. on the main thread (world_apply): damage, deaths, explosions, new shots, respawns.
  * Jobs of stages 1 and 2 write only into their own chunk's output (below); stage 3 reads
  * the outputs in chunk order. So the game is the same whatever thread runs which chunk,
- * and the kiln and malloc runs end in exactly the same state (the checksum says so). */
+ * and the kiln and malloc runs end in exactly the same state (the checksum says so).
+ *
+ * Persistent data of variable size goes through the memory layer's data_resize under its
+ * subsystem's tag: the world's three lists (allocated at start, freed at the end) and
+ * each entity's AI memory (grown by the think jobs on any thread, freed by the main
+ * thread when the entity dies). */
 #ifndef KILN_DEMO_WORLD_H
 #define KILN_DEMO_WORLD_H
 
@@ -28,6 +33,8 @@ typedef struct think_out {
     fire_request *fire;
     uint32_t      visible_count, fire_count;
     uint32_t      stale, retargets;
+    uint32_t      data_allocs;    /* AI memories started (data_resize of NULL) */
+    uint32_t      data_failures;  /* AI memory data_resize refused (the foe not kept) */
 } think_out;
 
 typedef struct shot_out {
@@ -39,9 +46,11 @@ typedef struct shot_out {
  * their slots of the list; world_apply closes the gaps. */
 typedef struct chunk_keep { uint32_t alive, freed, stale; } chunk_keep;
 
-/* What the game counts itself, to check against the memory layer's own figures. */
+/* What the game counts itself, to check against the memory layer's own figures. data_*:
+ * the persistent data's allocations (data_resize of NULL), frees and refusals. */
 typedef struct world_totals {
     uint64_t entity_allocs, entity_frees, stale_lookups, retargets;
+    uint64_t data_allocs, data_frees, data_failures;
     uint64_t kills, barrages, shots, shots_dropped, sparks_dropped, hits, drawn;
     uint64_t object_allocs[DEMO_KINDS], object_frees[DEMO_KINDS], object_peak[DEMO_KINDS];
 } world_totals;
@@ -57,7 +66,8 @@ typedef struct world {
     uint64_t     next_barrage;   /* the frame of the next artillery barrage */
 
     /* Long-lived containers, written only by the main thread between stages, read by
-     * every job. Allocated once at start (plain malloc in both runs: not per frame). */
+     * every job. Allocated once at start through data_resize, each under its
+     * subsystem's tag (the kiln heap; malloc in the malloc run), freed at the end. */
     entity     **entities;       /* live entities; entity.slot is the index here */
     projectile **projectiles;
     particle   **particles;
@@ -81,7 +91,8 @@ static inline uint32_t world_chunks(uint32_t count, uint32_t chunk) {
 
 /* Spawns `entities` entities. false when memory runs out. Main thread. */
 bool world_init(world *w, const demo_memory *mem, kiln_ctx *ctx, uint32_t entities, uint64_t seed);
-/* Frees every entity, projectile and particle and the containers. Main thread. */
+/* Frees every entity (its AI memory too), projectile and particle and the containers.
+ * Main thread. */
 void world_destroy(world *w, kiln_ctx *ctx);
 
 /* Sets the frame number and moves the camera. Main thread, before stage 1. */
@@ -91,8 +102,9 @@ void world_begin_frame(world *w, uint64_t frame);
  * with no job of the frame running. */
 void world_apply(world *w, kiln_ctx *ctx, const world_frame *f);
 
-/* A hash of everything the game simulates (not of addresses or reference bits), in
- * list order: equal in the two runs when they played the same game. */
+/* A hash of everything the game simulates (not of addresses or reference bits), the
+ * entities' AI memories included, in list order: equal in the two runs when they played
+ * the same game. */
 uint64_t world_checksum(const world *w);
 
 /* Jobs' helpers, safe on any thread during stages 1 and 2. */

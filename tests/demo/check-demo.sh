@@ -2,11 +2,14 @@
 # Runs kiln-demo small (60 frames, 2000 entities, both memory layers) with a trace and a
 # chart into a temporary folder and checks what it wrote: the trace is valid Chrome
 # trace JSON with job, frame, counter and thread-name events; the chart is well-formed
-# SVG with one frame-time polyline per run, the frame-memory one and the live-objects
-# panel (pool objects, handle items); the report prints the first and the worst frame;
-# the report's figures agree with each other (the demo checks them itself and exits
-# non-zero, and this script checks them again from its demo-check lines: frame times,
-# the history's allocations and live objects against the game's counts). Usage: tests/demo/check-demo.sh [BUILD_DIR] (default: build).
+# SVG with one frame-time polyline per run, the frame-memory one, the live-objects
+# panel (pool objects, handle items) and the memory-by-tag panel (one per demo tag); the
+# report prints the first and the worst frame, and the kiln run's memory by tag and
+# memory split; the report's figures agree with each other (the demo checks them itself
+# and exits non-zero, and this script checks them again from its demo-check lines: frame
+# times, the history's allocations, live objects and tags against the game's counts, the
+# heap's persistent data, the AI tag's budget reached, nothing left after teardown).
+# Usage: tests/demo/check-demo.sh [BUILD_DIR] (default: build).
 set -euo pipefail
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -65,7 +68,8 @@ lines = lambda panel: list(panels[panel].iter(ns + "polyline")) if panel in pane
 expect(len(lines("panel-1")) == 2, f"{len(lines('panel-1'))} frame-time polylines, expected 2")
 expect(len(lines("panel-2")) == 1, f"{len(lines('panel-2'))} frame-memory polylines, expected 1")
 expect(len(lines("panel-3")) == 2, f"{len(lines('panel-3'))} live-objects polylines, expected 2")
-for line in lines("panel-1") + lines("panel-2") + lines("panel-3"):
+expect(len(lines("panel-4")) == 4, f"{len(lines('panel-4'))} memory-by-tag polylines, expected 4")
+for line in lines("panel-1") + lines("panel-2") + lines("panel-3") + lines("panel-4"):
     expect(len(line.get("points", "").split()) >= frames // 2, "a polyline with too few points")
 expect(any(t.text and "kiln" in t.text for t in svg.iter(ns + "text")), "no legend text")
 
@@ -73,7 +77,8 @@ expect(any(t.text and "kiln" in t.text for t in svg.iter(ns + "text")), "no lege
 with open(f"{tmp}/report.txt") as f:
     report = f.read()
 for label in ("first frame (ms)", "worst frame (ms), the first included", "worst frame's number",
-              "kiln allocations per frame", "kiln objects live, last frame", "goal: kiln's worst frame"):
+              "kiln allocations per frame", "kiln objects live, last frame", "goal: kiln's worst frame",
+              "memory by tag (kiln, last frame end)", "AI scratch", ": adds up"):
     expect(label in report, f"the report has no '{label}' line")
 
 # The report's machine-readable lines.
@@ -118,6 +123,21 @@ for name in ("kiln", "malloc"):
     expect(not on_kiln or n["history_allocs"] >= made,
            f"{name}: history_allocs {n['history_allocs']} (the game made {made})")
     expect(n["scratch_failures"] == 0 and n["kiln_errors"] == 0 and n["api_errors"] == 0, f"{name}: errors")
+    # Persistent data and memory by tag: kiln's memory adds up in both runs (frame memory
+    # only in the malloc run's); the kiln run's heap holds exactly the game's data, its
+    # tags hold memory, the AI tag's tight budget was reached, and the teardown leaves
+    # nothing, in the heap or in any tag.
+    expect(n["data_failures"] == 0 and n["data_allocs"] > n["data_frees"], f"{name}: persistent data")
+    expect(n["memory_reserved"] == n["memory_parts"] > 0, f"{name}: kiln's memory does not add up")
+    tag_live = sum(n.get(f"tag_{t}_live", 0) for t in ("entities", "projectiles", "particles", "ai"))
+    expect(n["history_tag_bytes"] == tag_live, f"{name}: history_tag_bytes {n['history_tag_bytes']} != {tag_live}")
+    if on_kiln:
+        expect(n["heap_live"] == n["data_allocs"] - n["data_frees"], "kiln: heap_live != the game's data")
+        expect(n["heap_live_after"] == 0 and n["tags_live_after"] == 0, "kiln: memory left after teardown")
+        expect(all(n[f"tag_{t}_live"] > 0 for t in ("entities", "projectiles", "particles", "ai")),
+               "kiln: a tag holds nothing")
+        expect(n["tag_ai_budget_reached"] == 1 and n["tag_ai_budget_warnings"] >= 1
+               and n["tag_ai_peak"] > n["tag_ai_budget"], "kiln: the AI tag's budget was not reached")
 if "compare" in runs:
     expect(runs["compare"]["result"] == "ok", "the kiln and malloc runs played different games")
     c = runs["compare"]
