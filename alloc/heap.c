@@ -330,17 +330,19 @@ void *kiln_heap_realloc_in(kiln_heap *heap, kiln_heap_cache *cache, void *ptr, s
         return move_to_new(heap, cache, ptr, tag, pool->size, size, align, site);
     }
     kiln_heap_large_entry entry;
-    if (kind != KILN_HEAP_LARGE || !kiln_heap_large_find(heap, ptr, &entry)) {
+    bool kept;
+    if (kind != KILN_HEAP_LARGE || !kiln_heap_large_find_for(heap, ptr, size, aligned, &entry, &kept)) {
         kiln_heap_reject(heap, ptr, large_miss(heap, ptr, kind), "kiln_heap_realloc");
         return NULL;
     }
-    if (aligned && size <= entry.bytes && size > entry.bytes / 2) {
-        kiln_heap_large_keep_size(heap, ptr, size);
-        return in_place(heap, ptr);
-    }
+    if (kept) return in_place(heap, ptr);
     bool stays_large = class_for(heap, size, align) >= heap->class_count;
     if (stays_large && align <= kiln_os_page_size()) {
-        void *moved = kiln_heap_large_resize(heap, ptr, size);
+        /* A growth takes a quarter more: a vector grown in small steps then moves pages
+         * once per 25 % of growth, not once per page (each mremap costs a TLB flush). */
+        size_t roomy = size > entry.bytes ? size + size / 4 : size;
+        void *moved = kiln_heap_large_resize(heap, ptr, roomy);
+        if (!moved && roomy != size) moved = kiln_heap_large_resize(heap, ptr, size);
         if (moved) return moved;
     }
     return move_to_new(heap, cache, ptr, entry.tag, entry.bytes, size, align,

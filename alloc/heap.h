@@ -201,9 +201,12 @@ KILN_INTERNAL bool  kiln_heap_large_free(kiln_heap *heap, void *ptr);
 /* Resizes a live large allocation in place or by moving its pages (align at most a
  * page); NULL when it cannot (ptr untouched). */
 KILN_INTERNAL void *kiln_heap_large_resize(kiln_heap *heap, void *ptr, size_t size);
-/* A live large allocation keeps its mapping for size bytes now (size at most its
- * mapping's): its size is noted (KILN_DEBUG_FILL fills that much when it is freed). */
-KILN_INTERNAL void  kiln_heap_large_keep_size(kiln_heap *heap, void *ptr, size_t size);
+/* realloc's look at a large allocation, under one lock: false when ptr is none; else
+ * *out is a copy of its entry and *kept says whether it stays where it is for size bytes
+ * (aligned says ptr suits the alignment asked: size fits its mapping and needs more than
+ * half of it), its size then noted (KILN_DEBUG_FILL fills that much when it is freed). */
+KILN_INTERNAL bool  kiln_heap_large_find_for(kiln_heap *heap, const void *ptr, size_t size,
+                                             bool aligned, kiln_heap_large_entry *out, bool *kept);
 /* Whether ptr lies inside a live large allocation (not at its start): a walk of the
  * registry, for the refusal that says so. */
 KILN_INTERNAL bool  kiln_heap_large_contains(kiln_heap *heap, const void *ptr);

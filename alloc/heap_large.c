@@ -230,11 +230,15 @@ void *kiln_heap_large_resize(kiln_heap *heap, void *ptr, size_t size) {
     return moved;
 }
 
-void kiln_heap_large_keep_size(kiln_heap *heap, void *ptr, size_t size) {
+bool kiln_heap_large_find_for(kiln_heap *heap, const void *ptr, size_t size, bool aligned,
+                              kiln_heap_large_entry *out, bool *kept) {
     pthread_mutex_lock(&heap->large.lock);
     kiln_heap_large_entry *e = lookup(&heap->large, (uintptr_t)ptr, false);
-    if (e) e->size = size;
+    *kept = e && aligned && size <= e->bytes && size > e->bytes / 2;
+    if (*kept) e->size = size;
+    if (e) *out = *e;
     pthread_mutex_unlock(&heap->large.lock);
+    return e != NULL;
 }
 
 bool kiln_heap_large_contains(kiln_heap *heap, const void *ptr) {

@@ -246,9 +246,11 @@ KILN_API void *kiln_heap_alloc(kiln_ctx *ctx, kiln_tag tag, size_t size, size_t 
 KILN_API void *kiln_heap_calloc(kiln_ctx *ctx, kiln_tag tag, size_t count, size_t size);
 
 /* ptr resized to size bytes, its contents kept up to the smaller size, its tag kept:
- * - in place when the new size is in the same class, or a large allocation's mapping can
- *   grow or shrink there; a large one that must move moves its pages (mremap), not its
- *   bytes, when align is at most the page size;
+ * - in place when the new size is in the same class, or fits a large allocation's mapping
+ *   (and needs more than half of it); a large one that must grow or shrink moves its pages
+ *   (mremap), not its bytes, when align is at most the page size, and a growth takes a
+ *   quarter more than asked (kiln_heap_usable_size says so), so that small steps move
+ *   pages rarely;
  * - ptr NULL: kiln_heap_alloc with ctx's current tag (kiln_tag_push);
  * - size 0: ptr freed, NULL returned;
  * - NULL when the memory or a budget refuses: ptr is untouched and still live;
