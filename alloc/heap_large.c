@@ -149,6 +149,9 @@ void *kiln_heap_large_alloc(kiln_heap *heap, uint8_t tag, size_t size, size_t al
     }
     pthread_mutex_unlock(&large->lock);
     if (!listed) {
+        kiln_log(&heap->log, KILN_LOGITEM_HEAP_OUT_OF_MEMORY,
+                 "kiln_heap_alloc: no system memory to list a large allocation of %zu bytes "
+                 "(its registry holds %zu); refused", size, large->count);
         kiln_tag_release(account, k.bytes);
         unmap(heap, k);
         return NULL;

@@ -240,6 +240,25 @@ static void scenario_options(void) {
     kiln_destroy(rt);
 }
 
+/* The general heap: a class allocation, large ones (the registry grows), a realloc and
+ * frees. A large allocation the registry has no room for is NULL, its mapping gone. */
+static void scenario_heap(void) {
+    kiln_runtime *rt;
+    kiln_ctx *ctx = runtime_and_context(&rt, 0);
+    if (!ctx) return;
+    void *small = kiln_heap_alloc(ctx, (kiln_tag){ 0 }, 100, 0);
+    cr_assert_not_null(small, "a class allocation takes no system memory");
+    void *large[40];
+    for (int i = 0; i < 40; i++) large[i] = kiln_heap_alloc(ctx, (kiln_tag){ 0 }, 20000 + (size_t)i, 0);
+    large[0] = large[0] ? kiln_heap_realloc(ctx, large[0], 100000, 0) : NULL;
+    for (int i = 0; i < 40; i++) kiln_heap_free(ctx, large[i]);
+    kiln_heap_free(ctx, small);
+    kiln_heap_stats s;
+    cr_assert(kiln_stats_heap(rt, &s));
+    cr_assert_eq(s.live_objects, 0u);
+    end(rt, ctx);
+}
+
 /* ---- the walk ---- */
 
 typedef void (*scenario_fn)(void);
@@ -290,6 +309,7 @@ Test(faults, pool_create) { walk("kiln_pool_create", scenario_pool); }
 Test(faults, pool_leak_report) { walk("pool leak report", scenario_pool_leak_report); }
 Test(faults, handles_create) { walk("kiln_handles_create", scenario_handles); }
 Test(faults, tag_create) { walk("kiln_tag_create", scenario_tag); }
+Test(faults, heap_large_registry) { walk("the heap's large allocations", scenario_heap); }
 Test(faults, job_deque_growth) { walk("job deque growth", scenario_job_growth); }
 Test(faults, trace_record_and_write) { walk("trace", scenario_trace); }
 Test(faults, stats_print_and_json) { walk("stats print", scenario_stats); }

@@ -160,6 +160,7 @@
     X(HEAP_DOUBLE_FREE, ERROR, "kiln_heap_free or realloc of a class allocation that is free already; ignored") \
     X(HEAP_BAD_ALIGN, ERROR, "a heap alignment that is not a power of two up to KILN_HEAP_MAX_ALIGN") \
     X(HEAP_TOO_LARGE, ERROR, "a heap size (or calloc's count * size) over PTRDIFF_MAX with its alignment") \
+    X(HEAP_OUT_OF_MEMORY, ERROR, "no system memory for the heap's registry of large allocations; the allocation returns NULL") \
     X(HEAP_OBJECTS_LIVE, WARN, "kiln_destroy found heap allocations still live; their memory is returned") \
     /* ---- jobs ---- */ \
     X(JOB_NULL_FN, ERROR, "a job (or kiln_parallel_for) with a NULL fn") \
