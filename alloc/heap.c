@@ -194,14 +194,24 @@ void *kiln_heap_alloc_in(kiln_heap *heap, kiln_heap_cache *cache, uint8_t tag, s
  * block headers of the block pool's (mapped while the runtime lives). */
 static int locate_class(const kiln_heap *heap, const void *ptr, kiln_pool **pool_out,
                         uintptr_t *block_out, uintptr_t *offset_out) {
-    if (!kiln_block_pool_owns(heap->blocks, ptr)) return KILN_HEAP_LARGE;   /* or nobody's */
-    const kiln_pool_block *b = kiln_block_of(heap->blocks, ptr);
-    uintptr_t index = (uintptr_t)b->pool - (uintptr_t)heap->classes;
-    if (b->magic != KILN_POOL_BLOCK_MAGIC || index >= sizeof heap->classes ||
-        index % sizeof(kiln_pool) != 0)
-        return KILN_HEAP_NOT_OURS;   /* another allocator's block, or a free one */
-    kiln_pool *pool = b->pool;
-    if (b->serial != kiln_load_relaxed(&pool->serial)) return KILN_HEAP_NOT_OURS;
+    uintptr_t addr = (uintptr_t)ptr, shift = heap->head.block_shift;
+    uintptr_t known = kiln_load_relaxed((const _Atomic uintptr_t *)&heap->head.known[(addr >> shift) %
+                                                                                     KILN_HEAP_HEAD_KNOWN]);
+    const kiln_pool_block *b;
+    kiln_pool *pool;
+    if (known != 0 && ((addr ^ known) >> shift) == 0) {   /* a known class block: no header read */
+        b = (const kiln_pool_block *)(known & ~(uintptr_t)63);
+        pool = (kiln_pool *)&heap->classes[known & 63];
+    } else {
+        if (!kiln_block_pool_owns(heap->blocks, ptr)) return KILN_HEAP_LARGE;   /* or nobody's */
+        b = kiln_block_of(heap->blocks, ptr);
+        uintptr_t index = (uintptr_t)b->pool - (uintptr_t)heap->classes;
+        if (b->magic != KILN_POOL_BLOCK_MAGIC || index >= sizeof heap->classes ||
+            index % sizeof(kiln_pool) != 0)
+            return KILN_HEAP_NOT_OURS;   /* another allocator's block, or a free one */
+        pool = b->pool;
+        if (b->serial != kiln_load_relaxed(&pool->serial)) return KILN_HEAP_NOT_OURS;
+    }
     uintptr_t offset = (uintptr_t)ptr - (uintptr_t)b - pool->first_offset;
     if (offset > pool->last_start)   /* the header (wrapped round), or past the last slot */
         return (uintptr_t)ptr >= (uintptr_t)b + pool->first_offset &&
