@@ -133,6 +133,28 @@ static KILN_COLD void give_back_credit(kiln_heap *heap, kiln_heap_tag_use *use, 
     kiln_store_relaxed(&use->credit, (int64_t)KILN_HEAP_TAG_CREDIT);
 }
 
+/* Before a large charge to a REFUSE tag: the calling context's credit of it goes back, so
+ * that its own leftovers never refuse it (only other contexts' credit may). */
+static void give_back_own_credit(kiln_heap *heap, kiln_heap_cache *cache, uint8_t tag) {
+    kiln_tag_account *account = kiln_heap_account(heap, tag);
+    kiln_heap_tag_use *use = &cache->tags[tag];
+    int64_t credit = kiln_load_relaxed(&use->credit);
+    if (!account->refuse || credit <= 0) return;
+    kiln_tag_give_back(account, (uint64_t)credit);
+    kiln_store_relaxed(&use->credit, 0);
+}
+
+/* Whether extra bytes more fit the tag's REFUSE budgets and memory_limit now (a glance):
+ * the growth's headroom is asked for only then, so that it is never what gets refused,
+ * counted and logged. */
+static bool headroom_fits(const kiln_heap *heap, uint8_t tag, size_t extra) {
+    const kiln_block_pool *blocks = heap->blocks;
+    size_t reserved = kiln_load_relaxed(&blocks->reserved_bytes);
+    bool within_limit = blocks->memory_limit == 0 ||
+                        (reserved <= blocks->memory_limit && extra <= blocks->memory_limit - reserved);
+    return within_limit && budget_room(kiln_heap_account(heap, tag)) >= extra;
+}
+
 /* ---- class allocations ---- */
 
 static inline _Atomic uint8_t *slot_byte(const kiln_pool *pool, uintptr_t block, uintptr_t offset) {
@@ -177,13 +199,7 @@ void *kiln_heap_alloc_in(kiln_heap *heap, kiln_heap_cache *cache, uint8_t tag, s
         if (zero && obj) memset(obj, 0, size);
         return obj;
     }
-    kiln_tag_account *account = kiln_heap_account(heap, tag);
-    kiln_heap_tag_use *use = &cache->tags[tag];
-    int64_t credit = kiln_load_relaxed(&use->credit);
-    if (account->refuse && credit > 0) {   /* its own credit must not refuse it */
-        kiln_tag_give_back(account, (uint64_t)credit);
-        kiln_store_relaxed(&use->credit, 0);
-    }
+    give_back_own_credit(heap, cache, tag);
     void *p = kiln_heap_large_alloc(heap, tag, size ? size : 1, align, zero, site);
     return p ? p : failed(heap);
 }
@@ -351,8 +367,9 @@ void *kiln_heap_realloc_in(kiln_heap *heap, kiln_heap_cache *cache, void *ptr, s
         /* A growth takes a quarter more: a vector grown in small steps then moves pages
          * once per 25 % of growth, not once per page (each mremap costs a TLB flush). */
         size_t roomy = size > entry.bytes ? size + size / 4 : size;
+        if (roomy != size && !headroom_fits(heap, entry.tag, roomy - entry.bytes)) roomy = size;
+        give_back_own_credit(heap, cache, entry.tag);
         void *moved = kiln_heap_large_resize(heap, ptr, roomy);
-        if (!moved && roomy != size) moved = kiln_heap_large_resize(heap, ptr, size);
         if (moved) return moved;
     }
     return move_to_new(heap, cache, ptr, entry.tag, entry.bytes, size, align,

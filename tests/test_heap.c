@@ -591,3 +591,25 @@ Test(heap, the_memory_adds_up_after_three_threads) {
     cr_expect_eq(sum, m.reserved);
     kiln_handles_destroy(table);
 }
+
+/* Realloc growth under a REFUSE budget: the context's own leftover credit never refuses
+ * it, and the headroom a growth takes is asked for only when it fits, so a realloc that
+ * succeeds counts no refusal and leaves the frame's TAG_BUDGET_REFUSED for a real one. */
+Test(heap, realloc_growth_under_a_refuse_budget) {
+    kiln_tag t = make_tag("T", untagged, 1u << 20, KILN_BUDGET_REFUSE);
+    void *v = kiln_heap_alloc(ctx, t, 16384, 0);
+    v = kiln_heap_realloc(ctx, v, 20480, 0);   /* class to large: its slot becomes credit */
+    cr_assert_not_null(v);
+    void *w = kiln_heap_realloc(ctx, v, 1u << 20, 0);
+    cr_expect_not_null(w, "the tag's only allocation, exactly its budget");
+    kiln_heap_free(ctx, w ? w : v);
+    cr_expect_eq(tag_stats(t).refusals, 0u);
+    v = kiln_heap_alloc(ctx, t, 800000, 0);
+    v = kiln_heap_realloc(ctx, v, 1000000, 0);
+    cr_assert_not_null(v);
+    cr_expect_eq(tag_stats(t).refusals, 0u, "the growth's headroom did not fit: not asked for");
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_TAG_BUDGET_REFUSED), 0u);
+    cr_expect_null(kiln_heap_alloc(ctx, t, 200000, 0));
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_TAG_BUDGET_REFUSED), 1u, "the real refusal is told");
+    kiln_heap_free(ctx, v);
+}

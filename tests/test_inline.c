@@ -424,6 +424,21 @@ Test(inline_paths, heap_debug_bits_take_the_checked_path, .fini = teardown) {
     cr_expect_eq(count_items(rec, KILN_LOGITEM_HEAP_DOUBLE_FREE), 1u);
 }
 
+/* Size 0 with the debug layer on: the library's too (an inline pop would skip its fill,
+ * guards and sites, and the later free would find the slot's entry free). */
+Test(inline_paths, heap_size_zero_under_the_debug_layer, .fini = teardown) {
+    setup_with(KILN_DEBUG_GUARDS | KILN_DEBUG_FILL, 0);
+    kiln_heap_free(ctx, kiln_heap_alloc(ctx, (kiln_tag){ 0 }, 0, 0));   /* fills the cache */
+    unsigned char *p = kiln_heap_alloc(ctx, (kiln_tag){ 0 }, 0, 0);
+    cr_assert_not_null(p);
+    cr_expect_eq(p[0], 0xCD, "filled as handed out");
+    kiln_heap_free(ctx, p);
+    kiln_heap_stats s = heap_figures();
+    cr_expect_eq(s.live_objects, 0u);
+    cr_expect_eq(s.frees, 2u);
+    cr_expect_eq(recorded_count(rec), 0u, "%s", recorded_summary(rec));
+}
+
 /* A client compiled against headers of another inline layout: kiln_attach refuses it.
  * Without the inline paths nothing of the layout is compiled in, and attach succeeds. */
 #undef KILN_HEAD_LAYOUT

@@ -364,7 +364,8 @@ KILN_API size_t kiln_stats_heap_classes(kiln_runtime *rt, kiln_heap_class_stats 
 /* ---- Inline alloc and free (see "Inline fast paths" in core.h) ----
  * kiln_heap_alloc and kiln_heap_free serve a class allocation from the calling context's
  * cache inline when: the heap has no debug layer nor KILN_DEBUG_CHECKS (class_max 0
- * otherwise), align is at most 16, the size fits a class, the tag is {0} or of the
+ * otherwise; KILN_DEBUG_GUARD_PAGES only moves where slots lie, which the heads say, so it
+ * keeps the inline paths), align is at most 16, the size fits a class, the tag is {0} or of the
  * context's runtime's shape and the context holds credit for it, and the magazine has an
  * object (alloc) or room (free); a free also needs its block in the heap's table of known
  * blocks, the pointer at a slot's start and its slot's byte saying live, and the credit to
@@ -423,7 +424,9 @@ static inline void *kiln_heap_alloc_inline(kiln_ctx *ctx, kiln_tag tag, size_t s
     if (KILN_HEAD_LIKELY(head != NULL && align <= 16 && (align & (align - 1)) == 0)) {
         const kiln_heap_head *h = head->heap;
         unsigned byte = kiln_heap_tag_byte(tag, h->tag_salt);
-        if (KILN_HEAD_LIKELY(size <= KILN_HEAP_CLASS_MAX && size <= h->class_max && byte != 0)) {
+        /* class_max 0 (the library's heap): even size 0 is the library's. */
+        if (KILN_HEAD_LIKELY(size <= KILN_HEAP_CLASS_MAX && size <= h->class_max && h->class_max != 0 &&
+                             byte != 0)) {
             uint32_t c = kiln_heap_size_class(size);
             const kiln_heap_class_head *k = &h->classes[c];
             kiln_heap_credit_head *use = &head->heap_cache->tags[byte];
