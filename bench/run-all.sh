@@ -25,7 +25,8 @@ done
 
 start=$(date +%s)
 # One program per family.
-for program in alloc_bench pool_bench heap_bench jobs_bench graph_bench handles_bench cpp_bench log_bench; do
+# (frag_bench's full run, a session of 10^8 operations per allocator, adds about 2-3 minutes.)
+for program in alloc_bench pool_bench heap_bench frag_bench jobs_bench graph_bench handles_bench cpp_bench log_bench; do
     if [ ! -x "$dir/$program" ]; then
         echo "run-all: $dir/$program is missing (meson compile -C BUILD_DIR first)" >&2
         exit 1
