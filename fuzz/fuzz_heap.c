@@ -180,7 +180,7 @@ static void step(world *w, fuzz_input *in) {
             const allocation *a = &w->live[fuzz_below(in, w->live_count)];
             if (a->usable < 2) break;
             size_t at = 1 + fuzz_below(in, (uint32_t)(a->usable - 1));
-            bad_free(w, a->p + at, a->large ? "HEAP_FOREIGN_POINTER" : "HEAP_INTERIOR_POINTER", false);
+            bad_free(w, a->p + at, "HEAP_INTERIOR_POINTER", false);   /* class or large */
         }
         break;
     case 13: {   /* another allocator's memory */
