@@ -12,13 +12,13 @@
  *       figures and the goal's verdict; --svg writes the chart (the README's is
  *       docs/heap-fragmentation.svg, from a full run:
  *       build-rel/bench/frag_bench --svg docs/heap-fragmentation.svg);
- *       --quick: a short session (about 10^6 operations) for the test suite
+ *       --quick: a short session (about 3 x 10^5 operations) for the test suite
  *   frag_bench --child kiln|glibc|mimalloc|malloc [--quick]
  *       internal: plays the session on one allocator and writes its figures on stdout
  *
  * The session: cycles of four level types (town, forest, arena, city: each its own
  * size mix and its own component sizes), cycle after cycle until at least 10^8
- * operations (alloc, free and realloc each count one; --quick: 10^6). Before the first
+ * operations (alloc, free and realloc each count one; --quick: 3 x 10^5). Before the first
  * level the engine's own objects are made (never freed). A level:
  *   load      the level's objects, the same each time that type loads (its own seed):
  *             many 16-256 B (most of them the level's component sizes), some 1-16 KiB,
@@ -119,7 +119,7 @@ typedef struct run_size {
 } run_size;
 
 static const run_size full_run  = { .divide = 1,  .frames = 3000, .min_ops = 100000000 };
-static const run_size quick_run = { .divide = 20, .frames = 100,  .min_ops = 1000000 };
+static const run_size quick_run = { .divide = 40, .frames = 50,   .min_ops = 300000 };
 
 /* ==== The allocators ================================================================== */
 

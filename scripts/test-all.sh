@@ -5,7 +5,7 @@
 # install and subproject consumer checks, the programs that misuse kiln on purpose
 # (tests/expect/: each misuse must be reported), alloc/'s unit tests and a stress run
 # under Valgrind's memcheck (on the default build), the fuzz targets (fuzz/) for
-# KILN_FUZZ_SECONDS each (default 45) and the SPIN models of the frame clock and of a
+# KILN_FUZZ_SECONDS each (default 30) and the SPIN models of the frame clock and of a
 # sleeping wait. Called by
 # `scripts/dev.sh test`, which first installs what is missing.
 # Sized for two cores: Criterion binaries run two at a time, and memcheck (one core)
@@ -246,15 +246,27 @@ memcheck_clean() {
     else pass "$name"; fi
 }
 
+# memcheck_module MODULE [FILTER]: one module's unit tests under memcheck (each test a
+# process of its own: about a second of Valgrind's start each, so a module's count of
+# tests is its time); FILTER (a Criterion pattern) picks some of them.
+memcheck_module() {
+    local module=$1 filter=${2:-"!($memcheck_skip)"}
+    dir="$logs/memcheck-test-$module"
+    mkdir -p "$dir"
+    runner=("${vg[@]}" --exit-on-first-error=yes --trace-children=yes --log-file="$dir/%p.log")
+    criterion memcheck "build-test/tests/test-$module" --filter "$filter"
+    runner=()
+    memcheck_clean "memcheck test-$module: every process clean" "$dir"
+}
+
+# The heap's tests under memcheck: those that reach its every path (classes, large
+# mappings, realloc, foreign pointers, trims, the memory's sum on 3 threads, debug fill);
+# the rest repeat those paths (ASan runs every one of them).
+memcheck_heap='heap/@(every_size*|foreign_pointers*|interior_and_double*|realloc_keeps_contents*|trim_gives*|the_memory_adds_up*|every_usable_byte*|calloc_zeroes*)'
+
 memcheck_stage() {
-    for module in arena block-pool pool heap os debug; do
-        dir="$logs/memcheck-test-$module"
-        mkdir -p "$dir"
-        runner=("${vg[@]}" --exit-on-first-error=yes --trace-children=yes --log-file="$dir/%p.log")
-        criterion memcheck "build-test/tests/test-$module" --filter "!($memcheck_skip)"
-        runner=()
-        memcheck_clean "memcheck test-$module: every process clean" "$dir"
-    done
+    for module in arena block-pool pool os; do memcheck_module "$module"; done
+    memcheck_module heap "$memcheck_heap"
     check "memcheck stress-pools --threads 2 --iterations 20000" \
         "${vg[@]}" build-test/stress/stress-pools --threads 2 --iterations 20000 --seed 1
     # The same stale frame read as in the ASan build: memcheck knows frame memory as a
@@ -264,11 +276,11 @@ memcheck_stage() {
         -- "${vg[@]}" build-test/tests/expect-frame-poison
 }
 
-# Each target runs KILN_FUZZ_SECONDS (default 45; 0: only its corpus) from a copy of its
+# Each target runs KILN_FUZZ_SECONDS (default 30; 0: only its corpus) from a copy of its
 # committed corpus, so the committed one never grows; every file in it, the regression
 # inputs included, is run first. A fixed seed; crash inputs land in build-logs/. Long
 # runs that keep what they find: scripts/fuzz-long.sh.
-fuzz_seconds=${KILN_FUZZ_SECONDS:-45}
+fuzz_seconds=${KILN_FUZZ_SECONDS:-30}
 
 # fuzz TARGET: one test: the target finds nothing (and the corpus replays clean).
 fuzz() {
@@ -310,6 +322,9 @@ if [ "$fuzz_built" -eq 1 ]; then
 fi
 check "model: frame clock properties hold and every mutation is caught" scripts/check-frame-model.sh
 check "model: a sleeping wait loses no wake-up and every mutation is caught" scripts/check-wait-model.sh
+# The debug layer's tests under memcheck here, after the fuzzers and the models, so that
+# this lane and memcheck's background one end at about the same time.
+memcheck_module debug
 wait "$memcheck_pid"
 echo "  -- memcheck (default build: alloc/'s unit tests, a stress run, an expected report)"
 cat "$logs/memcheck-stage.out"
