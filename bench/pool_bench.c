@@ -240,110 +240,7 @@ static void add_peers(bench_workload *w, bench_round_fn round, void *glibc_state
     bench_add_preload_peers(w, "pool_bench", child_args, children);
 }
 
-/* ==== A SPSC ring (A3, A4) =============================================================
- * One producer, one consumer, C11 atomics. The producer publishes its head every
- * RING_PUBLISH pushes (and whenever it would wait), so the ring's own cost per object
- * is a slot write and read, not a cache-line transfer of the head per object; the
- * consumer publishes its tail per pop (the producer reads it only when the ring looks
- * full). Every implementation pays the same ring. */
-
-#define RING_CAP     1024        /* a power of two */
-#define RING_PUBLISH 32
-
-typedef struct ring {
-    _Alignas(64) _Atomic size_t head;   /* pushes published; the producer's */
-    _Alignas(64) _Atomic size_t tail;   /* pops done; the consumer's */
-    _Alignas(64) void *slots[RING_CAP];
-} ring;
-
-typedef struct ring_writer { ring *r; size_t head, published, tail_seen; } ring_writer;
-typedef struct ring_reader { ring *r; size_t tail, head_seen; } ring_reader;
-
-/* Endpoints resume where the ring's counters stand (a ring is drained between rounds). */
-static ring_writer ring_writer_of(ring *r) {
-    size_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
-    return (ring_writer){ r, head, head, atomic_load_explicit(&r->tail, memory_order_acquire) };
-}
-
-static ring_reader ring_reader_of(ring *r) {
-    return (ring_reader){ r, atomic_load_explicit(&r->tail, memory_order_relaxed),
-                          atomic_load_explicit(&r->head, memory_order_acquire) };
-}
-
-INLINE void ring_publish(ring_writer *w) {
-    if (w->published != w->head) {
-        atomic_store_explicit(&w->r->head, w->head, memory_order_release);
-        w->published = w->head;
-    }
-}
-
-INLINE bool ring_try_push(ring_writer *w, void *p) {
-    if (w->head - w->tail_seen == RING_CAP) {
-        w->tail_seen = atomic_load_explicit(&w->r->tail, memory_order_acquire);
-        if (w->head - w->tail_seen == RING_CAP) {
-            ring_publish(w);
-            return false;
-        }
-    }
-    w->r->slots[w->head % RING_CAP] = p;
-    w->head++;
-    if (w->head - w->published >= RING_PUBLISH) ring_publish(w);
-    return true;
-}
-
-INLINE void *ring_try_pop(ring_reader *rd) {
-    if (rd->tail == rd->head_seen) {
-        rd->head_seen = atomic_load_explicit(&rd->r->head, memory_order_acquire);
-        if (rd->tail == rd->head_seen) return NULL;
-    }
-    void *p = rd->r->slots[rd->tail % RING_CAP];
-    rd->tail++;
-    atomic_store_explicit(&rd->r->tail, rd->tail, memory_order_release);
-    return p;
-}
-
-/* A thread that must wait (ring empty or full): spins briefly, then yields the core,
- * which the oversubscribed runs need to make progress at all. */
-INLINE void wait_a_little(unsigned *spins) {
-    if (++*spins < 64) ck_pr_stall();
-    else sched_yield();
-}
-
-static ring *rings_new(int n) {
-    ring *r = aligned_alloc(64, (size_t)n * sizeof *r);
-    if (!r) bench_die("out of memory for rings");
-    for (int i = 0; i < n; i++) {
-        atomic_init(&r[i].head, 0);
-        atomic_init(&r[i].tail, 0);
-    }
-    return r;
-}
-
-/* Per-thread figures of a multi-threaded round, written by the thread, read by main
- * after bench_team_run. */
-typedef struct thread_figures {
-    _Alignas(64) uint64_t begin, end;   /* the timed part */
-    double  *chunk_ns;                  /* one per chunk */
-    int      chunks;
-    uint64_t checksum;                  /* A3: what the consumer read */
-} thread_figures;
-
-static void thread_figures_init(thread_figures *t, int chunks) {
-    memset(t, 0, sizeof *t);
-    t->chunk_ns = calloc((size_t)chunks, sizeof *t->chunk_ns);
-    if (!t->chunk_ns) bench_die("out of memory for figures");
-    t->chunks = chunks;
-}
-
-/* Wall time from the first thread's start to the last thread's end. */
-static double wall_ns(const thread_figures *t, int n) {
-    uint64_t first = UINT64_MAX, last = 0;
-    for (int i = 0; i < n; i++) {
-        if (t[i].begin < first) first = t[i].begin;
-        if (t[i].end > last) last = t[i].end;
-    }
-    return (double)(last - first);
-}
+#include "bench_ring.h"   /* the ring and the per-thread figures (A3, A4) */
 
 /* ==== A2 pool churn ====================================================================
  * 10 000 live 64-byte objects in slots; each batch frees 1-16 random distinct slots'
@@ -749,15 +646,7 @@ static void a3_round(void *state, bench_series *s) {
     uint64_t expect = (uint64_t)sh->objects * (uint64_t)(sh->objects - 1) / 2;
     for (int i = sh->pairs; i < 2 * sh->pairs; i++)
         if (sh->threads[i].checksum != expect) bench_die("A3: a consumer's checksum is wrong");
-    for (int i = 0; i < sh->pairs; i++) {
-        const thread_figures *t = &sh->threads[i];
-        for (int c = 0; c < t->chunks; c++) {
-            int left = sh->objects - c * A3_CHUNK;
-            int n = left < A3_CHUNK ? left : A3_CHUNK;
-            bench_add_sample(s, t->chunk_ns[c], (double)n * sh->pairs);
-        }
-    }
-    bench_add_round(s, wall_ns(sh->threads, 2 * sh->pairs), (double)sh->objects * sh->pairs);
+    record_threads(s, sh->threads, sh->pairs, 2 * sh->pairs, sh->objects, A3_CHUNK, sh->pairs);
     if (row->kind == IMPL_KILN) cached_record(&row->cached, &sh->pool, 1, 2 * sh->pairs);
 }
 
@@ -966,15 +855,7 @@ static void a4_round(void *state, bench_series *s) {
     a4_shared *sh = row->sh;
     atomic_store_explicit(&sh->finished, 0, memory_order_relaxed);
     bench_team_run(sh->team, a4_thread, row);
-    for (int i = 0; i < sh->threads; i++) {
-        const thread_figures *t = &sh->figures[i];
-        for (int c = 0; c < t->chunks; c++) {
-            int left = sh->ops - c * A4_CHUNK;
-            int n = left < A4_CHUNK ? left : A4_CHUNK;
-            bench_add_sample(s, t->chunk_ns[c], (double)n * sh->threads);
-        }
-    }
-    bench_add_round(s, wall_ns(sh->figures, sh->threads), (double)sh->ops * sh->threads);
+    record_threads(s, sh->figures, sh->threads, sh->threads, sh->ops, A4_CHUNK, sh->threads);
     if (row->kind == IMPL_KILN) cached_record(&row->cached, sh->pools, CLASSES, sh->threads);
 }
 
