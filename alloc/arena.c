@@ -151,6 +151,7 @@ static void unhold_bytes(kiln_arena *arena, uint64_t bytes) {
 }
 
 bool kiln_arena_retag(kiln_arena *arena, kiln_tag_account *account) {
+    if (kiln_unlikely(arena->debug & KILN_DEBUG_OWNERSHIP)) arena->hooks->use(arena, "kiln_arena_set_tag");
     kiln_tag_account *before = kiln_load_relaxed(&arena->account);
     if (!kiln_tag_move(before, account, kiln_load_relaxed(&arena->held_bytes),
                        kiln_load_relaxed(&arena->held_charges),

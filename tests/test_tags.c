@@ -405,3 +405,35 @@ Test(tags, the_history_lists_the_tags_with_the_most_live_bytes) {
     kiln_arena_destroy(a);
     kiln_arena_destroy(b);
 }
+
+/* KILN_DEBUG_OWNERSHIP: a move of an arena to a tag from a thread that does not own it is
+ * counted and logged like its other owner-only calls (the move still happens). */
+static kiln_arena *shared_arena;
+static kiln_tag    shared_tag;
+static void *retag_elsewhere(void *arg) {
+    (void)arg;
+    kiln_arena_set_tag(shared_arena, shared_tag);
+    return NULL;
+}
+
+Test(tags, arena_set_tag_from_another_thread_is_counted_under_ownership) {
+    kiln_desc d = recording_desc(rec);
+    d.worker_count = KILN_NO_WORKERS;
+    d.debug = KILN_DEBUG_OWNERSHIP;
+    kiln_runtime *owned = kiln_create(&d);
+    shared_arena = kiln_arena_create(owned, "owned");
+    shared_tag = kiln_tag_create(owned, &(kiln_tag_desc){ .name = "Level" });
+    pthread_t t;
+    pthread_create(&t, NULL, retag_elsewhere, NULL);
+    pthread_join(t, NULL);
+    kiln_arena_stats s;
+    cr_assert(kiln_arena_stats_get(shared_arena, &s));
+    cr_expect_eq(s.wrong_thread, 1u);
+    cr_expect_eq(count_items(rec, KILN_LOGITEM_ARENA_WRONG_THREAD), 1u, "%s", recorded_summary(rec));
+    cr_expect_eq(kiln_arena_tag(shared_arena).id, shared_tag.id, "the move happened");
+    kiln_arena_set_tag(shared_arena, (kiln_tag){ 0 });   /* the owner: not counted */
+    cr_assert(kiln_arena_stats_get(shared_arena, &s));
+    cr_expect_eq(s.wrong_thread, 1u);
+    kiln_arena_destroy(shared_arena);
+    kiln_destroy(owned);
+}

@@ -92,7 +92,8 @@ KILN_API kiln_tag kiln_tag_current(kiln_ctx *ctx);
  * budget the move would pass refuses it (TAG_BUDGET_REFUSED; the arena keeps its tag).
  * Refused, logged: a NULL or destroyed arena (ARENA_NULL, ARENA_DESTROYED), a frame arena
  * (ARENA_FRAME_TAG: frame memory is its own line), a tag that is no tag of the arena's
- * runtime (TAG_INVALID, TAG_FOREIGN). Concurrency: the arena's owner (as its allocations). */
+ * runtime (TAG_INVALID, TAG_FOREIGN). Concurrency: the arena's owner (as its allocations;
+ * KILN_DEBUG_OWNERSHIP counts and logs a call from another thread, ARENA_WRONG_THREAD). */
 KILN_API void kiln_arena_set_tag(kiln_arena *arena, kiln_tag tag);
 
 /* The arena's tag; {0} for none or a bad arena. Concurrency: any thread. */
