@@ -111,12 +111,6 @@ static void note_success(kiln_block_pool *pool) {
         kiln_store_relaxed(&pool->limit_reported, 0);
 }
 
-/* Under grow_lock: whether size more bytes stay within memory_limit. */
-static bool within_limit(const kiln_block_pool *pool, size_t size) {
-    if (pool->memory_limit == 0) return true;
-    size_t reserved = kiln_load_relaxed(&pool->reserved_bytes);
-    return reserved <= pool->memory_limit && size <= pool->memory_limit - reserved;
-}
 
 /* Under grow_lock: accounts a new mapping. */
 static void add_reserved(kiln_block_pool *pool, size_t size) {
@@ -295,8 +289,9 @@ void *kiln_block_pool_map_large(kiln_block_pool *pool, size_t size, size_t align
     }
     size = kiln_block_pool_large_bytes(size);
     pthread_mutex_lock(&pool->grow_lock);
-    void *p = within_limit(pool, size) ? kiln_os_map_aligned(size, align) : NULL;
-    kiln_log_item refusal = within_limit(pool, size) ? KILN_LOGITEM_OS_MAP_FAILED : KILN_LOGITEM_MEMORY_LIMIT_REACHED;
+    bool fits = kiln_block_pool_has_room(pool, size);
+    void *p = fits ? kiln_os_map_aligned(size, align) : NULL;
+    kiln_log_item refusal = fits ? KILN_LOGITEM_OS_MAP_FAILED : KILN_LOGITEM_MEMORY_LIMIT_REACHED;
     size_t reserved = 0;
     bool near = false;
     if (p) {
@@ -320,7 +315,7 @@ void *kiln_block_pool_remap_large(kiln_block_pool *pool, void *ptr, size_t old_s
     new_size = kiln_block_pool_large_bytes(new_size);
     size_t growth = new_size > old_size ? new_size - old_size : 0;
     pthread_mutex_lock(&pool->grow_lock);
-    bool fits = within_limit(pool, growth);
+    bool fits = kiln_block_pool_has_room(pool, growth);
     void *p = fits ? kiln_os_remap(ptr, old_size, new_size) : NULL;
     size_t reserved = 0;
     bool near = false;

@@ -97,6 +97,15 @@ KILN_INTERNAL void kiln_block_pool_fini(kiln_block_pool *pool);
  * Concurrency: any thread; lock-free unless the pool must grow. */
 KILN_INTERNAL void *kiln_block_get(kiln_block_pool *pool);
 
+/* Whether size bytes more stay within memory_limit (always, without one). Exact under
+ * grow_lock, where every change to reserved_bytes is made; elsewhere a glance (relaxed).
+ * Any thread. */
+static inline bool kiln_block_pool_has_room(const kiln_block_pool *pool, size_t size) {
+    if (pool->memory_limit == 0) return true;
+    size_t reserved = kiln_load_relaxed(&pool->reserved_bytes);
+    return reserved <= pool->memory_limit && size <= pool->memory_limit - reserved;
+}
+
 /* Returns a block. Concurrency: any thread; lock-free. */
 KILN_INTERNAL void kiln_block_put(kiln_block_pool *pool, void *block);
 

@@ -148,11 +148,8 @@ static void give_back_own_credit(kiln_heap *heap, kiln_heap_cache *cache, uint8_
  * the growth's headroom is asked for only then, so that it is never what gets refused,
  * counted and logged. */
 static bool headroom_fits(const kiln_heap *heap, uint8_t tag, size_t extra) {
-    const kiln_block_pool *blocks = heap->blocks;
-    size_t reserved = kiln_load_relaxed(&blocks->reserved_bytes);
-    bool within_limit = blocks->memory_limit == 0 ||
-                        (reserved <= blocks->memory_limit && extra <= blocks->memory_limit - reserved);
-    return within_limit && budget_room(kiln_heap_account(heap, tag)) >= extra;
+    return kiln_block_pool_has_room(heap->blocks, extra) &&
+           budget_room(kiln_heap_account(heap, tag)) >= extra;
 }
 
 /* ---- class allocations ---- */

@@ -180,7 +180,8 @@ KILN_INTERNAL size_t kiln_heap_trim(kiln_heap *heap);
 KILN_INTERNAL void kiln_heap_class_read(kiln_heap *heap, uint32_t c, const kiln_pool_tally *tally,
                                         kiln_heap_class_stats *out);
 
-/* The slot byte's account (the untagged one for KILN_HEAP_UNTAGGED). */
+/* The slot byte's account (the untagged one for KILN_HEAP_UNTAGGED); never NULL for the
+ * byte of a live allocation. */
 static inline kiln_tag_account *kiln_heap_account(const kiln_heap *heap, uint8_t tag) {
     return tag >= KILN_HEAP_FIRST_TAG ? kiln_load_acquire(&heap->accounts[tag - KILN_HEAP_FIRST_TAG])
                                       : heap->untagged;

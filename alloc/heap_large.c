@@ -166,11 +166,8 @@ void *kiln_heap_large_alloc(kiln_heap *heap, uint8_t tag, size_t size, size_t al
 }
 
 bool kiln_heap_large_find(kiln_heap *heap, const void *ptr, kiln_heap_large_entry *out) {
-    pthread_mutex_lock(&heap->large.lock);
-    kiln_heap_large_entry *e = lookup(&heap->large, (uintptr_t)ptr, false);
-    if (e) *out = *e;
-    pthread_mutex_unlock(&heap->large.lock);
-    return e != NULL;
+    bool kept;   /* never: a look that keeps nothing */
+    return kiln_heap_large_find_for(heap, ptr, 0, false, out, &kept);
 }
 
 bool kiln_heap_large_free(kiln_heap *heap, void *ptr) {
@@ -207,7 +204,7 @@ void *kiln_heap_large_resize(kiln_heap *heap, void *ptr, size_t size) {
     if (!e) return NULL;
     size_t bytes = kiln_block_pool_large_bytes(size);
     kiln_tag_account *account = kiln_heap_account(heap, entry.tag);
-    bool charged = bytes <= entry.bytes || !account || kiln_tag_draw(account, bytes - entry.bytes, large_payer);
+    bool charged = bytes <= entry.bytes || kiln_tag_draw(account, bytes - entry.bytes, large_payer);
     void *moved = charged ? kiln_block_pool_remap_large(heap->blocks, ptr, entry.bytes, bytes) : NULL;
     pthread_mutex_lock(&large->lock);
     e = lookup(large, (uintptr_t)ptr, true);
@@ -223,11 +220,11 @@ void *kiln_heap_large_resize(kiln_heap *heap, void *ptr, size_t size) {
     }
     pthread_mutex_unlock(&large->lock);
     if (!moved) {
-        if (charged && account && bytes > entry.bytes) kiln_tag_give_back(account, bytes - entry.bytes);
+        if (charged && bytes > entry.bytes) kiln_tag_give_back(account, bytes - entry.bytes);
         return NULL;
     }
     /* The resize is no allocation of the tag's: drawn and given back uncounted. */
-    if (account && bytes < entry.bytes) kiln_tag_give_back(account, entry.bytes - bytes);
+    if (bytes < entry.bytes) kiln_tag_give_back(account, entry.bytes - bytes);
     kiln_add_relaxed(&large->live_bytes, bytes - entry.bytes);   /* mod 2^64 when it shrank */
     kiln_add_relaxed(&large->remaps, 1);
     return moved;
@@ -257,10 +254,8 @@ bool kiln_heap_large_contains(kiln_heap *heap, const void *ptr) {
 }
 
 bool kiln_heap_large_make_way(kiln_heap *heap, size_t bytes) {
-    const kiln_block_pool *blocks = heap->blocks;
-    if (blocks->memory_limit == 0 || kiln_load_relaxed(&heap->large.kept_bytes) == 0) return false;
-    size_t reserved = kiln_load_relaxed(&blocks->reserved_bytes);
-    if (reserved <= blocks->memory_limit && bytes <= blocks->memory_limit - reserved) return false;
+    if (kiln_load_relaxed(&heap->large.kept_bytes) == 0 || kiln_block_pool_has_room(heap->blocks, bytes))
+        return false;
     return kiln_heap_large_trim(heap) != 0;
 }
 
