@@ -46,7 +46,7 @@ static void read_totals(kiln_runtime *rt, kiln_heap_stats *out) {
         out->class_bytes += (uint64_t)cs.blocks * heap->blocks->block_size;
     }
     pthread_mutex_unlock(&rt->registry_lock);
-    const kiln_heap_large *large = &heap->large;
+    kiln_heap_large *large = &heap->large;
     out->large_live = kiln_load_relaxed(&large->live);
     out->large_bytes = kiln_load_relaxed(&large->live_bytes);
     out->large_kept_bytes = kiln_load_relaxed(&large->kept_bytes);
@@ -61,9 +61,9 @@ static void read_totals(kiln_runtime *rt, kiln_heap_stats *out) {
     out->bad_frees = kiln_load_relaxed(&heap->bad_frees);
     out->double_frees = kiln_load_relaxed(&heap->double_frees);
     out->reallocs_in_place = kiln_load_relaxed(&heap->reallocs_in_place);
-    pthread_mutex_lock((pthread_mutex_t *)&large->lock);
+    pthread_mutex_lock(&large->lock);
     out->large_kept = large->kept_count;
-    pthread_mutex_unlock((pthread_mutex_t *)&large->lock);
+    pthread_mutex_unlock(&large->lock);
 }
 
 void kiln_runtime_heap_fini(kiln_runtime *rt) {
@@ -98,14 +98,10 @@ void kiln_ctx_flush_heap(kiln_ctx *ctx) {
 
 /* tag's slot byte, or false (logged) for a tag that is no tag of rt's. */
 static inline bool slot_byte_of(kiln_runtime *rt, kiln_tag tag, uint8_t *out, const char *function) {
-    if (tag.id == 0) {
-        *out = KILN_HEAP_UNTAGGED;
-        return true;
-    }
-    uint32_t slot = (tag.id & 0xffffu) - 1;
-    if (kiln_likely((tag.id >> 16) == rt->tag_salt && slot < KILN_MAX_TAGS &&
-                    kiln_load_acquire(&rt->tags[slot]) != NULL)) {
-        *out = (uint8_t)(slot + KILN_HEAP_FIRST_TAG);
+    unsigned byte = kiln_heap_tag_byte(tag, rt->tag_salt);   /* the inline paths' mapping */
+    if (kiln_likely(byte == KILN_HEAP_UNTAGGED ||
+                    (byte != 0 && kiln_load_acquire(&rt->tags[kiln_tag_slot(tag.id)]) != NULL))) {
+        *out = (uint8_t)byte;
         return true;
     }
     bool ok;

@@ -8,7 +8,6 @@
 
 #include "../base/sys_alloc.h"
 
-#define TAG_SLOT_MASK 0xffffu
 
 static void pseudo_account(kiln_runtime *rt, kiln_tag_account *a, const char *name) {
     memset(a, 0, sizeof *a);
@@ -34,7 +33,7 @@ void kiln_tags_fini(kiln_runtime *rt) {
 kiln_tag_account *kiln_tag_lookup(kiln_runtime *rt, kiln_tag tag, const char *function, bool *ok) {
     *ok = true;
     if (tag.id == 0) return NULL;
-    uint32_t slot = (tag.id & TAG_SLOT_MASK) - 1;
+    uint32_t slot = kiln_tag_slot(tag.id);
     if ((tag.id >> 16) != rt->tag_salt) {
         kiln_log_misuse(&rt->log, KILN_LOGITEM_TAG_FOREIGN,
                         "%s: tag %#x is no tag of this runtime (another runtime's, or forged)",
@@ -158,32 +157,35 @@ kiln_tag kiln_tag_current(kiln_ctx *ctx) {
 
 /* ---- figures ---- */
 
+/* Under registry_lock: the heap credit every attached context holds for slot byte
+ * (alloc/heap.h), and their allocs and frees of it with those of contexts gone. */
+static void sum_heap_use(kiln_runtime *rt, unsigned byte, uint64_t *credit, uint64_t *allocs,
+                         uint64_t *frees) {
+    *credit = 0;
+    *allocs = kiln_load_relaxed(&rt->heap.retired_allocs[byte]);
+    *frees = kiln_load_relaxed(&rt->heap.retired_frees[byte]);
+    for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {
+        const kiln_heap_tag_use *use = &ctx->heap_cache.tags[byte];
+        int64_t held = kiln_load_relaxed(&use->credit);
+        *credit += held > 0 ? (uint64_t)held : 0;
+        *allocs += kiln_load_relaxed(&use->allocs);
+        *frees += kiln_load_relaxed(&use->frees);
+    }
+}
+
 void kiln_heap_tag_sums_read(kiln_runtime *rt, uint32_t count) {
     kiln_heap_tag_sums *out = &rt->tag_sums;
     for (uint32_t slot = 0; slot < count; slot++) {
-        unsigned byte = slot + KILN_HEAP_FIRST_TAG;
-        uint64_t credit = 0, allocs = kiln_load_relaxed(&rt->heap.retired_allocs[byte]);
-        uint64_t frees = kiln_load_relaxed(&rt->heap.retired_frees[byte]);
-        for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {
-            const kiln_heap_tag_use *use = &ctx->heap_cache.tags[byte];
-            int64_t held = kiln_load_relaxed(&use->credit);
-            credit += held > 0 ? (uint64_t)held : 0;
-            allocs += kiln_load_relaxed(&use->allocs);
-            frees += kiln_load_relaxed(&use->frees);
-        }
-        out->own_credit[slot] = out->credit[slot] = credit;
-        out->allocs[slot] = allocs;
-        out->frees[slot] = frees;
+        sum_heap_use(rt, slot + KILN_HEAP_FIRST_TAG, &out->credit[slot], &out->allocs[slot],
+                     &out->frees[slot]);
+        out->own_credit[slot] = out->credit[slot];
     }
-    out->untagged_credit = 0;
-    for (kiln_ctx *ctx = rt->contexts; ctx; ctx = ctx->next) {
-        int64_t held = kiln_load_relaxed(&ctx->heap_cache.tags[KILN_HEAP_UNTAGGED].credit);
-        out->untagged_credit += held > 0 ? (uint64_t)held : 0;
-    }
+    uint64_t untagged_allocs, untagged_frees;
+    sum_heap_use(rt, KILN_HEAP_UNTAGGED, &out->untagged_credit, &untagged_allocs, &untagged_frees);
     /* A parent is made before its children, so its slot is lower: children first. */
     for (uint32_t slot = count; slot-- > 0;) {
         const kiln_tag_account *a = kiln_load_acquire(&rt->tags[slot]);
-        if (a && a->parent) out->credit[(a->parent->id & 0xffffu) - 1] += out->credit[slot];
+        if (a && a->parent) out->credit[kiln_tag_slot(a->parent->id)] += out->credit[slot];
     }
 }
 
@@ -191,7 +193,7 @@ void kiln_heap_tag_sums_read(kiln_runtime *rt, uint32_t count) {
 /* The account's figures, its heap allocations (runtime/heap.h) counted in. */
 static void read_account(const kiln_tag_account *a, const kiln_heap_tag_sums *sums,
                          kiln_tag_stats *out) {
-    uint32_t slot = (a->id & TAG_SLOT_MASK) - 1;
+    uint32_t slot = kiln_tag_slot(a->id);
     uint64_t own = kiln_load_relaxed(&a->own);
     *out = (kiln_tag_stats){
         .id = a->id,

@@ -12,6 +12,11 @@
 
 #include "types.h"
 
+/* The slot in rt->tags of a tag id (its low 16 bits less 1; UINT32_MAX for {0}). */
+static inline uint32_t kiln_tag_slot(uint32_t id) {
+    return (id & 0xffffu) - 1u;
+}
+
 /* kiln_create, before any allocator: the untagged and frame accounts set up. */
 KILN_INTERNAL void kiln_tags_init(kiln_runtime *rt);
 
@@ -38,7 +43,7 @@ KILN_INTERNAL void kiln_heap_tag_sums_read(kiln_runtime *rt, uint32_t count);
 
 /* A tag's live bytes without the credit held for it: exact while its users are quiet. */
 static inline uint64_t kiln_heap_tag_used(const kiln_tag_account *a, const kiln_heap_tag_sums *sums) {
-    uint64_t live = kiln_load_relaxed(&a->live), credit = sums->credit[(a->id & 0xffffu) - 1];
+    uint64_t live = kiln_load_relaxed(&a->live), credit = sums->credit[kiln_tag_slot(a->id)];
     return live > credit ? live - credit : 0;
 }
 

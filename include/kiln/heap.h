@@ -406,13 +406,17 @@ typedef struct kiln_heap_cache_head {
     kiln_heap_credit_head tags[256];
 } kiln_heap_cache_head;
 
-#ifdef KILN_INLINE_PATHS
-/* The slot byte of tag in a runtime of salt, or 0 when the inline path cannot tell. */
+/* The slot byte of tag (1: untagged, 2 + its slot) in a runtime of salt, or 0 for an id
+ * of another shape (the library then says why: TAG_FOREIGN, TAG_INVALID). A byte of a
+ * slot no tag was made in is the library's to refuse too: no context holds credit for
+ * it. Any thread: a pure function. */
 static inline unsigned kiln_heap_tag_byte(kiln_tag tag, uint32_t salt) {
     uint32_t low = tag.id & 0xffffu;
     if (tag.id == 0) return 1;
     return (tag.id >> 16) == salt && low - 1u < (uint32_t)KILN_MAX_TAGS ? low + 1u : 0;
 }
+
+#ifdef KILN_INLINE_PATHS
 
 /* A slot's byte: obj in a block of class k at block. */
 static inline unsigned char *kiln_heap_slot_byte(const kiln_heap_class_head *k, uintptr_t block,
