@@ -148,12 +148,16 @@ static inline uint64_t stress_failure_count(void) {
 /* ---- a logger that counts -------------------------------------------------------- */
 
 /* kiln's messages start with a stable item; the stress programs expect a few
- * (MEMORY_LIMIT_REACHED when a limit is set, FRAME_BUDGET_EXCEEDED) and count them;
- * any other item is a failure. */
+ * (MEMORY_LIMIT_REACHED when a limit is set, FRAME_BUDGET_EXCEEDED) and count them, in
+ * all and each by its place in the list; any other item is a failure. */
+#define STRESS_LOG_ITEMS 16
+
 typedef struct stress_log {
     const char *const *expected;   /* NULL-terminated list of items that may appear */
     _Atomic uint64_t   expected_seen;
     _Atomic uint64_t   unexpected_seen;
+    _Atomic uint64_t   seen[STRESS_LOG_ITEMS];   /* by the item's place in expected (the
+                                                    first STRESS_LOG_ITEMS) */
 } stress_log;
 
 static inline void stress_log_fn(void *user, kiln_log_level level, const char *message) {
@@ -162,6 +166,8 @@ static inline void stress_log_fn(void *user, kiln_log_level level, const char *m
         size_t n = strlen(*item);
         if (strncmp(message, *item, n) == 0 && message[n] == ':') {
             atomic_fetch_add_explicit(&log->expected_seen, 1, memory_order_relaxed);
+            if (item - log->expected < STRESS_LOG_ITEMS)   /* later ones: counted in all only */
+                atomic_fetch_add_explicit(&log->seen[item - log->expected], 1, memory_order_relaxed);
             return;
         }
     }

@@ -50,23 +50,11 @@ static _Atomic uint64_t  bad_expected, tight_nulls;
 static void             *looked_up;        /* a long-lived allocation the stats thread finds */
 static pthread_barrier_t start_barrier;
 
-enum { LOG_FOREIGN, LOG_INTERIOR, LOG_REFUSED, LOG_NEAR, LOG_ITEMS };
-static const char *const log_items[LOG_ITEMS] = {
-    "HEAP_FOREIGN_POINTER", "HEAP_INTERIOR_POINTER", "TAG_BUDGET_REFUSED", "TAG_BUDGET_NEAR",
+enum { LOG_FOREIGN, LOG_INTERIOR, LOG_REFUSED, LOG_NEAR };   /* places in log_items */
+static const char *const log_items[] = {
+    "HEAP_FOREIGN_POINTER", "HEAP_INTERIOR_POINTER", "TAG_BUDGET_REFUSED", "TAG_BUDGET_NEAR", NULL,
 };
-static _Atomic uint64_t log_seen[LOG_ITEMS];
-
-static void log_fn(void *user, kiln_log_level level, const char *message) {
-    (void)user;
-    for (int i = 0; i < LOG_ITEMS; i++) {
-        size_t n = strlen(log_items[i]);
-        if (strncmp(message, log_items[i], n) == 0 && message[n] == ':') {
-            atomic_fetch_add_explicit(&log_seen[i], 1, memory_order_relaxed);
-            return;
-        }
-    }
-    stress_fail("unexpected kiln log message (level %d): %s", (int)level, message);
-}
+static stress_log items_seen = { .expected = log_items };
 
 /* Bytes 0-7 the owner word, then words of the address and the owner, cut to size. */
 static void fill(unsigned char *p, size_t size, uint64_t owner) {
@@ -209,7 +197,8 @@ static void *churn(void *arg) {
         }
         kiln_detach(ts->ctx);
         if (ts->seq % 64 < 8) {   /* a runtime made and destroyed beside the lookups */
-            kiln_runtime *other = kiln_create(&(kiln_desc){ .log = log_fn, .worker_count = KILN_NO_WORKERS });
+            kiln_runtime *other = kiln_create(&(kiln_desc){ .log = stress_log_fn, .log_user = &items_seen,
+                                                             .worker_count = KILN_NO_WORKERS });
             kiln_ctx *c = kiln_attach(other);
             kiln_heap_free(c, kiln_heap_alloc(c, (kiln_tag){ 0 }, 100000, 0));
             kiln_detach(c);
@@ -245,7 +234,7 @@ static void *stats(void *arg) {
 int main(int argc, char **argv) {
     opt = (stress_options){ .threads = 4, .iterations = 200000, .seed = 1 };
     if (!stress_parse(argc, argv, &opt)) return 2;
-    kiln_desc d = { .log = log_fn, .worker_count = KILN_NO_WORKERS, .warn_percent = 90,
+    kiln_desc d = { .log = stress_log_fn, .log_user = &items_seen, .worker_count = KILN_NO_WORKERS, .warn_percent = 90,
                     .log_every_repeat = true };   /* every bad free logged: counted below */
     rt = kiln_create(&d);
     if (!rt) return 1;
@@ -304,7 +293,7 @@ int main(int argc, char **argv) {
         STRESS_CHECK(s.live_bytes == 0 && s.allocs == s.frees, "tag %s: %" PRIu64 " bytes live, "
                      "%" PRIu64 " allocs, %" PRIu64 " frees", s.name, s.live_bytes, s.allocs, s.frees);
     }
-    STRESS_CHECK(atomic_load(&log_seen[LOG_FOREIGN]) + atomic_load(&log_seen[LOG_INTERIOR]) ==
+    STRESS_CHECK(atomic_load(&items_seen.seen[LOG_FOREIGN]) + atomic_load(&items_seen.seen[LOG_INTERIOR]) ==
                  atomic_load(&bad_expected), "bad frees logged");
     kiln_destroy(rt);
     printf("stress-heap: %u threads, %" PRIu64 " allocs (%" PRIu64 " refused by the budget), "

@@ -120,28 +120,16 @@ static _Atomic uint64_t   misuse_expected;   /* api_errors: every refused call *
 /* ---- a logger that counts each expected item ------------------------------------- */
 
 enum { LOG_FOREIGN, LOG_INTERIOR, LOG_DOUBLE, LOG_CAPACITY, LOG_DESTROYED, LOG_NEAR,
-       LOG_RESERVE_SHORT, LOG_TAG_REFUSED, LOG_TAG_NEAR, LOG_TAG_EXCEEDED, LOG_ITEMS };
-static const char *const log_items[LOG_ITEMS] = {
+       LOG_RESERVE_SHORT, LOG_TAG_REFUSED, LOG_TAG_NEAR, LOG_TAG_EXCEEDED };   /* places in log_items */
+static const char *const log_items[] = {
     "POOL_FOREIGN_POINTER", "POOL_INTERIOR_POINTER", "POOL_DOUBLE_FREE",
     "POOL_CAPACITY_REACHED", "POOL_DESTROYED", "POOL_CAPACITY_NEAR",
     "POOL_RESERVE_SHORT",   /* the stats thread's reserves on the capacity pool */
     "TAG_BUDGET_REFUSED", "TAG_BUDGET_NEAR",   /* the budget phase's tight tag */
     "TAG_BUDGET_EXCEEDED",   /* its magazine blocks, charged past the budget */
+    NULL,
 };
-static _Atomic uint64_t log_seen[LOG_ITEMS], log_unexpected;
-
-static void log_fn(void *user, kiln_log_level level, const char *message) {
-    (void)user;
-    for (int i = 0; i < LOG_ITEMS; i++) {
-        size_t n = strlen(log_items[i]);
-        if (strncmp(message, log_items[i], n) == 0 && message[n] == ':') {
-            atomic_fetch_add_explicit(&log_seen[i], 1, memory_order_relaxed);
-            return;
-        }
-    }
-    atomic_fetch_add_explicit(&log_unexpected, 1, memory_order_relaxed);
-    stress_fail("unexpected kiln log message (level %d): %s", (int)level, message);
-}
+static stress_log items_seen = { .expected = log_items };
 
 /* ---- patterns -------------------------------------------------------------------- */
 
@@ -719,7 +707,7 @@ int main(int argc, char **argv) {
     rt = kiln_create(&(kiln_desc){
         .block_size = BLOCK_SIZE,
         .reserve_size = RESERVE_SIZE,
-        .log = log_fn, .log_every_repeat = true,   /* counted one by one */
+        .log = stress_log_fn, .log_user = &items_seen, .log_every_repeat = true,   /* counted one by one */
     });
     if (!rt) {
         stress_fail("kiln_create failed");
@@ -886,21 +874,21 @@ int main(int argc, char **argv) {
     rt = NULL;
 
     uint64_t transients = churn->transients;
-    uint64_t seen_foreign = atomic_load(&log_seen[LOG_FOREIGN]);
-    uint64_t seen_interior = atomic_load(&log_seen[LOG_INTERIOR]);
+    uint64_t seen_foreign = atomic_load(&items_seen.seen[LOG_FOREIGN]);
+    uint64_t seen_interior = atomic_load(&items_seen.seen[LOG_INTERIOR]);
     STRESS_CHECK(seen_foreign + seen_interior == bad, "%" PRIu64 " foreign and %" PRIu64
                  " interior pointers logged, %" PRIu64 " bad frees", seen_foreign, seen_interior,
                  bad);
-    STRESS_CHECK(atomic_load(&log_seen[LOG_DOUBLE]) == dbl, "%" PRIu64 " double frees logged, %"
-                 PRIu64 " made", atomic_load(&log_seen[LOG_DOUBLE]), dbl);
-    STRESS_CHECK(atomic_load(&log_seen[LOG_DESTROYED]) == 2 * transients, "%" PRIu64
+    STRESS_CHECK(atomic_load(&items_seen.seen[LOG_DOUBLE]) == dbl, "%" PRIu64 " double frees logged, %"
+                 PRIu64 " made", atomic_load(&items_seen.seen[LOG_DOUBLE]), dbl);
+    STRESS_CHECK(atomic_load(&items_seen.seen[LOG_DESTROYED]) == 2 * transients, "%" PRIu64
                  " destroyed-pool calls logged, %" PRIu64 " made",
-                 atomic_load(&log_seen[LOG_DESTROYED]), 2 * transients);
+                 atomic_load(&items_seen.seen[LOG_DESTROYED]), 2 * transients);
     uint64_t capped_nulls = total[CAPPED].nulls + audit_refused;
-    STRESS_CHECK((atomic_load(&log_seen[LOG_CAPACITY]) > 0) == (capped_nulls > 0),
+    STRESS_CHECK((atomic_load(&items_seen.seen[LOG_CAPACITY]) > 0) == (capped_nulls > 0),
                  "%" PRIu64 " capacity warnings for %" PRIu64 " NULLs",
-                 atomic_load(&log_seen[LOG_CAPACITY]), capped_nulls);
-    STRESS_CHECK(atomic_load(&log_unexpected) == 0, "unexpected log messages");
+                 atomic_load(&items_seen.seen[LOG_CAPACITY]), capped_nulls);
+    STRESS_CHECK(atomic_load(&items_seen.unexpected_seen) == 0, "unexpected log messages");
     pthread_barrier_destroy(&start_barrier);
 
     uint64_t failures = stress_failure_count();
