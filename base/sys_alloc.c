@@ -8,6 +8,38 @@
 #include "atomics.h"
 #include "fault.h"
 
+/* kiln's own memory comes from glibc's heap by its internal names, not through the
+ * malloc symbol: with libkiln-malloc.so (runtime/malloc.c) malloc is kiln's heap, which
+ * must not be asked for memory while it is being made or holds a lock. Sanitizer builds
+ * keep malloc (their interceptors check it); other C libraries too. */
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+#  define KILN_SYS_LIBC 1
+#  if defined(__has_feature)
+#    if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+        __has_feature(memory_sanitizer)
+#      undef KILN_SYS_LIBC
+#    endif
+#  endif
+#endif
+#ifdef KILN_SYS_LIBC
+extern void *__libc_malloc(size_t size);
+extern void *__libc_calloc(size_t count, size_t size);
+extern void *__libc_realloc(void *ptr, size_t size);
+extern void *__libc_memalign(size_t align, size_t size);
+extern void  __libc_free(void *ptr);
+#  define sys_malloc(n)           __libc_malloc(n)
+#  define sys_calloc(c, n)        __libc_calloc((c), (n))
+#  define sys_realloc(p, n)       __libc_realloc((p), (n))
+#  define sys_aligned_alloc(a, n) __libc_memalign((a), (n))
+#  define sys_free(p)             __libc_free(p)
+#else
+#  define sys_malloc(n)           malloc(n)
+#  define sys_calloc(c, n)        calloc((c), (n))
+#  define sys_realloc(p, n)       realloc((p), (n))
+#  define sys_aligned_alloc(a, n) aligned_alloc((a), (n))
+#  define sys_free(p)             free(p)
+#endif
+
 static kiln_fault heap_fault;            /* the nth heap allocation fails */
 static _Atomic unsigned long allocations;   /* attempted, failed ones included (relaxed) */
 
@@ -25,24 +57,24 @@ static bool injected_failure_fires(void) {
 
 void *kiln_sys_alloc(size_t size) {
     if (injected_failure_fires()) return NULL;
-    return malloc(size ? size : 1);
+    return sys_malloc(size ? size : 1);
 }
 
 void *kiln_sys_calloc(size_t count, size_t size) {
     if (injected_failure_fires()) return NULL;
     if (size != 0 && count > SIZE_MAX / size) return NULL;
-    return calloc(count ? count : 1, size ? size : 1);
+    return sys_calloc(count ? count : 1, size ? size : 1);
 }
 
 void *kiln_sys_realloc(void *ptr, size_t size) {
     if (injected_failure_fires()) return NULL;
-    return realloc(ptr, size ? size : 1);
+    return sys_realloc(ptr, size ? size : 1);
 }
 
 void *kiln_sys_aligned(size_t align, size_t size) {
     if (injected_failure_fires()) return NULL;
     if (size > SIZE_MAX - align) return NULL;
-    return aligned_alloc(align, kiln_align_up(size ? size : 1, align));
+    return sys_aligned_alloc(align, kiln_align_up(size ? size : 1, align));
 }
 
-void kiln_sys_free(void *ptr) { free(ptr); }
+void kiln_sys_free(void *ptr) { sys_free(ptr); }

@@ -60,8 +60,7 @@ void kiln_runtime_unregister(kiln_runtime *rt) {
     pthread_mutex_unlock(&live_lock);
 }
 
-/* Whether rt is a live runtime: on the list (compared, not read), then its magic. */
-static bool runtime_live(const kiln_runtime *rt) {
+bool kiln_runtime_is_live(const kiln_runtime *rt) {
     if (!rt) return false;
     pthread_mutex_lock(&live_lock);
     const kiln_runtime *r = live_runtimes;
@@ -71,14 +70,14 @@ static bool runtime_live(const kiln_runtime *rt) {
 }
 
 bool kiln_runtime_check(const kiln_runtime *rt, const char *function) {
-    if (kiln_likely(runtime_live(rt))) return true;
+    if (kiln_likely(kiln_runtime_is_live(rt))) return true;
     kiln_log_misuse(NULL, rt ? KILN_LOGITEM_RUNTIME_INVALID : KILN_LOGITEM_RUNTIME_NULL,
                     "%s: the runtime is %s", function, rt ? "not a live runtime" : "NULL");
     return false;
 }
 
 const kiln_log_sink *kiln_runtime_log(const kiln_runtime *rt) {
-    return runtime_live(rt) ? &rt->log : NULL;
+    return kiln_runtime_is_live(rt) ? &rt->log : NULL;
 }
 
 bool kiln_stats_list_args_ok(const kiln_runtime *rt, const void *out, size_t cap,
@@ -158,3 +157,7 @@ bool kiln_outside_log_callback(const kiln_log_sink *log, const char *function) {
                     function);
     return false;
 }
+
+void kiln_live_list_lock(void) { pthread_mutex_lock(&live_lock); }
+
+void kiln_live_list_unlock(void) { pthread_mutex_unlock(&live_lock); }

@@ -27,6 +27,15 @@ KILN_INTERNAL kiln_runtime *kiln_heap_owner_find(const void *ptr, kiln_heap_find
  * never read); logs RUNTIME_NULL / RUNTIME_INVALID otherwise. Any thread. */
 KILN_INTERNAL bool kiln_runtime_check(const kiln_runtime *rt, const char *function);
 
+/* The process's list of live runtimes held (fork: no other thread may hold it in the
+ * child). Concurrency: any thread. */
+KILN_INTERNAL void kiln_live_list_lock(void);
+KILN_INTERNAL void kiln_live_list_unlock(void);
+
+/* Whether rt is a live runtime, told quietly: on the process's list (compared, not read),
+ * then its magic. Concurrency: any thread. */
+KILN_INTERNAL bool kiln_runtime_is_live(const kiln_runtime *rt);
+
 /* rt's log when rt is a live runtime, else NULL (the stderr default): a refusal of
  * another argument never reads a dead runtime. Any thread. */
 KILN_INTERNAL const kiln_log_sink *kiln_runtime_log(const kiln_runtime *rt);

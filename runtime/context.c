@@ -6,6 +6,7 @@
 #include "check.h"
 #include "handles.h"
 #include "heap.h"
+#include "malloc.h"
 #include "pools.h"
 
 #include <sched.h>
@@ -109,6 +110,7 @@ kiln_ctx *kiln_attach(kiln_runtime *rt) {
     if (ctx) {
         ctx->thread = pthread_self();
         kiln_store_relaxed(&ctx->tid, (int32_t)gettid());   /* the crash report's */
+        kiln_thread_ctx_attached(ctx);   /* kiln_ctx_current */
     }
     return ctx;
 }
@@ -175,6 +177,7 @@ static void context_release(kiln_ctx *ctx) {
     ctx->frame_arena = ctx->frame_now = NULL;   /* its job arenas stay: jobs of a frame not
                                                    yet ended may have left memory there */
     ctx->magic = KILN_CTX_DETACHED_MAGIC;   /* a later use is told apart, through rt's log */
+    kiln_thread_ctx_released(ctx);   /* this thread's kiln_ctx_current no more */
     pthread_mutex_lock(&rt->registry_lock);
     context_keep(rt, ctx);
     pthread_mutex_unlock(&rt->registry_lock);
@@ -208,6 +211,7 @@ static void *worker_main(void *arg) {
     pthread_setname_np(pthread_self(), name);   /* debuggers, profilers, the crash report */
     kiln_store_relaxed(&ctx->tid, (int32_t)gettid());   /* named: kiln_workers_start goes on */
     kiln_arena_debug_claim(ctx->frame_arena);   /* its frame arena is this thread's */
+    kiln_thread_ctx_attached(ctx);   /* kiln_ctx_current, and the malloc shape's */
     kiln_jobs_worker_loop(&ctx->rt->jobs, &ctx->queue);
     return NULL;
 }

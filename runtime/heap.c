@@ -19,6 +19,8 @@ void kiln_runtime_heap_init(kiln_runtime *rt) {
         .untagged = &rt->untagged_account,
     };
     kiln_heap_init(&rt->heap, &config);
+    pthread_mutex_init(&rt->orphan_lock, NULL);
+    kiln_heap_cache_init(&rt->orphan_cache);
     rt->heap_open = true;   /* published with the runtime by its listing (a lock) */
 }
 
@@ -79,6 +81,7 @@ void kiln_runtime_heap_fini(kiln_runtime *rt) {
             kiln_pool_report_leaks(&rt->heap.classes[c]);   /* KILN_DEBUG_SITES: by site */
     }
     kiln_heap_fini(&rt->heap);
+    pthread_mutex_destroy(&rt->orphan_lock);
 }
 
 void kiln_ctx_heap_attach(kiln_ctx *ctx) {
@@ -180,6 +183,40 @@ void *kiln_heap_realloc(kiln_ctx *ctx, void *ptr, size_t size, size_t align) {
     }
     if (!request_ok(rt, size, align, "kiln_heap_realloc")) return NULL;
     return kiln_heap_realloc_in(&rt->heap, &ctx->heap_cache, ptr, size, align);
+}
+
+/* ---- the shared cache: threads with no context of rt ---- */
+
+static void orphan_enter(kiln_runtime *rt) { pthread_mutex_lock(&rt->orphan_lock); }
+
+/* Empties the cache (its figures into the heap's, under registry_lock as a context's
+ * flush), then lets the next thread in. */
+static void orphan_leave(kiln_runtime *rt) {
+    pthread_mutex_lock(&rt->registry_lock);
+    kiln_heap_cache_flush(&rt->heap, &rt->orphan_cache);
+    pthread_mutex_unlock(&rt->registry_lock);
+    pthread_mutex_unlock(&rt->orphan_lock);
+}
+
+void *kiln_heap_orphan_alloc(kiln_runtime *rt, size_t size, size_t align, bool zero) {
+    orphan_enter(rt);
+    void *p = kiln_heap_alloc_in(&rt->heap, &rt->orphan_cache, KILN_HEAP_UNTAGGED, size, align, zero,
+                                 (kiln_debug_site){ 0 });
+    orphan_leave(rt);
+    return p;
+}
+
+void kiln_heap_orphan_free(kiln_runtime *rt, void *ptr) {
+    orphan_enter(rt);
+    kiln_heap_free_in(&rt->heap, &rt->orphan_cache, ptr, "free");
+    orphan_leave(rt);
+}
+
+void *kiln_heap_orphan_realloc(kiln_runtime *rt, void *ptr, size_t size) {
+    orphan_enter(rt);
+    void *p = kiln_heap_realloc_in(&rt->heap, &rt->orphan_cache, ptr, size, 0);
+    orphan_leave(rt);
+    return p;
 }
 
 /* ptr's heap and what it is there; logs a pointer that is no live allocation. */

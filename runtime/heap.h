@@ -21,4 +21,12 @@ KILN_INTERNAL void kiln_ctx_heap_attach(kiln_ctx *ctx);
  * counts folded into the heap. ctx's thread. Takes registry_lock. */
 KILN_INTERNAL void kiln_ctx_flush_heap(kiln_ctx *ctx);
 
+/* The heap through rt's shared cache, for a thread with no context of rt (the malloc
+ * shape's): untagged, size and align checked by the caller; a bad pointer is logged as
+ * kiln_heap_free's. Every call flushes the cache before it returns. Concurrency: any
+ * thread (orphan_lock, then registry_lock). */
+KILN_INTERNAL void *kiln_heap_orphan_alloc(kiln_runtime *rt, size_t size, size_t align, bool zero);
+KILN_INTERNAL void  kiln_heap_orphan_free(kiln_runtime *rt, void *ptr);
+KILN_INTERNAL void *kiln_heap_orphan_realloc(kiln_runtime *rt, void *ptr, size_t size);
+
 #endif /* KILN_RUNTIME_HEAP_H */

@@ -9,6 +9,7 @@
 #include "handle_reclaim.h"
 #include "handles.h"
 #include "heap.h"
+#include "malloc.h"
 #include "pools.h"
 #include "stats_print.h"
 #include "trace.h"
@@ -245,6 +246,13 @@ void kiln_destroy(kiln_runtime *rt) {
     if (!rt) return;
     if (!kiln_runtime_check(rt, "kiln_destroy")) return;
     if (!kiln_outside_log_callback(&rt->log, "kiln_destroy")) return;
+    if (kiln_process_runtime_is_kilns(rt)) {
+        kiln_log_misuse(&rt->log, KILN_LOGITEM_PROCESS_RUNTIME_DESTROY,
+                        "kiln_destroy: this is the process runtime kiln made for malloc; it "
+                        "lives until the process ends; refused");
+        return;
+    }
+    kiln_process_runtime_forget(rt);   /* a program's: malloc goes back to kiln's own */
     if (rt->desc.stats.at_exit) kiln_stats_log(rt);   /* before anything is torn down */
     uint64_t ran_before = kiln_load_relaxed(&rt->jobs.retire_runs);
     kiln_workers_stop(rt);
@@ -292,6 +300,7 @@ void kiln_destroy(kiln_runtime *rt) {
     kiln_tags_fini(rt);                     /* and every one that charged a tag */
     pthread_mutex_destroy(&rt->registry_lock);
     kiln_runtime_unregister(rt);
+    kiln_thread_ctx_runtime_gone();   /* threads check the contexts they remember */
     kiln_crash_fini(rt);
     kiln_log_state_fini(&rt->log_state);   /* no message after the block pool's */
     rt->magic = 0;

@@ -278,6 +278,11 @@ struct kiln_runtime {
      * torn down. */
     kiln_heap        heap;
     bool             heap_open;
+    /* The heap's shared cache: a thread with no context of this runtime (the malloc
+     * shape's, runtime/malloc.c) allocates and frees through it under orphan_lock, and
+     * flushes it before letting go, so no figure waits in it. */
+    pthread_mutex_t  orphan_lock;
+    kiln_heap_cache  orphan_cache;
     kiln_heap_tag_sums tag_sums;    /* scratch of the tags' figures, under registry_lock */
     kiln_memory_snapshot memory_snapshot;   /* each allocator at the last frame end
                                        (runtime/memory_snapshot.h): driver-written */

@@ -286,6 +286,74 @@ KILN_API void *kiln_heap_alloc_at(kiln_ctx *ctx, kiln_tag tag, size_t size, size
        kiln_heap_alloc_at((ctx), (tag), (size), (align), __FILE__, __LINE__)
 #endif
 
+/* ---- The malloc shape: the heap for code that holds no context ----
+ *
+ *   void *lua_alloc(void *ud, void *p, size_t old, size_t n) {   (Lua's lua_Alloc)
+ *       if (n == 0) { kiln_free(p); return NULL; }
+ *       return kiln_realloc(p, n);
+ *   }
+ *   LD_PRELOAD=libkiln-malloc.so ./program      (malloc and operator new themselves)
+ *
+ * Third-party code that takes a malloc-shaped callback, C++ new, and whole programs
+ * (libkiln-malloc.so; pkg-config kiln-malloc) are served by the heap of the process
+ * runtime, through the calling thread's context of it:
+ * - The process runtime is the one the program named (kiln_set_process_runtime), or else
+ *   one kiln makes when a thread with no context of it first calls here: from
+ *   KILN_OPTIONS over defaults of no workers (KILN_OPTIONS that kiln_create refuses are
+ *   logged, PROCESS_RUNTIME_OPTIONS, and the defaults used). kiln's lives until the
+ *   process ends: its kiln_destroy is refused (PROCESS_RUNTIME_DESTROY); its stats=exit
+ *   report is written at exit.
+ * - The context: the one the thread attached to the process runtime (kiln_attach, a
+ *   worker's), so that its current tag (kiln_tag_push) tags what a library allocates
+ *   between a push and a pop; else one these calls attach for the thread, detached (its
+ *   caches flushed) when the thread exits. Memory outlives its thread: any thread frees
+ *   it. A thread that cannot have a context (its exit has begun, or the job system's
+ *   slots are all taken: MALLOC_SHARED_CONTEXT, once) is served through one shared
+ *   cache under a lock.
+ * - A free (or realloc) takes a pointer of any live runtime's heap, from any thread. A
+ *   pointer of no runtime's heap (another allocator's) is logged (HEAP_FOREIGN_POINTER
+ *   through the process runtime's log), counted (its heap's bad_frees) and left alone;
+ *   an interior or double free likewise (HEAP_INTERIOR_POINTER, HEAP_DOUBLE_FREE).
+ * - Failure: NULL with errno ENOMEM (memory, a REFUSE budget, a size over PTRDIFF_MAX:
+ *   not logged, as malloc); EINVAL for an alignment that is no power of two
+ *   (kiln_aligned_alloc; kiln_posix_memalign returns it). malloc(0) and realloc(p, 0) as
+ *   glibc: the first a unique pointer, the second frees p and returns NULL.
+ * - Signals: kiln_free may be called from a signal handler, also one that interrupted a
+ *   call here on the same thread (the free is then done as that call returns). The
+ *   other calls are no more async-signal-safe than malloc.
+ * - fork: the process runtime's locks are taken around it; parent and child go on.
+ * Concurrency: every call here, any thread, at the same time. */
+
+/* The calling thread's context: the one it attached last (kiln_attach; a worker's own)
+ * and has not detached, else the one the malloc shape attached for it; NULL when none.
+ * A context of a runtime destroyed since is forgotten. Concurrency: any thread (its own
+ * context). */
+KILN_API kiln_ctx *kiln_ctx_current(void);
+
+/* The runtime that serves the malloc shape, made now if there is none (see above); NULL
+ * only when none can be made (no memory). Concurrency: any thread. */
+KILN_API kiln_runtime *kiln_process_runtime(void);
+
+/* Names rt the process runtime, so that the malloc shape is served from its contexts:
+ * call it before its threads allocate (a thread keeps the context it has: one kiln's own
+ * process runtime gave it before this serves it until it exits). false, logged: rt not
+ * live, or a process runtime named already (PROCESS_RUNTIME_TAKEN). rt stays the
+ * program's: destroy it after the last thread that allocates through it (its memory
+ * goes with it); then kiln's own serves again. Concurrency: any thread. */
+KILN_API bool kiln_set_process_runtime(kiln_runtime *rt);
+
+/* malloc, calloc, realloc, free, aligned_alloc, posix_memalign and malloc_usable_size
+ * (see above), each through the calling thread's context of the process runtime with
+ * its current tag; realloc keeps an allocation's tag. usable_size: 0 for NULL or a
+ * pointer no live runtime's heap handed out. Concurrency: any thread. */
+KILN_API void  *kiln_malloc(size_t size);
+KILN_API void  *kiln_calloc(size_t count, size_t size);
+KILN_API void  *kiln_realloc(void *ptr, size_t size);
+KILN_API void   kiln_free(void *ptr);
+KILN_API void  *kiln_aligned_alloc(size_t align, size_t size);
+KILN_API int    kiln_posix_memalign(void **out, size_t align, size_t size);
+KILN_API size_t kiln_malloc_usable_size(const void *ptr);
+
 /* The heap's figures: X(type, name, doc) per field, in struct order. */
 #define KILN_HEAP_STATS_FIELDS(X)                                                              \
     X(uint64_t, live_bytes,     "bytes of live allocations: their classes' sizes, and large "  \
@@ -424,7 +492,8 @@ static inline unsigned char *kiln_heap_slot_byte(const kiln_heap_class_head *k, 
     return (unsigned char *)(block + k->tags_offset) + (uint32_t)((offset * k->slot_recip) >> 32);
 }
 
-static inline void *kiln_heap_alloc_inline(kiln_ctx *ctx, kiln_tag tag, size_t size, size_t align) {
+/* The inline alloc, or NULL where it would take the library's call. */
+static inline void *kiln_heap_alloc_try_inline(kiln_ctx *ctx, kiln_tag tag, size_t size, size_t align) {
     const kiln_ctx_head *head = kiln_ctx_head_of(ctx);
     if (KILN_HEAD_LIKELY(head != NULL && align <= 16 && (align & (align - 1)) == 0)) {
         const kiln_heap_head *h = head->heap;
@@ -451,10 +520,16 @@ static inline void *kiln_heap_alloc_inline(kiln_ctx *ctx, kiln_tag tag, size_t s
             }
         }
     }
-    return (kiln_heap_alloc)(ctx, tag, size, align);
+    return NULL;
 }
 
-static inline void kiln_heap_free_inline(kiln_ctx *ctx, void *ptr) {
+static inline void *kiln_heap_alloc_inline(kiln_ctx *ctx, kiln_tag tag, size_t size, size_t align) {
+    void *obj = kiln_heap_alloc_try_inline(ctx, tag, size, align);
+    return KILN_HEAD_LIKELY(obj != NULL) ? obj : (kiln_heap_alloc)(ctx, tag, size, align);
+}
+
+/* The inline free: false where it would take the library's call (nothing done). */
+static inline bool kiln_heap_free_try_inline(kiln_ctx *ctx, void *ptr) {
     const kiln_ctx_head *head = kiln_ctx_head_of(ctx);
     if (KILN_HEAD_LIKELY(head != NULL)) {
         const kiln_heap_head *h = head->heap;
@@ -479,12 +554,16 @@ static inline void kiln_heap_free_inline(kiln_ctx *ctx, void *ptr) {
                     KILN_HEAD_STORE(&use->credit, credit);
                     KILN_OWNER_COUNT(&use->frees);
                     KILN_OWNER_COUNT(&cache->frees);
-                    return;
+                    return true;
                 }
             }
         }
     }
-    (kiln_heap_free)(ctx, ptr);
+    return false;
+}
+
+static inline void kiln_heap_free_inline(kiln_ctx *ctx, void *ptr) {
+    if (!kiln_heap_free_try_inline(ctx, ptr)) (kiln_heap_free)(ctx, ptr);
 }
 
 #  define kiln_heap_alloc(ctx, tag, size, align) kiln_heap_alloc_inline((ctx), (tag), (size), (align))

@@ -162,6 +162,10 @@
     X(HEAP_TOO_LARGE, ERROR, "a heap size (or calloc's count * size) over PTRDIFF_MAX with its alignment") \
     X(HEAP_OUT_OF_MEMORY, ERROR, "no system memory for the heap's registry of large allocations; the allocation returns NULL") \
     X(HEAP_OBJECTS_LIVE, WARN, "kiln_destroy found heap allocations still live; their memory is returned") \
+    X(PROCESS_RUNTIME_TAKEN, ERROR, "kiln_set_process_runtime when the program has named a process runtime already; refused") \
+    X(PROCESS_RUNTIME_DESTROY, ERROR, "kiln_destroy of the process runtime kiln made (it serves malloc until the process ends); refused") \
+    X(PROCESS_RUNTIME_OPTIONS, ERROR, "the process runtime could not be made from KILN_OPTIONS; it is made with kiln's defaults") \
+    X(MALLOC_SHARED_CONTEXT, WARN, "a thread could not attach a context of its own to the process runtime (every job slot taken); its allocations share one under a lock") \
     /* ---- jobs ---- */ \
     X(JOB_NULL_FN, ERROR, "a job (or kiln_parallel_for) with a NULL fn") \
     X(JOB_NULL_JOBS, ERROR, "kiln_run with a NULL jobs array") \

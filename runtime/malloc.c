@@ -1,0 +1,396 @@
+/* runtime/malloc.c — the malloc shape (kiln/heap.h): each thread's contexts, found
+ * without a lock; the paths of a thread that has none (the bootstrap memory, the heap's
+ * shared cache); frees a signal handler made during a call, done as it returns; the
+ * detach at thread exit. The process runtime itself is runtime/process.c's. */
+#undef KILN_NO_INLINE   /* the heap's inline paths (kiln/heap.h) are this file's fast paths */
+#include "malloc.h"
+#include "check.h"
+#include "heap.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---- each thread's state ---- */
+
+/* A context remembered by a thread, with what tells whether it is still there without
+ * reading it: its runtime, live, with the same salt (a runtime made where a destroyed
+ * one was has another). */
+typedef struct remembered {
+    kiln_ctx     *ctx;
+    kiln_runtime *rt;
+    uint32_t      salt;
+} remembered;
+
+/* Frees a signal handler made while this thread was inside a call here: two banks, so
+ * that a handler that interrupts the drain of one fills the other. */
+#define DEFERRED_MAX 32
+typedef struct deferred_bank {
+    uint32_t count;
+    void    *ptrs[DEFERRED_MAX];
+} deferred_bank;
+
+enum { THREAD_LIVE, THREAD_ATTACHING, THREAD_EXITED };
+
+typedef struct thread_state {
+    remembered    current;    /* kiln_ctx_current: the last attached */
+    remembered    heap;       /* its context of the process runtime: the shape's */
+    remembered    implicit;   /* attached by the shape: detached at thread exit */
+    uint64_t      destroys;   /* runtime_destroys when these were last checked */
+    uint32_t      depth;      /* inside a call here: a handler's free waits */
+    uint8_t       state;      /* THREAD_*: ATTACHING while the shape attaches (or makes
+                                 the process runtime): its own calls take bootstrap memory */
+    uint8_t       bank;       /* the bank a handler's free goes to */
+    deferred_bank banks[2];
+} thread_state;
+
+/* Initial-exec: no allocation, and no lock, on a thread's first access (a preloaded
+ * malloc's TLS must not call malloc). */
+#if defined(__GNUC__)
+#  define KILN_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#else
+#  define KILN_TLS_MODEL
+#endif
+static _Thread_local thread_state me KILN_TLS_MODEL;
+
+/* kiln_destroy calls so far. Relaxed: a hint that makes each thread check its
+ * remembered contexts before their next use (a destroy while another thread uses the
+ * runtime is misuse whatever the order). */
+static _Atomic uint64_t runtime_destroys;
+
+static void remember(remembered *r, kiln_ctx *ctx) {
+    *r = (remembered){ ctx, ctx->rt, ctx->rt->tag_salt };
+}
+
+static bool still_there(const remembered *r) {
+    return r->ctx != NULL && kiln_runtime_is_live(r->rt) && r->rt->tag_salt == r->salt;
+}
+
+static KILN_COLD void recheck(void) {
+    me.destroys = kiln_load_relaxed(&runtime_destroys);   /* a later destroy: next time */
+    if (me.current.ctx && !still_there(&me.current)) me.current = (remembered){ 0 };
+    if (me.heap.ctx && !still_there(&me.heap)) me.heap = (remembered){ 0 };
+    if (me.implicit.ctx && !still_there(&me.implicit)) me.implicit = (remembered){ 0 };
+}
+
+void kiln_thread_ctx_runtime_gone(void) { kiln_add_relaxed(&runtime_destroys, 1); }
+
+void kiln_thread_ctx_attached(kiln_ctx *ctx) {
+    if (me.destroys != kiln_load_relaxed(&runtime_destroys)) recheck();
+    remember(&me.current, ctx);
+    if (ctx->rt == kiln_process_runtime_peek()) remember(&me.heap, ctx);
+}
+
+void kiln_thread_ctx_released(kiln_ctx *ctx) {
+    if (me.current.ctx == ctx) me.current = (remembered){ 0 };
+    if (me.heap.ctx == ctx) me.heap = (remembered){ 0 };
+    if (me.implicit.ctx == ctx) me.implicit = (remembered){ 0 };
+}
+
+kiln_ctx *kiln_ctx_current(void) {
+    if (me.destroys != kiln_load_relaxed(&runtime_destroys)) recheck();
+    return me.current.ctx ? me.current.ctx : me.implicit.ctx;
+}
+
+/* ---- the thread-exit detach ---- */
+
+static pthread_key_t  exit_key;
+static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
+
+static void drain_deferred(void);
+
+/* Destructor of exit_key: the shape's context goes (its caches flushed; what it
+ * allocated stays live for whoever holds it); calls after this take the shared cache. */
+static void thread_exit(void *unused) {
+    (void)unused;
+    drain_deferred();
+    me.state = THREAD_EXITED;
+    if (me.destroys != kiln_load_relaxed(&runtime_destroys)) recheck();
+    if (me.implicit.ctx) (kiln_detach)(me.implicit.ctx);   /* forgets it (released) */
+}
+
+static void exit_key_create(void) { pthread_key_create(&exit_key, thread_exit); }
+
+void kiln_thread_exit_key_make(void) { pthread_once(&exit_key_once, exit_key_create); }
+
+/* ---- bootstrap memory: a thread's calls while the shape attaches it ----
+ * The process runtime's making, and an attach, call into libc, which may call malloc
+ * again on the same thread (pthread_setspecific, fopen, atexit); those calls, and other
+ * threads' while the runtime is being made, are served from this static region: never
+ * reused, a free of it ignored. */
+#define BOOT_BYTES (1u << 20)
+static _Alignas(4096) unsigned char boot[BOOT_BYTES];
+static _Atomic size_t boot_used;   /* relaxed fetch-add: each caller's own range */
+
+static bool boot_owns(const void *ptr) {
+    return (uintptr_t)ptr - (uintptr_t)boot < BOOT_BYTES;
+}
+
+static size_t boot_size(const void *ptr) { return ((const size_t *)ptr)[-1]; }
+
+static void *boot_alloc(size_t size, size_t align) {
+    if (align < 16) align = 16;
+    if (size > BOOT_BYTES || align > 4096) return NULL;
+    size_t need = kiln_align_up(size + align + 16, 16);
+    size_t at = kiln_add_relaxed(&boot_used, need);
+    if (at + need > BOOT_BYTES) return NULL;
+    uintptr_t p = kiln_align_up((uintptr_t)boot + at + 16, align);
+    ((size_t *)p)[-1] = size;   /* static memory: zero already, never reused */
+    return (void *)p;
+}
+
+/* ---- which context serves a call ---- */
+
+static void enter(void) {
+    me.depth++;
+    atomic_signal_fence(memory_order_seq_cst);   /* a handler sees depth before the work */
+}
+
+static void leave(void) {
+    atomic_signal_fence(memory_order_seq_cst);
+    if (--me.depth == 0 && kiln_unlikely((me.banks[0].count | me.banks[1].count) != 0))
+        drain_deferred();
+}
+
+/* Attaches the calling thread to rt for the shape: its implicit context (the thread's
+ * kiln_ctx_current stays the one it attached itself, if any). NULL when the job slots
+ * are all taken (told once) or the attach fails (logged by it). */
+static KILN_COLD kiln_ctx *attach_implicit(kiln_runtime *rt) {
+    static _Atomic bool told;
+    if (kiln_load_relaxed(&rt->jobs.registered) >= KILN_MAX_QUEUES) {   /* a hint */
+        if (!kiln_exchange_relaxed(&told, true))
+            kiln_log(&rt->log, KILN_LOGITEM_MALLOC_SHARED_CONTEXT,
+                     "malloc: all %d job slots of the process runtime are taken; threads "
+                     "without a context share one cache under a lock from now on",
+                     KILN_MAX_QUEUES);
+        return NULL;
+    }
+    remembered before = me.current;
+    kiln_ctx *ctx = (kiln_attach)(rt);
+    if (!ctx) return NULL;
+    me.current = before;
+    remember(&me.implicit, ctx);
+    remember(&me.heap, ctx);
+    kiln_thread_exit_key_make();
+    pthread_setspecific(exit_key, &me);   /* may allocate: bootstrap memory */
+    return ctx;
+}
+
+static KILN_COLD kiln_ctx *heap_ctx_slow(void) {
+    if (me.destroys != kiln_load_relaxed(&runtime_destroys)) recheck();
+    if (me.heap.ctx || me.state != THREAD_LIVE) return me.heap.ctx;
+    if (me.current.ctx && me.current.rt == kiln_process_runtime_peek()) {   /* named since */
+        me.heap = me.current;
+        return me.heap.ctx;
+    }
+    me.state = THREAD_ATTACHING;
+    kiln_runtime *rt = kiln_process_runtime_try();
+    kiln_ctx *ctx = rt ? attach_implicit(rt) : NULL;
+    me.state = THREAD_LIVE;
+    return ctx;
+}
+
+/* The calling thread's context of the process runtime, attached now if it has none;
+ * NULL: it has none and can have none now (the caller takes memory without one). */
+static inline kiln_ctx *heap_ctx(void) {
+    if (kiln_likely(me.heap.ctx != NULL && me.destroys == kiln_load_relaxed(&runtime_destroys)))
+        return me.heap.ctx;
+    return heap_ctx_slow();
+}
+
+/* Memory for a thread with no context: bootstrap memory while it attaches or the process
+ * runtime is being made; else the process runtime's shared cache. */
+static KILN_COLD void *alloc_without_ctx(size_t size, size_t align, bool zero) {
+    kiln_runtime *rt = me.state == THREAD_ATTACHING ? NULL : kiln_process_runtime_try();
+    if (!rt) return boot_alloc(size, align);
+    return kiln_heap_orphan_alloc(rt, size, align, zero);
+}
+
+static KILN_COLD void *alloc_slow(kiln_ctx *ctx, size_t size, size_t align, bool zero) {
+    kiln_runtime *rt = ctx->rt;
+    unsigned byte = kiln_heap_tag_byte((kiln_tag){ ctx->tag_current }, rt->tag_salt);
+    return kiln_heap_alloc_in(&rt->heap, &ctx->heap_cache, (uint8_t)(byte ? byte : KILN_HEAP_UNTAGGED),
+                              size, align, zero, (kiln_debug_site){ 0 });
+}
+
+/* size over what can be mapped with align: ENOMEM without a word, as malloc. */
+static inline bool too_large(size_t size, size_t align) {
+    return size > (size_t)PTRDIFF_MAX - (align > 16 ? align : 16) - 4096;
+}
+
+static inline void *shape_alloc(size_t size, size_t align, bool zero) {
+    void *p = NULL;
+    if (kiln_likely(!too_large(size, align))) {
+        enter();
+        kiln_ctx *ctx = heap_ctx();
+        if (kiln_likely(ctx != NULL)) {
+            if (!zero) p = kiln_heap_alloc_try_inline(ctx, (kiln_tag){ ctx->tag_current }, size, align);
+            if (!p) p = alloc_slow(ctx, size, align, zero);
+        } else {
+            p = alloc_without_ctx(size, align, zero);
+        }
+        leave();
+    }
+    if (kiln_unlikely(!p)) errno = ENOMEM;
+    return p;
+}
+
+/* ---- frees ---- */
+
+static bool heap_has(kiln_runtime *rt, const void *ptr) {
+    return kiln_heap_find_ptr(&rt->heap, ptr).kind != KILN_HEAP_NOT_OURS;
+}
+
+/* The runtime the shape's log and counts go to for a pointer nobody's heap owns. */
+static void reject_foreign(kiln_ctx *ctx, const void *ptr, const char *function) {
+    kiln_runtime *rt = ctx ? ctx->rt : kiln_process_runtime_peek();
+    if (rt) kiln_heap_reject(&rt->heap, ptr, KILN_HEAP_NOT_OURS, function);
+}
+
+/* A free the inline path did not take: ctx's heap's (a full magazine, a large one, a
+ * bad pointer there), another runtime's (through this thread's context of it, or its
+ * shared cache), or nobody's. */
+static KILN_COLD void free_slow(kiln_ctx *ctx, void *ptr) {
+    if (ctx && heap_has(ctx->rt, ptr)) {
+        kiln_heap_free_in(&ctx->rt->heap, &ctx->heap_cache, ptr, "free");
+        return;
+    }
+    kiln_heap_find found;
+    kiln_runtime *owner = kiln_heap_owner_find(ptr, &found);
+    if (!owner) reject_foreign(ctx, ptr, "free");
+    else if (me.implicit.ctx && me.implicit.rt == owner && me.implicit.ctx != ctx)
+        kiln_heap_free_in(&owner->heap, &me.implicit.ctx->heap_cache, ptr, "free");
+    else kiln_heap_orphan_free(owner, ptr);
+}
+
+static void free_now(void *ptr) {
+    if (kiln_unlikely(boot_owns(ptr))) return;
+    enter();
+    kiln_ctx *ctx = heap_ctx();
+    if (!(ctx && kiln_heap_free_try_inline(ctx, ptr))) free_slow(ctx, ptr);
+    leave();
+}
+
+/* The frees handlers left: one bank at a time, the other taking new ones meanwhile. */
+static KILN_COLD void drain_deferred(void) {
+    for (;;) {
+        deferred_bank *bank = &me.banks[me.bank];
+        if (bank->count == 0 && me.banks[me.bank ^ 1].count == 0) return;
+        me.bank ^= 1;
+        atomic_signal_fence(memory_order_seq_cst);
+        while (bank->count != 0) {
+            void *ptr = bank->ptrs[bank->count - 1];
+            bank->count--;
+            free_now(ptr);
+        }
+    }
+}
+
+void kiln_free(void *ptr) {
+    if (!ptr) return;
+    if (kiln_unlikely(me.depth != 0)) {   /* a handler interrupted a call here */
+        deferred_bank *bank = &me.banks[me.bank];
+        if (bank->count < DEFERRED_MAX) bank->ptrs[bank->count++] = ptr;   /* else: kept live */
+        return;
+    }
+    free_now(ptr);
+}
+
+/* ---- the rest of the shape ---- */
+
+void *kiln_malloc(size_t size) { return shape_alloc(size, 0, false); }
+
+void *kiln_calloc(size_t count, size_t size) {
+    size_t bytes;
+    if (__builtin_mul_overflow(count, size, &bytes)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (bytes > KILN_HEAP_CLASS_MAX) return shape_alloc(bytes, 0, true);   /* fresh pages */
+    void *p = shape_alloc(bytes, 0, false);
+    if (p) memset(p, 0, bytes);
+    return p;
+}
+
+/* realloc of a pointer the shape's heap does not hold: another runtime's (moved here),
+ * bootstrap memory (copied out), or nobody's (refused). */
+static KILN_COLD void *realloc_elsewhere(kiln_ctx *ctx, void *ptr, size_t size) {
+    size_t old;
+    if (boot_owns(ptr)) {
+        old = boot_size(ptr);
+    } else {
+        kiln_heap_find found;
+        kiln_runtime *owner = kiln_heap_owner_find(ptr, &found);
+        if (!owner) {
+            reject_foreign(ctx, ptr, "realloc");
+            return NULL;
+        }
+        bool live = found.kind == KILN_HEAP_LARGE || (found.kind == KILN_HEAP_CLASS && found.tag != KILN_HEAP_FREE);
+        if (!live) {
+            kiln_heap_reject(&owner->heap, ptr, found.kind, "realloc");
+            return NULL;
+        }
+        if (!ctx && owner == kiln_process_runtime_peek()) return kiln_heap_orphan_realloc(owner, ptr, size);
+        old = found.usable;
+    }
+    void *p = kiln_malloc(size);
+    if (p) {
+        memcpy(p, ptr, old < size ? old : size);
+        free_now(ptr);
+    }
+    return p;
+}
+
+void *kiln_realloc(void *ptr, size_t size) {
+    if (!ptr) return kiln_malloc(size);
+    if (size == 0) {   /* glibc's: freed, NULL */
+        kiln_free(ptr);
+        return NULL;
+    }
+    void *p = NULL;
+    if (kiln_likely(!too_large(size, 0))) {
+        enter();
+        kiln_ctx *ctx = heap_ctx();
+        if (ctx && !boot_owns(ptr) && heap_has(ctx->rt, ptr))
+            p = kiln_heap_realloc_in(&ctx->rt->heap, &ctx->heap_cache, ptr, size, 0);
+        else p = realloc_elsewhere(ctx, ptr, size);
+        leave();
+    }
+    if (!p) errno = ENOMEM;
+    return p;
+}
+
+void *kiln_aligned_alloc(size_t align, size_t size) {
+    if (align == 0 || (align & (align - 1)) != 0) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (align > KILN_HEAP_MAX_ALIGN) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return shape_alloc(size, align <= 16 ? 0 : align, false);
+}
+
+int kiln_posix_memalign(void **out, size_t align, size_t size) {
+    if (!out || align < sizeof(void *) || (align & (align - 1)) != 0) return EINVAL;
+    int saved = errno;   /* posix_memalign says, it does not set errno */
+    void *p = kiln_aligned_alloc(align, size);
+    int error = p ? 0 : errno;
+    errno = saved;
+    if (p) *out = p;
+    return error;
+}
+
+size_t kiln_malloc_usable_size(const void *ptr) {
+    if (!ptr) return 0;
+    if (boot_owns(ptr)) return boot_size(ptr);
+    kiln_heap_find found = { KILN_HEAP_NOT_OURS, 0, 0 };
+    kiln_ctx *ctx = heap_ctx();   /* its own heap first: no process-wide lock */
+    if (ctx) found = kiln_heap_find_ptr(&ctx->rt->heap, ptr);
+    if (found.kind == KILN_HEAP_NOT_OURS && !kiln_heap_owner_find(ptr, &found)) return 0;
+    bool live = found.kind == KILN_HEAP_LARGE || (found.kind == KILN_HEAP_CLASS && found.tag != KILN_HEAP_FREE);
+    return live ? found.usable : 0;
+}
