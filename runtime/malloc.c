@@ -24,13 +24,15 @@ typedef struct remembered {
     uint32_t      salt;
 } remembered;
 
-/* Frees a signal handler made while this thread was inside a call here: two banks, so
- * that a handler that interrupts the drain of one fills the other. */
+/* Frees a signal handler made while this thread was inside a call here, done as the
+ * call returns: the first DEFERRED_MAX in an array, the rest (a storm of signals during
+ * one call) in a list linked through their own first words, which the program gave up. */
 #define DEFERRED_MAX 32
-typedef struct deferred_bank {
-    uint32_t count;
-    void    *ptrs[DEFERRED_MAX];
-} deferred_bank;
+typedef struct deferred_frees {
+    uint32_t        count;
+    void           *ptrs[DEFERRED_MAX];
+    _Atomic(void *) overflow;   /* exchanged whole by the drain: atomic against a handler */
+} deferred_frees;
 
 enum { THREAD_LIVE, THREAD_ATTACHING, THREAD_EXITED };
 
@@ -42,8 +44,7 @@ typedef struct thread_state {
     uint32_t      depth;      /* inside a call here: a handler's free waits */
     uint8_t       state;      /* THREAD_*: ATTACHING while the shape attaches (or makes
                                  the process runtime): its own calls take bootstrap memory */
-    uint8_t       bank;       /* the bank a handler's free goes to */
-    deferred_bank banks[2];
+    deferred_frees deferred;
 } thread_state;
 
 /* Initial-exec: no allocation, and no lock, on a thread's first access (a preloaded
@@ -100,12 +101,15 @@ static pthread_key_t  exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
 
 static void drain_deferred(void);
+static void enter(void);
+static void leave(void);
 
 /* Destructor of exit_key: the shape's context goes (its caches flushed; what it
  * allocated stays live for whoever holds it); calls after this take the shared cache. */
 static void thread_exit(void *unused) {
     (void)unused;
-    drain_deferred();
+    enter();   /* the frees a handler left, if any */
+    leave();
     me.state = THREAD_EXITED;
     if (me.destroys != kiln_load_relaxed(&runtime_destroys)) recheck();
     if (me.implicit.ctx) (kiln_detach)(me.implicit.ctx);   /* forgets it (released) */
@@ -148,27 +152,42 @@ static void enter(void) {
     atomic_signal_fence(memory_order_seq_cst);   /* a handler sees depth before the work */
 }
 
+static bool any_deferred(void) {
+    return me.deferred.count != 0 || kiln_load_relaxed(&me.deferred.overflow) != NULL;
+}
+
 static void leave(void) {
     atomic_signal_fence(memory_order_seq_cst);
-    if (--me.depth == 0 && kiln_unlikely((me.banks[0].count | me.banks[1].count) != 0))
-        drain_deferred();
+    if (me.depth == 1 && kiln_unlikely(any_deferred())) drain_deferred();   /* still inside */
+    me.depth--;
 }
 
 /* Attaches the calling thread to rt for the shape: its implicit context (the thread's
  * kiln_ctx_current stays the one it attached itself, if any). NULL when the job slots
  * are all taken (told once) or the attach fails (logged by it). */
+/* One implicit attach at a time, so that the count of job slots taken, read under this
+ * lock, is exact against the others (a program's own attach may still race); held
+ * across fork too (runtime/process.c). */
+static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void kiln_thread_attach_lock(void) { pthread_mutex_lock(&attach_lock); }
+
+void kiln_thread_attach_unlock(void) { pthread_mutex_unlock(&attach_lock); }
+
 static KILN_COLD kiln_ctx *attach_implicit(kiln_runtime *rt) {
-    static _Atomic bool told;
-    if (kiln_load_relaxed(&rt->jobs.registered) >= KILN_MAX_QUEUES) {   /* a hint */
-        if (!kiln_exchange_relaxed(&told, true))
-            kiln_log(&rt->log, KILN_LOGITEM_MALLOC_SHARED_CONTEXT,
-                     "malloc: all %d job slots of the process runtime are taken; threads "
-                     "without a context share one cache under a lock from now on",
-                     KILN_MAX_QUEUES);
-        return NULL;
+    static bool told;   /* attach_lock */
+    remembered before = me.current;   /* the attach makes its context current */
+    pthread_mutex_lock(&attach_lock);
+    kiln_ctx *ctx = NULL;
+    if (kiln_load_relaxed(&rt->jobs.registered) < KILN_MAX_QUEUES) {
+        ctx = (kiln_attach)(rt);
+    } else if (!told) {
+        told = true;
+        kiln_log(&rt->log, KILN_LOGITEM_MALLOC_SHARED_CONTEXT,
+                 "malloc: all %d job slots of the process runtime are taken; threads "
+                 "without a context share one cache under a lock from now on", KILN_MAX_QUEUES);
     }
-    remembered before = me.current;
-    kiln_ctx *ctx = (kiln_attach)(rt);
+    pthread_mutex_unlock(&attach_lock);
     if (!ctx) return NULL;
     me.current = before;
     remember(&me.implicit, ctx);
@@ -265,25 +284,35 @@ static KILN_COLD void free_slow(kiln_ctx *ctx, void *ptr) {
     else kiln_heap_orphan_free(owner, ptr);
 }
 
-static void free_now(void *ptr) {
+/* A free inside a call here (depth counted by the caller). */
+static void free_inside(void *ptr) {
     if (kiln_unlikely(boot_owns(ptr))) return;
-    enter();
     kiln_ctx *ctx = heap_ctx();
     if (!(ctx && kiln_heap_free_try_inline(ctx, ptr))) free_slow(ctx, ptr);
+}
+
+static void free_now(void *ptr) {
+    enter();
+    free_inside(ptr);
     leave();
 }
 
-/* The frees handlers left: one bank at a time, the other taking new ones meanwhile. */
+/* The frees handlers left, done by the call they interrupted as it returns (depth
+ * still 1: a handler that comes meanwhile defers its free too). The array is taken from
+ * its end, each slot read before the count gives it up; the list is taken whole. */
 static KILN_COLD void drain_deferred(void) {
-    for (;;) {
-        deferred_bank *bank = &me.banks[me.bank];
-        if (bank->count == 0 && me.banks[me.bank ^ 1].count == 0) return;
-        me.bank ^= 1;
-        atomic_signal_fence(memory_order_seq_cst);
-        while (bank->count != 0) {
-            void *ptr = bank->ptrs[bank->count - 1];
-            bank->count--;
-            free_now(ptr);
+    while (any_deferred()) {
+        while (me.deferred.count != 0) {
+            void *ptr = me.deferred.ptrs[me.deferred.count - 1];
+            atomic_signal_fence(memory_order_seq_cst);
+            me.deferred.count--;
+            free_inside(ptr);
+        }
+        void *list = kiln_exchange_relaxed(&me.deferred.overflow, NULL);
+        while (list) {
+            void *next = *(void **)list;
+            free_inside(list);
+            list = next;
         }
     }
 }
@@ -291,8 +320,15 @@ static KILN_COLD void drain_deferred(void) {
 void kiln_free(void *ptr) {
     if (!ptr) return;
     if (kiln_unlikely(me.depth != 0)) {   /* a handler interrupted a call here */
-        deferred_bank *bank = &me.banks[me.bank];
-        if (bank->count < DEFERRED_MAX) bank->ptrs[bank->count++] = ptr;   /* else: kept live */
+        if (me.deferred.count < DEFERRED_MAX) {
+            me.deferred.ptrs[me.deferred.count] = ptr;
+            atomic_signal_fence(memory_order_seq_cst);
+            me.deferred.count++;
+        } else {   /* CAS: another signal's handler may interrupt this one */
+            void *head = kiln_load_relaxed(&me.deferred.overflow);
+            do *(void **)ptr = head;
+            while (!kiln_cas_weak_relaxed(&me.deferred.overflow, &head, ptr));
+        }
         return;
     }
     free_now(ptr);
@@ -338,7 +374,7 @@ static KILN_COLD void *realloc_elsewhere(kiln_ctx *ctx, void *ptr, size_t size) 
     void *p = kiln_malloc(size);
     if (p) {
         memcpy(p, ptr, old < size ? old : size);
-        free_now(ptr);
+        free_inside(ptr);
     }
     return p;
 }

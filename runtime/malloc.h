@@ -40,4 +40,14 @@ KILN_INTERNAL void kiln_process_runtime_forget(const kiln_runtime *rt);
  * Concurrency: any thread. */
 KILN_INTERNAL void kiln_thread_exit_key_make(void);
 
+/* rt's registry_lock made (recursive: see runtime/runtime.c); fork's child makes it anew,
+ * since a recursive mutex's owner is a thread id, which the child's thread does not have.
+ * Concurrency: the runtime's maker, or fork's child. */
+KILN_INTERNAL void kiln_runtime_registry_lock_init(kiln_runtime *rt);
+
+/* The lock of the malloc shape's attaches, for fork (taken first, released last).
+ * Concurrency: any thread. */
+KILN_INTERNAL void kiln_thread_attach_lock(void);
+KILN_INTERNAL void kiln_thread_attach_unlock(void);
+
 #endif /* KILN_RUNTIME_MALLOC_H */

@@ -6,13 +6,15 @@
 #include "stats_print.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdlib.h>
 
 /* The program's (kiln_set_process_runtime) and kiln's own. Release stores once they are
  * made, acquire loads: a thread that finds one sees it whole. */
 static _Atomic(kiln_runtime *) named, kilns;
-static _Atomic bool making;   /* kiln's is being made (the maker's CAS) */
+/* Held while kiln's is being made (taken with trylock: a thread that finds it held takes
+ * bootstrap memory meanwhile, since the maker may wait on it), and by fork, so that a
+ * child never inherits a runtime half made. */
+static pthread_mutex_t make_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER;   /* kiln_set_process_runtime */
 
 kiln_runtime *kiln_process_runtime_peek(void) {
@@ -30,12 +32,15 @@ static void report_at_exit(void) {
 }
 
 /* ---- fork: the locks a malloc in the child may need, taken in the order the code
- * nests them (live list; shared cache; registry; job table; classes; large registry;
- * block pool), released in the parent, and in the child, whose only thread took them. */
+ * nests them (implicit attaches; making; live list; shared cache; registry; job table;
+ * classes; large registry; block pool), released in the parent, and in the child, whose
+ * only thread took them. */
 
 static kiln_runtime *forking;   /* the runtime whose locks prepare took; that thread's */
 
 static void fork_prepare(void) {
+    kiln_thread_attach_lock();
+    pthread_mutex_lock(&make_lock);
     kiln_runtime *rt = kiln_process_runtime_peek();
     forking = rt;
     kiln_live_list_lock();
@@ -48,7 +53,8 @@ static void fork_prepare(void) {
     pthread_mutex_lock(&rt->blocks.grow_lock);
 }
 
-static void fork_release(void) {
+/* in_child: the registry's recursive lock is made anew (its owner is a thread id). */
+static void fork_release(bool in_child) {
     kiln_runtime *rt = forking;
     forking = NULL;
     if (rt) {
@@ -56,27 +62,33 @@ static void fork_release(void) {
         pthread_mutex_unlock(&rt->heap.large.lock);
         for (uint32_t c = rt->heap.class_count; c-- > 0;) pthread_mutex_unlock(&rt->heap.classes[c].carve_lock);
         pthread_mutex_unlock(&rt->jobs.table_lock);
-        pthread_mutex_unlock(&rt->registry_lock);
+        if (in_child) kiln_runtime_registry_lock_init(rt);
+        else pthread_mutex_unlock(&rt->registry_lock);
         pthread_mutex_unlock(&rt->orphan_lock);
     }
     kiln_live_list_unlock();
+    pthread_mutex_unlock(&make_lock);
+    kiln_thread_attach_unlock();
 }
+
+static void fork_parent(void) { fork_release(false); }
+
+static void fork_child(void) { fork_release(true); }
 
 static pthread_once_t process_once = PTHREAD_ONCE_INIT;
 
 static void process_hooks(void) {
     kiln_thread_exit_key_make();
-    pthread_atfork(fork_prepare, fork_release, fork_release);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 /* Makes kiln's process runtime: KILN_OPTIONS over no workers; kiln's defaults when
  * kiln_create refuses those options (it logged why). */
 static KILN_COLD kiln_runtime *make_kilns(void) {
-    bool idle = false;
-    if (!kiln_cas_strong_acquire(&making, &idle, true)) return NULL;   /* another thread makes it */
+    pthread_once(&process_once, process_hooks);   /* before make_lock: a fork waits for it */
+    if (pthread_mutex_trylock(&make_lock) != 0) return NULL;   /* being made, or a fork */
     kiln_runtime *rt = kiln_load_acquire(&kilns);
     if (!rt) {
-        pthread_once(&process_once, process_hooks);
         kiln_desc desc = { .worker_count = KILN_NO_WORKERS };
         rt = kiln_create(&desc);
         if (!rt) {
@@ -90,7 +102,7 @@ static KILN_COLD kiln_runtime *make_kilns(void) {
         if (rt && rt->desc.stats.at_exit) atexit(report_at_exit);
         if (rt) kiln_store_release(&kilns, rt);
     }
-    kiln_store_release(&making, false);
+    pthread_mutex_unlock(&make_lock);
     return rt;
 }
 
@@ -100,8 +112,12 @@ kiln_runtime *kiln_process_runtime_try(void) {
 }
 
 kiln_runtime *kiln_process_runtime(void) {
-    kiln_runtime *rt;
-    while (!(rt = kiln_process_runtime_try()) && kiln_load_acquire(&making)) sched_yield();
+    kiln_runtime *rt = kiln_process_runtime_try();
+    for (int tries = 0; !rt && tries < 100; tries++) {   /* another thread is making it */
+        pthread_mutex_lock(&make_lock);
+        pthread_mutex_unlock(&make_lock);
+        rt = kiln_process_runtime_try();
+    }
     return rt;
 }
 

@@ -212,11 +212,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     /* Recursive: kiln logs some messages while it holds the registry (a pool destroyed
      * with live objects, the frame-end audit, a refusal at create), and a log callback
      * may read the figures, which takes the registry again on the same thread. */
-    pthread_mutexattr_t recursive;
-    pthread_mutexattr_init(&recursive);
-    pthread_mutexattr_settype(&recursive, PTHREAD_MUTEX_RECURSIVE);
-    pthread_mutex_init(&rt->registry_lock, &recursive);
-    pthread_mutexattr_destroy(&recursive);
+    kiln_runtime_registry_lock_init(rt);
     kiln_job_system_init(&rt->jobs, d.worker_count, d.idle_spin_us, rt->log);
     rt->jobs.stuck_wait_ns = (uint64_t)KILN_DEFAULT(d.stuck_wait_ms, KILN_STUCK_WAIT_MS_DEFAULT) * 1000000u;
     rt->jobs.on_background = background_changed;
@@ -240,6 +236,14 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
         return NULL;
     }
     return rt;
+}
+
+void kiln_runtime_registry_lock_init(kiln_runtime *rt) {
+    pthread_mutexattr_t recursive;
+    pthread_mutexattr_init(&recursive);
+    pthread_mutexattr_settype(&recursive, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&rt->registry_lock, &recursive);
+    pthread_mutexattr_destroy(&recursive);
 }
 
 void kiln_destroy(kiln_runtime *rt) {
