@@ -6,7 +6,7 @@
 #include "check.h"
 #include "handles.h"
 #include "heap.h"
-#include "malloc.h"
+#include "thread_ctx.h"
 #include "pools.h"
 
 #include <sched.h>

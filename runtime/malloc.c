@@ -4,6 +4,7 @@
  * detach at thread exit. The process runtime itself is runtime/process.c's. */
 #undef KILN_NO_INLINE   /* the heap's inline paths (kiln/heap.h) are this file's fast paths */
 #include "malloc.h"
+#include "thread_ctx.h"
 #include "check.h"
 #include "heap.h"
 
@@ -13,89 +14,15 @@
 #include <stdint.h>
 #include <string.h>
 
-/* ---- each thread's state ---- */
-
-/* A context remembered by a thread, with what tells whether it is still there without
- * reading it: its runtime, live, with the same salt (a runtime made where a destroyed
- * one was has another). */
-typedef struct remembered {
-    kiln_ctx     *ctx;
-    kiln_runtime *rt;
-    uint32_t      salt;
-} remembered;
-
-/* Frees a signal handler made while this thread was inside a call here, done as the
- * call returns: the first DEFERRED_MAX in an array, the rest (a storm of signals during
- * one call) in a list linked through their own first words, which the program gave up. */
-#define DEFERRED_MAX 32
-typedef struct deferred_frees {
-    uint32_t        count;
-    void           *ptrs[DEFERRED_MAX];
-    _Atomic(void *) overflow;   /* exchanged whole by the drain: atomic against a handler */
-} deferred_frees;
-
-enum { THREAD_LIVE, THREAD_ATTACHING, THREAD_EXITED };
-
-typedef struct thread_state {
-    remembered    current;    /* kiln_ctx_current: the last attached */
-    remembered    heap;       /* its context of the process runtime: the shape's */
-    remembered    implicit;   /* attached by the shape: detached at thread exit */
-    uint64_t      destroys;   /* runtime_destroys when these were last checked */
-    uint32_t      depth;      /* inside a call here: a handler's free waits */
-    uint8_t       state;      /* THREAD_*: ATTACHING while the shape attaches (or makes
-                                 the process runtime): its own calls take bootstrap memory */
-    deferred_frees deferred;
-} thread_state;
-
-/* Initial-exec: no allocation, and no lock, on a thread's first access (a preloaded
- * malloc's TLS must not call malloc). */
-#if defined(__GNUC__)
-#  define KILN_TLS_MODEL __attribute__((tls_model("initial-exec")))
-#else
-#  define KILN_TLS_MODEL
-#endif
-static _Thread_local thread_state me KILN_TLS_MODEL;
-
-/* kiln_destroy calls so far. Relaxed: a hint that makes each thread check its
- * remembered contexts before their next use (a destroy while another thread uses the
- * runtime is misuse whatever the order). */
-static _Atomic uint64_t runtime_destroys;
-
-static void remember(remembered *r, kiln_ctx *ctx) {
-    *r = (remembered){ ctx, ctx->rt, ctx->rt->tag_salt };
-}
-
-static bool still_there(const remembered *r) {
-    return r->ctx != NULL && kiln_runtime_is_live(r->rt) && r->rt->tag_salt == r->salt;
-}
-
-static KILN_COLD void recheck(void) {
-    me.destroys = kiln_load_relaxed(&runtime_destroys);   /* a later destroy: next time */
-    if (me.current.ctx && !still_there(&me.current)) me.current = (remembered){ 0 };
-    if (me.heap.ctx && !still_there(&me.heap)) me.heap = (remembered){ 0 };
-    if (me.implicit.ctx && !still_there(&me.implicit)) me.implicit = (remembered){ 0 };
-}
-
-void kiln_thread_ctx_runtime_gone(void) { kiln_add_relaxed(&runtime_destroys, 1); }
-
-void kiln_thread_ctx_attached(kiln_ctx *ctx) {
-    if (me.destroys != kiln_load_relaxed(&runtime_destroys)) recheck();
-    remember(&me.current, ctx);
-    if (ctx->rt == kiln_process_runtime_peek()) remember(&me.heap, ctx);
-}
-
-void kiln_thread_ctx_released(kiln_ctx *ctx) {
-    if (me.current.ctx == ctx) me.current = (remembered){ 0 };
-    if (me.heap.ctx == ctx) me.heap = (remembered){ 0 };
-    if (me.implicit.ctx == ctx) me.implicit = (remembered){ 0 };
-}
-
-kiln_ctx *kiln_ctx_current(void) {
-    if (me.destroys != kiln_load_relaxed(&runtime_destroys)) recheck();
-    return me.current.ctx ? me.current.ctx : me.implicit.ctx;
-}
+/* This thread's state (runtime/thread_ctx.h). */
+#define me kiln_thread
 
 /* ---- the thread-exit detach ---- */
+
+/* One implicit attach at a time, so that the count of job slots taken, read under this
+ * lock, is exact against the others (a program's own attach may still race); held
+ * across fork too. */
+static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static pthread_key_t  exit_key;
 static pthread_once_t exit_key_once = PTHREAD_ONCE_INIT;
@@ -110,14 +37,58 @@ static void thread_exit(void *unused) {
     (void)unused;
     enter();   /* the frees a handler left, if any */
     leave();
-    me.state = THREAD_EXITED;
-    if (me.destroys != kiln_load_relaxed(&runtime_destroys)) recheck();
+    me.state = KILN_THREAD_EXITED;
+    if (me.destroys != kiln_load_relaxed(&kiln_runtime_destroys)) kiln_thread_recheck();
     if (me.implicit.ctx) (kiln_detach)(me.implicit.ctx);   /* forgets it (released) */
 }
 
-static void exit_key_create(void) { pthread_key_create(&exit_key, thread_exit); }
+/* ---- the process runtime's hooks: the exit key and fork's handlers, set up before
+ * the process runtime is made or named ---- */
 
-void kiln_thread_exit_key_make(void) { pthread_once(&exit_key_once, exit_key_create); }
+static void fork_prepare(void) {
+    pthread_mutex_lock(&attach_lock);
+    kiln_process_fork_prepare();
+}
+
+static void fork_parent(void) {
+    kiln_process_fork_release(false);
+    pthread_mutex_unlock(&attach_lock);
+}
+
+static void fork_child(void) {
+    kiln_process_fork_release(true);
+    pthread_mutex_unlock(&attach_lock);
+}
+
+static void hooks_make(void) {
+    pthread_key_create(&exit_key, thread_exit);
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+static void hooks_once(void) { pthread_once(&exit_key_once, hooks_make); }
+
+/* The process runtime, the hooks first (a fork waits for a runtime being made). */
+static kiln_runtime *process_runtime_try(void) {
+    kiln_runtime *rt = kiln_process_runtime_peek();
+    if (rt) return rt;
+    hooks_once();
+    return kiln_process_runtime_try();
+}
+
+kiln_runtime *kiln_process_runtime(void) {
+    hooks_once();
+    return kiln_process_runtime_wait();
+}
+
+bool kiln_set_process_runtime(kiln_runtime *rt) {
+    if (!kiln_runtime_check(rt, "kiln_set_process_runtime")) return false;
+    hooks_once();
+    if (kiln_process_runtime_name(rt)) return true;
+    kiln_log_misuse(&rt->log, KILN_LOGITEM_PROCESS_RUNTIME_TAKEN,
+                    "kiln_set_process_runtime: the program named a process runtime already; "
+                    "refused (it serves until it is destroyed)");
+    return false;
+}
 
 /* ---- bootstrap memory: a thread's calls while the shape attaches it ----
  * The process runtime's making, and an attach, call into libc, which may call malloc
@@ -165,18 +136,10 @@ static void leave(void) {
 /* Attaches the calling thread to rt for the shape: its implicit context (the thread's
  * kiln_ctx_current stays the one it attached itself, if any). NULL when the job slots
  * are all taken (told once) or the attach fails (logged by it). */
-/* One implicit attach at a time, so that the count of job slots taken, read under this
- * lock, is exact against the others (a program's own attach may still race); held
- * across fork too (runtime/process.c). */
-static pthread_mutex_t attach_lock = PTHREAD_MUTEX_INITIALIZER;
-
-void kiln_thread_attach_lock(void) { pthread_mutex_lock(&attach_lock); }
-
-void kiln_thread_attach_unlock(void) { pthread_mutex_unlock(&attach_lock); }
 
 static KILN_COLD kiln_ctx *attach_implicit(kiln_runtime *rt) {
     static bool told;   /* attach_lock */
-    remembered before = me.current;   /* the attach makes its context current */
+    kiln_remembered before = me.current;   /* the attach makes its context current */
     pthread_mutex_lock(&attach_lock);
     kiln_ctx *ctx = NULL;
     if (kiln_load_relaxed(&rt->jobs.registered) < KILN_MAX_QUEUES) {
@@ -190,31 +153,30 @@ static KILN_COLD kiln_ctx *attach_implicit(kiln_runtime *rt) {
     pthread_mutex_unlock(&attach_lock);
     if (!ctx) return NULL;
     me.current = before;
-    remember(&me.implicit, ctx);
-    remember(&me.heap, ctx);
-    kiln_thread_exit_key_make();
+    kiln_remember(&me.implicit, ctx);
+    kiln_remember(&me.heap, ctx);
     pthread_setspecific(exit_key, &me);   /* may allocate: bootstrap memory */
     return ctx;
 }
 
 static KILN_COLD kiln_ctx *heap_ctx_slow(void) {
-    if (me.destroys != kiln_load_relaxed(&runtime_destroys)) recheck();
-    if (me.heap.ctx || me.state != THREAD_LIVE) return me.heap.ctx;
+    if (me.destroys != kiln_load_relaxed(&kiln_runtime_destroys)) kiln_thread_recheck();
+    if (me.heap.ctx || me.state != KILN_THREAD_LIVE) return me.heap.ctx;
     if (me.current.ctx && me.current.rt == kiln_process_runtime_peek()) {   /* named since */
         me.heap = me.current;
         return me.heap.ctx;
     }
-    me.state = THREAD_ATTACHING;
-    kiln_runtime *rt = kiln_process_runtime_try();
+    me.state = KILN_THREAD_ATTACHING;
+    kiln_runtime *rt = process_runtime_try();
     kiln_ctx *ctx = rt ? attach_implicit(rt) : NULL;
-    me.state = THREAD_LIVE;
+    me.state = KILN_THREAD_LIVE;
     return ctx;
 }
 
 /* The calling thread's context of the process runtime, attached now if it has none;
  * NULL: it has none and can have none now (the caller takes memory without one). */
 static inline kiln_ctx *heap_ctx(void) {
-    if (kiln_likely(me.heap.ctx != NULL && me.destroys == kiln_load_relaxed(&runtime_destroys)))
+    if (kiln_likely(me.heap.ctx != NULL && me.destroys == kiln_load_relaxed(&kiln_runtime_destroys)))
         return me.heap.ctx;
     return heap_ctx_slow();
 }
@@ -222,7 +184,7 @@ static inline kiln_ctx *heap_ctx(void) {
 /* Memory for a thread with no context: bootstrap memory while it attaches or the process
  * runtime is being made; else the process runtime's shared cache. */
 static KILN_COLD void *alloc_without_ctx(size_t size, size_t align, bool zero) {
-    kiln_runtime *rt = me.state == THREAD_ATTACHING ? NULL : kiln_process_runtime_try();
+    kiln_runtime *rt = me.state == KILN_THREAD_ATTACHING ? NULL : process_runtime_try();
     if (!rt) return boot_alloc(size, align);
     return kiln_heap_orphan_alloc(rt, size, align, zero);
 }
@@ -320,7 +282,7 @@ static KILN_COLD void drain_deferred(void) {
 void kiln_free(void *ptr) {
     if (!ptr) return;
     if (kiln_unlikely(me.depth != 0)) {   /* a handler interrupted a call here */
-        if (me.deferred.count < DEFERRED_MAX) {
+        if (me.deferred.count < KILN_DEFERRED_MAX) {
             me.deferred.ptrs[me.deferred.count] = ptr;
             atomic_signal_fence(memory_order_seq_cst);
             me.deferred.count++;

@@ -2,44 +2,32 @@
  * the one kiln makes from KILN_OPTIONS when a thread first needs it; its stats=exit
  * report at exit; its locks held across fork, so that the child finds none taken. */
 #include "malloc.h"
+#include "thread_ctx.h"
 #include "check.h"
 #include "stats_print.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 
-/* The program's (kiln_set_process_runtime) and kiln's own. Release stores once they are
- * made, acquire loads: a thread that finds one sees it whole. */
-static _Atomic(kiln_runtime *) named, kilns;
 /* Held while kiln's is being made (taken with trylock: a thread that finds it held takes
  * bootstrap memory meanwhile, since the maker may wait on it), and by fork, so that a
  * child never inherits a runtime half made. */
 static pthread_mutex_t make_lock = PTHREAD_MUTEX_INITIALIZER;
-static pthread_mutex_t named_lock = PTHREAD_MUTEX_INITIALIZER;   /* kiln_set_process_runtime */
 
-kiln_runtime *kiln_process_runtime_peek(void) {
-    kiln_runtime *rt = kiln_load_acquire(&named);
-    return rt ? rt : kiln_load_acquire(&kilns);
-}
-
-bool kiln_process_runtime_is_kilns(const kiln_runtime *rt) {
-    return rt != NULL && rt == kiln_load_acquire(&kilns);
-}
+static kiln_runtime *made_here;   /* kiln's own, for its report at exit; make_lock */
 
 static void report_at_exit(void) {
-    kiln_runtime *rt = kiln_load_acquire(&kilns);
-    if (rt) kiln_stats_log(rt);
+    if (made_here) kiln_stats_log(made_here);
 }
 
 /* ---- fork: the locks a malloc in the child may need, taken in the order the code
- * nests them (implicit attaches; making; live list; shared cache; registry; job table;
- * classes; large registry; block pool), released in the parent, and in the child, whose
- * only thread took them. */
+ * nests them (making; live list; shared cache; registry; job table; classes; large
+ * registry; block pool), released in the parent, and in the child, whose only thread
+ * took them. */
 
 static kiln_runtime *forking;   /* the runtime whose locks prepare took; that thread's */
 
-static void fork_prepare(void) {
-    kiln_thread_attach_lock();
+void kiln_process_fork_prepare(void) {
     pthread_mutex_lock(&make_lock);
     kiln_runtime *rt = kiln_process_runtime_peek();
     forking = rt;
@@ -53,8 +41,7 @@ static void fork_prepare(void) {
     pthread_mutex_lock(&rt->blocks.grow_lock);
 }
 
-/* in_child: the registry's recursive lock is made anew (its owner is a thread id). */
-static void fork_release(bool in_child) {
+void kiln_process_fork_release(bool in_child) {
     kiln_runtime *rt = forking;
     forking = NULL;
     if (rt) {
@@ -68,26 +55,13 @@ static void fork_release(bool in_child) {
     }
     kiln_live_list_unlock();
     pthread_mutex_unlock(&make_lock);
-    kiln_thread_attach_unlock();
-}
-
-static void fork_parent(void) { fork_release(false); }
-
-static void fork_child(void) { fork_release(true); }
-
-static pthread_once_t process_once = PTHREAD_ONCE_INIT;
-
-static void process_hooks(void) {
-    kiln_thread_exit_key_make();
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
 /* Makes kiln's process runtime: KILN_OPTIONS over no workers; kiln's defaults when
  * kiln_create refuses those options (it logged why). */
 static KILN_COLD kiln_runtime *make_kilns(void) {
-    pthread_once(&process_once, process_hooks);   /* before make_lock: a fork waits for it */
     if (pthread_mutex_trylock(&make_lock) != 0) return NULL;   /* being made, or a fork */
-    kiln_runtime *rt = kiln_load_acquire(&kilns);
+    kiln_runtime *rt = kiln_process_runtime_peek();
     if (!rt) {
         kiln_desc desc = { .worker_count = KILN_NO_WORKERS };
         rt = kiln_create(&desc);
@@ -99,8 +73,9 @@ static KILN_COLD kiln_runtime *make_kilns(void) {
                          "malloc: the process runtime could not be made from KILN_OPTIONS (see "
                          "the error before); it runs with kiln's defaults");
         }
+        made_here = rt;
         if (rt && rt->desc.stats.at_exit) atexit(report_at_exit);
-        if (rt) kiln_store_release(&kilns, rt);
+        if (rt) kiln_process_runtime_made(rt);
     }
     pthread_mutex_unlock(&make_lock);
     return rt;
@@ -111,7 +86,7 @@ kiln_runtime *kiln_process_runtime_try(void) {
     return rt ? rt : make_kilns();
 }
 
-kiln_runtime *kiln_process_runtime(void) {
+kiln_runtime *kiln_process_runtime_wait(void) {
     kiln_runtime *rt = kiln_process_runtime_try();
     for (int tries = 0; !rt && tries < 100; tries++) {   /* another thread is making it */
         pthread_mutex_lock(&make_lock);
@@ -119,24 +94,4 @@ kiln_runtime *kiln_process_runtime(void) {
         rt = kiln_process_runtime_try();
     }
     return rt;
-}
-
-bool kiln_set_process_runtime(kiln_runtime *rt) {
-    if (!kiln_runtime_check(rt, "kiln_set_process_runtime")) return false;
-    pthread_once(&process_once, process_hooks);
-    pthread_mutex_lock(&named_lock);
-    kiln_runtime *before = kiln_load_acquire(&named);
-    if (!before) kiln_store_release(&named, rt);
-    pthread_mutex_unlock(&named_lock);
-    if (before)
-        kiln_log_misuse(&rt->log, KILN_LOGITEM_PROCESS_RUNTIME_TAKEN,
-                        "kiln_set_process_runtime: the program named a process runtime already; "
-                        "refused (it serves until it is destroyed)");
-    return before == NULL;
-}
-
-void kiln_process_runtime_forget(const kiln_runtime *rt) {
-    pthread_mutex_lock(&named_lock);
-    if (kiln_load_acquire(&named) == rt) kiln_store_release(&named, NULL);
-    pthread_mutex_unlock(&named_lock);
 }

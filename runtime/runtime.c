@@ -10,6 +10,7 @@
 #include "handles.h"
 #include "heap.h"
 #include "malloc.h"
+#include "thread_ctx.h"
 #include "pools.h"
 #include "stats_print.h"
 #include "trace.h"

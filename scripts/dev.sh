@@ -18,10 +18,13 @@ cd "$root"
 # Debian packages kiln needs to build and test; peers are for the benchmarks only.
 # libclang-rt-14-dev holds clang's sanitizer runtimes and libFuzzer; valgrind brings
 # memcheck and <valgrind/memcheck.h> (the debug layer's memory-pool annotations); spin
-# checks the frame clock's model (runtime/frame_clock.pml).
+# checks the frame clock's model (runtime/frame_clock.pml). python3, lua5.4, perl and git
+# are the programs run on libkiln-malloc.so (tests/malloc/); liblua5.4-dev and
+# libimgui-dev the libraries of the examples that put Lua and Dear ImGui on kiln's heap.
 build_packages=(gcc g++ pkg-config meson ninja-build libck-dev)
 test_packages=(libcriterion-dev clang libclang-rt-14-dev valgrind spin
-               libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev libtbb-dev)
+               libjemalloc-dev libmimalloc-dev libgoogle-perftools-dev libtbb-dev
+               python3 lua5.4 liblua5.4-dev libimgui-dev perl git)
 
 install_missing() {
     local missing=()

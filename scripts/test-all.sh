@@ -5,7 +5,7 @@
 # install and subproject consumer checks, the programs that misuse kiln on purpose
 # (tests/expect/: each misuse must be reported), alloc/'s unit tests and a stress run
 # under Valgrind's memcheck (on the default build), the fuzz targets (fuzz/) for
-# KILN_FUZZ_SECONDS each (default 30) and the SPIN models of the frame clock and of a
+# KILN_FUZZ_SECONDS each (default 25) and the SPIN models of the frame clock and of a
 # sleeping wait. Called by
 # `scripts/dev.sh test`, which first installs what is missing.
 # Sized for two cores: Criterion binaries run two at a time, and memcheck (one core)
@@ -196,6 +196,18 @@ if build build-test; then
     check "demo check-demo" tests/demo/check-demo.sh build-test
     check "bench --quick" bench/run-all.sh build-test --quick
     check "install + pkg-config consumer" tests/consumer/check-install.sh build-test
+    # libkiln-malloc.so preloaded: a test per line of what it must survive, C++'s new
+    # and delete, and the examples that put Lua and Dear ImGui on kiln's heap, tagged.
+    preload=(env LD_PRELOAD="$root/build-test/malloc/libkiln-malloc.so" KILN_OPTIONS=debug=checks)
+    for scenario in early tls fork threads glibc dlclose signal; do
+        check "preload survive $scenario" "${preload[@]}" build-test/tests/survive "$scenario" build-test/tests
+    done
+    expect_report "preload survive foreign: free of glibc's pointer ignored, counted, logged" 0 \
+        'HEAP_FOREIGN_POINTER: free: 0x' 'HEAP_FOREIGN_POINTER: realloc: 0x' 'survive foreign: ok' \
+        -- "${preload[@]}" build-test/tests/survive foreign
+    check "preload survive-new (operator new and delete)" "${preload[@]}" build-test/tests/survive-new
+    check "example malloc-lua (lua_Alloc on a tag)" build-test/examples/malloc-lua
+    check "example malloc-imgui (ImGui's allocator on a tag)" build-test/examples/malloc-imgui
     check "meson subproject consumer" tests/consumer/check-subproject.sh
     expect_guards default build-test
 fi
@@ -276,11 +288,11 @@ memcheck_stage() {
         -- "${vg[@]}" build-test/tests/expect-frame-poison
 }
 
-# Each target runs KILN_FUZZ_SECONDS (default 30; 0: only its corpus) from a copy of its
+# Each target runs KILN_FUZZ_SECONDS (default 25; 0: only its corpus) from a copy of its
 # committed corpus, so the committed one never grows; every file in it, the regression
 # inputs included, is run first. A fixed seed; crash inputs land in build-logs/. Long
 # runs that keep what they find: scripts/fuzz-long.sh.
-fuzz_seconds=${KILN_FUZZ_SECONDS:-30}
+fuzz_seconds=${KILN_FUZZ_SECONDS:-25}
 
 # fuzz TARGET: one test: the target finds nothing (and the corpus replays clean).
 fuzz() {
@@ -320,6 +332,11 @@ memcheck_pid=$!
 if [ "$fuzz_built" -eq 1 ]; then
     for target in fuzz-arena fuzz-pool fuzz-handles fuzz-heap; do fuzz "$target"; done
 fi
+# Programs nobody here wrote, on libkiln-malloc.so with debug=checks, against glibc (one
+# core, like the fuzzers): python3, lua5.4, perl, gcc and git.
+check "real programs on kiln's malloc: same output as on glibc, no kiln error" \
+    tests/malloc/check-real-programs.sh build-test
+cat "$(log_for "real programs on kiln's malloc: same output as on glibc, no kiln error")"
 check "model: frame clock properties hold and every mutation is caught" scripts/check-frame-model.sh
 check "model: a sleeping wait loses no wake-up and every mutation is caught" scripts/check-wait-model.sh
 # The debug layer's tests under memcheck here, after the fuzzers and the models, so that

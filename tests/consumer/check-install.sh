@@ -27,3 +27,9 @@ cc -std=c11 -Wall -Wextra -Werror -pedantic "$here/consumer.c" -o "$dest/consume
 c++ -std=c++17 -Wall -Wextra -Werror -pedantic "$here/../headers_hpp.cpp" -o "$dest/consumer-cpp" \
     $(pkgconf --cflags --libs kiln)
 LD_LIBRARY_PATH="$libdir" "$dest/consumer-cpp"
+# libkiln-malloc, linked instead of preloaded: pkg-config kiln-malloc gives the flags.
+pkgconf --exists kiln-malloc || { echo "kiln-malloc.pc was not installed"; exit 1; }
+echo "pkg-config kiln-malloc: $(pkgconf --libs kiln-malloc)"
+cc -std=c11 -Wall -Wextra -Werror -pedantic "$here/consumer_malloc.c" -o "$dest/consumer-malloc" \
+   $(pkgconf --cflags --libs kiln-malloc)
+LD_LIBRARY_PATH="$libdir" "$dest/consumer-malloc"
