@@ -2378,6 +2378,124 @@ ROW(heap_tag_null, "kiln_heap_tag", "NULL (legal: {0})", KILN_LOGITEM_NONE, SINK
     WANT_EQ(kiln_heap_tag(NULL).id, 0u);
 })
 
+/* The malloc shape: rows that need a runtime's log name A the process runtime and attach
+ * the test thread to it again (NAME_A), so that the shape serves from that context. */
+#define NAME_A(f) kiln_ctx *shape_ctx = (kiln_set_process_runtime((f)->a), kiln_attach((f)->a))
+#define UNNAME_A() kiln_detach(shape_ctx)
+ROW(ctx_current_attached, "kiln_ctx_current", "after two attaches (legal: the last)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(kiln_ctx_current(), f->ctx_b);
+})
+ROW(process_runtime_first_use, "kiln_process_runtime", "first use (legal: made)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    kiln_runtime *rt = kiln_process_runtime();
+    WANT_NOT_NULL(rt);
+    WANT_EQ(kiln_process_runtime(), rt);
+})
+ROW(destroy_kilns_process_runtime, "kiln_destroy", "kiln's process runtime: refused", KILN_LOGITEM_PROCESS_RUNTIME_DESTROY, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    kiln_runtime *rt = kiln_process_runtime();
+    kiln_destroy(rt);
+    WANT_EQ(kiln_process_runtime(), rt);
+})
+ROW(set_process_runtime_null, "kiln_set_process_runtime", "NULL runtime: false", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT(!kiln_set_process_runtime(NULL));
+})
+ROW(set_process_runtime_forged, "kiln_set_process_runtime", "not a runtime: false", KILN_LOGITEM_RUNTIME_INVALID, SINK_STDERR, NOT_COUNTED, 0, DOC, {
+    WANT(!kiln_set_process_runtime(FORGED_RT));
+})
+ROW(set_process_runtime_twice, "kiln_set_process_runtime", "named already: false, the first stays", KILN_LOGITEM_PROCESS_RUNTIME_TAKEN, SINK_A, COUNTED, 0, DOC, {
+    WANT(kiln_set_process_runtime(f->b));
+    WANT(!kiln_set_process_runtime(f->a));
+    WANT_EQ(kiln_process_runtime(), f->b);
+})
+ROW(malloc_huge, "kiln_malloc", "size SIZE_MAX: NULL, ENOMEM, nothing logged", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    NAME_A(f);
+    errno = 0;
+    WANT_NULL(kiln_malloc(SIZE_MAX));
+    WANT_EQ(errno, ENOMEM);
+    UNNAME_A();
+})
+ROW(malloc_zero, "kiln_malloc", "size 0 (legal: a unique pointer)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    void *p = kiln_malloc(0);
+    WANT_NOT_NULL(p);
+    kiln_free(p);
+})
+ROW(calloc_overflow, "kiln_calloc", "count * size overflows: NULL, ENOMEM", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    errno = 0;
+    WANT_NULL(kiln_calloc(SIZE_MAX / 4, 8));
+    WANT_EQ(errno, ENOMEM);
+})
+ROW(realloc_malloc_pointer, "kiln_realloc", "malloc's pointer: NULL, untouched", KILN_LOGITEM_HEAP_FOREIGN_POINTER, SINK_A, COUNTED, 0, DOC, {
+    NAME_A(f);
+    char *m = malloc(32);
+    m[0] = 'k';
+    WANT_NULL(kiln_realloc(m, 64));
+    WANT_EQ(m[0], 'k');
+    free(m);
+    UNNAME_A();
+})
+ROW(realloc_interior, "kiln_realloc", "an interior pointer: NULL", KILN_LOGITEM_HEAP_INTERIOR_POINTER, SINK_A, COUNTED, 0, DOC, {
+    NAME_A(f);
+    char *p = kiln_malloc(64);
+    WANT_NULL(kiln_realloc(p + 16, 128));
+    kiln_free(p);
+    UNNAME_A();
+})
+ROW(realloc_zero, "kiln_realloc", "size 0 (legal: freed, NULL)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    WANT_NULL(kiln_realloc(kiln_malloc(10), 0));
+})
+ROW(free_malloc_pointer, "kiln_free", "malloc's pointer: ignored", KILN_LOGITEM_HEAP_FOREIGN_POINTER, SINK_A, COUNTED, 0, DOC, {
+    NAME_A(f);
+    void *m = malloc(32);
+    kiln_free(m);
+    free(m);
+    UNNAME_A();
+})
+ROW(free_twice, "kiln_free", "freed already: ignored", KILN_LOGITEM_HEAP_DOUBLE_FREE, SINK_A, COUNTED, 0, DOC, {
+    NAME_A(f);
+    void *p = kiln_malloc(48);
+    kiln_free(p);
+    kiln_free(p);
+    UNNAME_A();
+})
+ROW(free_null, "kiln_free", "NULL (legal: no-op)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    kiln_free(NULL);
+})
+ROW(free_other_runtime, "kiln_free", "another runtime's heap allocation (legal: freed there)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    void *p = kiln_heap_alloc(f->ctx_b, (kiln_tag){ 0 }, 100, 0);
+    kiln_free(p);
+    kiln_heap_stats s;
+    kiln_stats_heap(f->b, &s);
+    WANT_EQ(s.live_objects, 0u);
+})
+ROW(aligned_alloc_not_pow2, "kiln_aligned_alloc", "align 48: NULL, EINVAL", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    errno = 0;
+    WANT_NULL(kiln_aligned_alloc(48, 10));
+    WANT_EQ(errno, EINVAL);
+})
+ROW(aligned_alloc_huge_align, "kiln_aligned_alloc", "align 2^40: NULL, ENOMEM", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    errno = 0;
+    WANT_NULL(kiln_aligned_alloc((size_t)1 << 40, 10));
+    WANT_EQ(errno, ENOMEM);
+})
+ROW(posix_memalign_small_align, "kiln_posix_memalign", "align 4: EINVAL, out untouched", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    void *out = (void *)f;
+    WANT_EQ(kiln_posix_memalign(&out, 4, 10), EINVAL);
+    WANT_EQ(out, (void *)f);
+})
+ROW(posix_memalign_null_out, "kiln_posix_memalign", "NULL out: EINVAL", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, UNDOC, {
+    WANT_EQ(kiln_posix_memalign(NULL, 16, 10), EINVAL);
+})
+ROW(malloc_usable_size_malloc_pointer, "kiln_malloc_usable_size", "malloc's pointer: 0", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    char *m = malloc(32);
+    m[0] = 0;
+    WANT_EQ(kiln_malloc_usable_size(m), 0u);
+    free(m);
+})
+ROW(malloc_usable_size_null, "kiln_malloc_usable_size", "NULL (legal: 0)", KILN_LOGITEM_NONE, SINK_NONE, NOT_COUNTED, 0, DOC, {
+    WANT_EQ(kiln_malloc_usable_size(NULL), 0u);
+})
+#undef NAME_A
+#undef UNNAME_A
+
 ROW(stats_heap_null_rt, "kiln_stats_heap", "NULL runtime: false", KILN_LOGITEM_RUNTIME_NULL, SINK_STDERR, NOT_COUNTED, 0, DOC, {
     kiln_heap_stats s;
     WANT(!kiln_stats_heap(NULL, &s));

@@ -24,6 +24,7 @@
  * expectation is the decision written in the row's class text. */
 #define _DEFAULT_SOURCE
 #include <criterion/criterion.h>
+#include <errno.h>
 #include <dirent.h>
 #include <pthread.h>
 #include <stdint.h>
