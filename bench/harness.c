@@ -456,6 +456,11 @@ static const struct preload_peer {
 #else
     { "tcmalloc malloc+free (child)", NULL, "tcmalloc" },
 #endif
+#ifdef BENCH_KILN_MALLOC_SO   /* kiln's own heap as the child's malloc (libkiln-malloc.so) */
+    { "kiln malloc+free (child, libkiln-malloc)", BENCH_KILN_MALLOC_SO, "kiln-malloc" },
+#else
+    { "kiln malloc+free (child, libkiln-malloc)", NULL, "kiln-malloc" },
+#endif
 };
 
 void bench_add_preload_peers(bench_workload *w, const char *program, const char *const args[],

@@ -162,14 +162,15 @@ bool bench_glibc_find(bench_malloc_fns *out, bool (*foreign)(const void *p), cha
                       size_t why_size);
 
 /* The malloc replacements that cannot share a process: jemalloc and tcmalloc, at the
- * paths found at configure time. Each becomes a row "<name> malloc+free (child)" whose
+ * paths found at configure time, and kiln's own libkiln-malloc.so from this build (the
+ * malloc shape: the same workload through plain malloc, on kiln's heap). Each becomes a row "<name> malloc+free (child)" whose
  * rounds run in a child: this executable again, under LD_PRELOAD, with
  *   argv = { program, "--child", expect, args[0], args[1], ... }
- * where expect ("jemalloc", "tcmalloc") is what the child passes to bench_child_serve.
+ * where expect ("jemalloc", "tcmalloc", "kiln-malloc") is what the child passes to bench_child_serve.
  * A library not found at configure time, or a child that cannot start, becomes a
  * skipped row with the reason. children receives the children (NULL where none) for
  * bench_stop_preload_peers. args ends with NULL. */
-#define BENCH_PRELOAD_PEERS 2
+#define BENCH_PRELOAD_PEERS 3
 void bench_add_preload_peers(bench_workload *w, const char *program, const char *const args[],
                              bench_child *children[BENCH_PRELOAD_PEERS]);
 void bench_stop_preload_peers(bench_child *children[BENCH_PRELOAD_PEERS]);
