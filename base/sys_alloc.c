@@ -1,9 +1,12 @@
 /* base/sys_alloc.c — kiln's own system-heap allocations, with the fault injection of sys_alloc.h. */
+#define _DEFAULT_SOURCE   /* MAP_ANONYMOUS */
 #include "sys_alloc.h"
 
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 
 #include "atomics.h"
 #include "fault.h"
@@ -78,3 +81,23 @@ void *kiln_sys_aligned(size_t align, size_t size) {
 }
 
 void kiln_sys_free(void *ptr) { sys_free(ptr); }
+
+/* From here on a zeroed record is a mapping: untouched pages cost no memory. */
+#define ZEROED_MAPPED (64u * 1024u)
+
+void *kiln_sys_zeroed(size_t align, size_t size) {
+    if (size < ZEROED_MAPPED) {
+        void *p = kiln_sys_aligned(align, size);
+        if (p) memset(p, 0, size);
+        return p;
+    }
+    if (injected_failure_fires()) return NULL;
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;   /* page-aligned, zero */
+}
+
+void kiln_sys_zeroed_free(void *ptr, size_t size) {
+    if (!ptr) return;
+    if (size < ZEROED_MAPPED) kiln_sys_free(ptr);
+    else munmap(ptr, size);
+}

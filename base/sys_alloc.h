@@ -20,6 +20,14 @@ KILN_INTERNAL void *kiln_sys_realloc(void *ptr, size_t size);
 KILN_INTERNAL void *kiln_sys_aligned(size_t align, size_t size);
 KILN_INTERNAL void  kiln_sys_free(void *ptr);
 
+/* size zeroed bytes aligned to align (a power of two up to the page size), or NULL as
+ * kiln_sys_aligned; kiln_sys_zeroed_free(ptr, size) gives them back (NULL: no-op). From
+ * 64 KiB on they are a mapping of their own, whose pages are touched only as they are
+ * used (a runtime's and a context's records are large and mostly idle). Concurrency:
+ * any thread. */
+KILN_INTERNAL void *kiln_sys_zeroed(size_t align, size_t size);
+KILN_INTERNAL void  kiln_sys_zeroed_free(void *ptr, size_t size);
+
 /* Fault injection for tests: the nth heap allocation from now (1 = the next one)
  * fails, and only that one. 0 switches injection off. Concurrency: any thread. */
 KILN_INTERNAL void kiln_sys_fail_nth(unsigned long nth);

@@ -25,9 +25,7 @@ static kiln_ctx *context_memory(kiln_runtime *rt, bool *reused) {
         rt->detached = ctx->next;
         return ctx;
     }
-    ctx = kiln_sys_aligned(KILN_CACHE_LINE, sizeof *ctx);
-    if (ctx) memset(ctx, 0, sizeof *ctx);
-    return ctx;
+    return kiln_sys_zeroed(KILN_CACHE_LINE, sizeof *ctx);
 }
 
 /* Under registry_lock: keeps ctx for reuse. */
@@ -75,7 +73,7 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
             pthread_mutex_unlock(&rt->registry_lock);
         } else {        /* never published: nobody can be looking at it */
             kiln_job_queue_fini(&ctx->queue);
-            kiln_sys_free(ctx);
+            kiln_sys_zeroed_free(ctx, sizeof *ctx);
         }
         return NULL;
     }
@@ -143,7 +141,7 @@ void kiln_contexts_free(kiln_runtime *rt) {
         next = ctx->next;
         for (unsigned p = 0; p < 2; p++) kiln_job_arena_free(ctx, p);
         kiln_job_queue_fini(&ctx->queue);
-        kiln_sys_free(ctx);
+        kiln_sys_zeroed_free(ctx, sizeof *ctx);
     }
     rt->detached = NULL;
 }

@@ -142,6 +142,9 @@ static void switch_frame_memory(void *owner, uint32_t epoch) {
                                 : (kiln_arena_head *)&kiln_arena_closed_head;
 }
 
+/* The bytes of a runtime's record (zeroed, mapped: mostly idle pages). */
+static size_t runtime_bytes(void) { return kiln_align_up(sizeof(kiln_runtime), KILN_CACHE_LINE); }
+
 kiln_runtime *kiln_create(const kiln_desc *desc) {
     if (!kiln_outside_log_callback(NULL, "kiln_create")) return NULL;
     kiln_desc given = desc ? *desc : (kiln_desc){ 0 };
@@ -152,19 +155,18 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     if (!kiln_options_apply(&given, &sources, &early)) return NULL;   /* logged; nothing made */
     kiln_desc d = desc_with_defaults(&given);
     if (!desc_check(&d, &early)) return NULL;
-    size_t size = kiln_align_up(sizeof(kiln_runtime), KILN_CACHE_LINE);
-    kiln_runtime *rt = kiln_sys_aligned(KILN_CACHE_LINE, size);
+    size_t size = runtime_bytes();
+    kiln_runtime *rt = kiln_sys_zeroed(KILN_CACHE_LINE, size);
     if (!rt) {
         kiln_log(&early, KILN_LOGITEM_RUNTIME_OUT_OF_MEMORY,
                  "kiln_create: no memory for the runtime (%zu bytes)", size);
         return NULL;
     }
-    memset(rt, 0, size);
     rt->desc = d;
     rt->option_sources = sources;
     kiln_options_bind_paths(&rt->desc, &rt->option_sources);
     if (!kiln_log_state_init(&rt->log_state, &rt->desc, &early)) {   /* logged */
-        kiln_sys_free(rt);
+        kiln_sys_zeroed_free(rt, runtime_bytes());
         return NULL;
     }
     rt->log_fold.frame = &rt->frame;
@@ -178,7 +180,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
         kiln_log(&early, KILN_LOGITEM_LOG_START_FAILED,
                  "kiln_create: no memory or thread for the async log's ring (log_mode=async)");
         kiln_log_state_fini(&rt->log_state);
-        kiln_sys_free(rt);
+        kiln_sys_zeroed_free(rt, runtime_bytes());
         return NULL;
     }
     kiln_block_pool_config pool_config = {
@@ -190,7 +192,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
     };
     if (!kiln_block_pool_init(&rt->blocks, &pool_config)) {   /* logged */
         kiln_log_state_fini(&rt->log_state);
-        kiln_sys_free(rt);
+        kiln_sys_zeroed_free(rt, runtime_bytes());
         return NULL;
     }
     if ((d.debug & KILN_DEBUG_SITES) && !kiln_site_registry_init(&rt->sites)) {
@@ -198,7 +200,7 @@ kiln_runtime *kiln_create(const kiln_desc *desc) {
                  "kiln_create: no heap memory for the site counts of KILN_DEBUG_SITES");
         kiln_block_pool_fini(&rt->blocks);
         kiln_log_state_fini(&rt->log_state);
-        kiln_sys_free(rt);
+        kiln_sys_zeroed_free(rt, runtime_bytes());
         return NULL;
     }
     if (d.debug & KILN_DEBUG_SITES) rt->blocks.sites = &rt->sites;
@@ -309,7 +311,7 @@ void kiln_destroy(kiln_runtime *rt) {
     kiln_crash_fini(rt);
     kiln_log_state_fini(&rt->log_state);   /* no message after the block pool's */
     rt->magic = 0;
-    kiln_sys_free(rt);
+    kiln_sys_zeroed_free(rt, runtime_bytes());
 }
 
 uint64_t kiln_frame_number(const kiln_runtime *rt) {

@@ -383,7 +383,8 @@ Test(malloc, a_programs_runtime_serves_with_its_tags) {
     kiln_free(r);
     kiln_detach(ctx);
     kiln_destroy(rt);
-    cr_assert_neq(kiln_process_runtime(), rt, "kiln's own serves again");
+    cr_assert_eq(kiln_tag_find(kiln_process_runtime(), "Lua").id, 0u,
+                 "kiln's own serves again (it may lie where rt did)");
     void *s = kiln_malloc(10);
     cr_assert_not_null(s);
     kiln_free(s);

@@ -76,7 +76,7 @@ static int scenario_early(void) {
     char *p = strdup("after main");   /* libc's own malloc calls are kiln's too */
     check_is_kilns(p);
     free(p);
-    CHECK(heap().allocs > 2);
+    CHECK(heap().allocs >= 2);   /* the one before main, and strdup's */
     return 0;
 }
 
