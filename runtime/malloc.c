@@ -234,6 +234,7 @@ static void reject_foreign(kiln_ctx *ctx, const void *ptr, const char *function)
  * bad pointer there), another runtime's (through this thread's context of it, or its
  * shared cache), or nobody's. */
 static KILN_COLD void free_slow(kiln_ctx *ctx, void *ptr) {
+    if (boot_owns(ptr)) return;   /* bootstrap memory: never reused */
     if (ctx && heap_has(ctx->rt, ptr)) {
         kiln_heap_free_in(&ctx->rt->heap, &ctx->heap_cache, ptr, "free");
         return;
@@ -246,14 +247,14 @@ static KILN_COLD void free_slow(kiln_ctx *ctx, void *ptr) {
     else kiln_heap_orphan_free(owner, ptr);
 }
 
-/* A free inside a call here (depth counted by the caller). */
-static void free_inside(void *ptr) {
-    if (kiln_unlikely(boot_owns(ptr))) return;
+/* A free inside a call here (depth counted by the caller). Bootstrap memory is in no
+ * heap's known blocks: the inline path passes it to free_slow, which lets it be. */
+static inline void free_inside(void *ptr) {
     kiln_ctx *ctx = heap_ctx();
-    if (!(ctx && kiln_heap_free_try_inline(ctx, ptr))) free_slow(ctx, ptr);
+    if (kiln_unlikely(!(ctx && kiln_heap_free_try_inline(ctx, ptr)))) free_slow(ctx, ptr);
 }
 
-static void free_now(void *ptr) {
+static inline void free_now(void *ptr) {
     enter();
     free_inside(ptr);
     leave();
