@@ -14,6 +14,7 @@
 
 #define MIN_CAPACITY      64
 #define KEPT_MAX_BYTES    ((size_t)32 << 20)   /* a mapping bigger than this is never kept */
+#define KEPT_TOTAL_BYTES  ((size_t)64 << 20)   /* the kept ones together, at most */
 
 static const kiln_tag_payer large_payer = { "heap", "large allocation" };
 
@@ -74,33 +75,42 @@ static void erase(kiln_heap_large *large, kiln_heap_large_entry *e) {
     large->count--;
 }
 
-/* Under lock: a kept mapping that holds bytes with under 25 % to spare, aligned to align,
- * taken off the list; {0} for none. */
+/* Under lock: the smallest kept mapping that holds bytes, at most twice over, aligned to
+ * align, taken off the list (the rest keep their order: oldest first); {0} for none. */
 static kiln_heap_kept take_kept(kiln_heap_large *large, size_t bytes, size_t align) {
+    uint32_t best = UINT32_MAX;
     for (uint32_t i = 0; i < large->kept_count; i++) {
         kiln_heap_kept k = large->kept[i];
-        if (k.bytes < bytes || k.bytes - bytes > bytes / 4 || ((uintptr_t)k.map & (align - 1))) continue;
-        large->kept[i] = large->kept[--large->kept_count];
-        kiln_sub_relaxed(&large->kept_bytes, k.bytes);
-        return k;
+        if (k.bytes < bytes || k.bytes - bytes > bytes || ((uintptr_t)k.map & (align - 1))) continue;
+        if (best == UINT32_MAX || k.bytes < large->kept[best].bytes) best = i;
     }
-    return (kiln_heap_kept){ 0 };
+    if (best == UINT32_MAX) return (kiln_heap_kept){ 0 };
+    kiln_heap_kept k = large->kept[best];
+    memmove(&large->kept[best], &large->kept[best + 1], (large->kept_count - best - 1) * sizeof k);
+    large->kept_count--;
+    kiln_sub_relaxed(&large->kept_bytes, k.bytes);
+    return k;
 }
 
-/* Under lock: keeps a freed mapping; returns the one to unmap instead ({0}: none): the
- * freed one when it is too big, else the oldest kept when the list is full. */
-static kiln_heap_kept keep(kiln_heap_large *large, kiln_heap_kept freed) {
-    if (freed.bytes > KEPT_MAX_BYTES) return freed;
-    kiln_heap_kept out = { 0 };
-    if (large->kept_count == KILN_HEAP_KEPT_MAPPINGS) {
-        out = large->kept[0];
-        memmove(&large->kept[0], &large->kept[1], (KILN_HEAP_KEPT_MAPPINGS - 1) * sizeof out);
-        large->kept_count--;
-        kiln_sub_relaxed(&large->kept_bytes, out.bytes);
+/* Under lock: keeps a freed mapping, the oldest kept ones making way (at most
+ * KILN_HEAP_KEPT_MAPPINGS, KEPT_TOTAL_BYTES together); the mappings to unmap go to gone[]
+ * (their count returned): the freed one alone when it is too big to keep. */
+static uint32_t keep(kiln_heap_large *large, kiln_heap_kept freed, kiln_heap_kept gone[KILN_HEAP_KEPT_MAPPINGS]) {
+    if (freed.bytes > KEPT_MAX_BYTES) {
+        gone[0] = freed;
+        return 1;
     }
+    uint32_t n = 0, oldest = 0;
+    while (large->kept_count - oldest == KILN_HEAP_KEPT_MAPPINGS ||
+           (oldest < large->kept_count && kiln_load_relaxed(&large->kept_bytes) + freed.bytes > KEPT_TOTAL_BYTES)) {
+        gone[n++] = large->kept[oldest++];
+        kiln_sub_relaxed(&large->kept_bytes, gone[n - 1].bytes);
+    }
+    large->kept_count -= oldest;
+    memmove(&large->kept[0], &large->kept[oldest], large->kept_count * sizeof freed);
     large->kept[large->kept_count++] = freed;
     kiln_add_relaxed(&large->kept_bytes, freed.bytes);
-    return out;
+    return n;
 }
 
 /* ASan's poison outlives munmap: a later mapping at the address would inherit it. */
@@ -181,10 +191,11 @@ bool kiln_heap_large_free(kiln_heap *heap, void *ptr) {
     /* Filled and poisoned before it is kept: from then on another thread may take it. */
     if (heap->debug & KILN_DEBUG_FILL) memset(ptr, KILN_FILL_FREED, entry.size);
     if (heap->debug & KILN_DEBUG_POISON) kiln_debug_poison(ptr, entry.bytes);
+    kiln_heap_kept gone[KILN_HEAP_KEPT_MAPPINGS];
     pthread_mutex_lock(&large->lock);
-    kiln_heap_kept gone = keep(large, (kiln_heap_kept){ ptr, entry.bytes });
+    uint32_t n = keep(large, (kiln_heap_kept){ ptr, entry.bytes }, gone);
     pthread_mutex_unlock(&large->lock);
-    unmap(heap, gone);
+    for (uint32_t i = 0; i < n; i++) unmap(heap, gone[i]);
     kiln_tag_release(kiln_heap_account(heap, entry.tag), entry.bytes);
     kiln_sub_relaxed(&large->live, 1);
     kiln_sub_relaxed(&large->live_bytes, entry.bytes);

@@ -617,3 +617,35 @@ Test(heap, realloc_growth_under_a_refuse_budget) {
     cr_expect_eq(count_items(rec, KILN_LOGITEM_TAG_BUDGET_REFUSED), 1u, "the real refusal is told");
     kiln_heap_free(ctx, v);
 }
+
+Test(heap, kept_mappings_serve_the_best_fit_and_stay_under_their_cap) {
+    size_t sizes[] = { 100 << 10, 200 << 10, 400 << 10 };
+    void *p[3];
+    for (int i = 0; i < 3; i++) p[i] = kiln_heap_alloc(ctx, untagged, sizes[i], 0);
+    size_t usable200 = kiln_heap_usable_size(p[1]);
+    for (int i = 0; i < 3; i++) kiln_heap_free(ctx, p[i]);
+    kiln_heap_stats s = heap_stats();
+    cr_assert_eq(s.large_kept, 3u);
+    uint64_t reused = s.large_reused;
+    void *q = kiln_heap_alloc(ctx, untagged, 150 << 10, 0);   /* the 200 KiB one: the smallest that holds it */
+    cr_assert_eq(q, p[1]);
+    cr_assert_eq(kiln_heap_usable_size(q), usable200, "all of the mapping is usable");
+    void *r = kiln_heap_alloc(ctx, untagged, 90 << 10, 0);    /* 100 KiB: within twice */
+    cr_assert_eq(r, p[0]);
+    void *t = kiln_heap_alloc(ctx, untagged, 150 << 10, 0);   /* 400 KiB is more than twice: fresh */
+    cr_assert_neq(t, p[2]);
+    cr_assert_eq(heap_stats().large_reused, reused + 2);
+    kiln_heap_free(ctx, q);
+    kiln_heap_free(ctx, r);
+    kiln_heap_free(ctx, t);
+    /* Three mappings of 30 MiB: together over the cap of 64 MiB, so the oldest goes. */
+    void *big[3];
+    for (int i = 0; i < 3; i++) big[i] = kiln_heap_alloc(ctx, untagged, (size_t)30 << 20, 0);
+    for (int i = 0; i < 3; i++) kiln_heap_free(ctx, big[i]);
+    s = heap_stats();
+    cr_assert_leq(s.large_kept_bytes, (uint64_t)64 << 20, "kept %llu bytes", (unsigned long long)s.large_kept_bytes);
+    cr_assert_leq(s.large_kept, (uint64_t)KILN_HEAP_KEPT_MAPPINGS);
+    kiln_memory_stats m;
+    kiln_stats_memory(rt, &m);
+    cr_assert_eq(m.heap_kept, s.large_kept_bytes);
+}

@@ -146,8 +146,8 @@ KILN_API bool kiln_tag_stats_get(kiln_runtime *rt, kiln_tag tag, kiln_tag_stats 
  * class, and an alloc or free the cache serves takes no lock and makes no atomic
  * read-modify-write. A free may come from any thread, whoever allocated. Larger sizes
  * get a dedicated mapping each; a freed one is kept for reuse (at most
- * KILN_HEAP_KEPT_MAPPINGS, each used again only for a request it holds with under 25 %
- * to spare), and kiln_trim unmaps the kept ones and gives the classes' free blocks
+ * KILN_HEAP_KEPT_MAPPINGS of up to 32 MiB each and 64 MiB together, each used again for
+ * the smallest request it holds at most twice over: all of it usable), and kiln_trim unmaps the kept ones and gives the classes' free blocks
  * back.
  *
  * Tags: an allocation's bytes (its class's size, or its mapping's) count toward its tag
@@ -193,7 +193,7 @@ KILN_API bool kiln_tag_stats_get(kiln_runtime *rt, kiln_tag tag, kiln_tag_stats 
 #define KILN_HEAP_CLASSES       64
 #define KILN_HEAP_CLASS_MAX     16384u
 /* Freed large mappings kept for reuse, at most. */
-#define KILN_HEAP_KEPT_MAPPINGS 8
+#define KILN_HEAP_KEPT_MAPPINGS 64
 /* The largest alignment the heap takes (the largest block size). */
 #define KILN_HEAP_MAX_ALIGN     ((size_t)1 << 30)
 /* The chunk of a tag's budget a context draws at a time. */
