@@ -99,6 +99,7 @@ int main(int argc, char **argv) {
     double start = stress_seconds();
     size_t warm_rss = 0, peak_after_warm = 0;
     uint64_t waves = 0;
+    double next_report = 10;   /* with --seconds: resident memory every 10 s, to show it level */
     pthread_t *threads = calloc(opt.threads, sizeof *threads);
     for (;;) {
         uint64_t made = atomic_load(&made_threads);
@@ -112,6 +113,12 @@ int main(int argc, char **argv) {
         size_t rss = resident_bytes();
         if (waves == 20) warm_rss = rss;   /* warm: the slots full, the caches grown */
         if (waves > 20 && rss > peak_after_warm) peak_after_warm = rss;
+        if (seconds > 0 && stress_seconds() - start >= next_report) {
+            printf("  %3.0f s: %" PRIu64 " threads, resident %zu KiB\n", next_report,
+                   (uint64_t)atomic_load(&made_threads), rss >> 10);
+            fflush(stdout);
+            next_report += 10;
+        }
     }
     free(threads);
     kiln_stats after;
