@@ -25,7 +25,7 @@ bool kiln_log_state_init(kiln_log_state *state, const kiln_desc *desc, const kil
     state->file_fd = open(desc->log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (state->file_fd >= 0) return true;
     kiln_log(early, KILN_LOGITEM_LOG_FILE_FAILED, "kiln_create: log_file '%s' cannot be opened "
-             "for appending: %s", desc->log_file, strerror(errno));
+             "for appending: %s", desc->log_file, kiln_errno_text(errno));
     return false;
 }
 

@@ -59,4 +59,9 @@ void kiln_log_at(const kiln_log_sink *sink, kiln_log_item item, kiln_log_level l
 KILN_INTERNAL KILN_COLD KILN_PRINTF(3, 4)
 void kiln_log_misuse(const kiln_log_sink *sink, kiln_log_item item, const char *fmt, ...);
 
+/* errno's text for a log message, in English: never the C library's translated
+ * strerror, which takes the locale's lock (a malloc inside setlocale makes the process
+ * runtime, and may log, with that lock held). Concurrency: any thread (static text). */
+KILN_INTERNAL const char *kiln_errno_text(int error);
+
 #endif /* KILN_BASE_LOG_H */

@@ -546,7 +546,7 @@ bool kiln_crash_init(kiln_runtime *rt) {
     if (rt->crash_fd < 0) {
         pthread_mutex_unlock(&install_lock);
         kiln_log(&rt->log, KILN_LOGITEM_CRASH_FILE_FAILED, "kiln_create: crash_file '%s' cannot "
-                 "be opened for appending: %s", rt->desc.crash_file, strerror(errno));
+                 "be opened for appending: %s", rt->desc.crash_file, kiln_errno_text(errno));
         return false;
     }
     if (installed++ == 0) install();
@@ -579,7 +579,7 @@ bool kiln_crash_report_write(kiln_runtime *rt, int fd) {
     int error = report(&o, rt, fd, 0, NULL);
     if (error) {
         kiln_log(&rt->log, KILN_LOGITEM_CRASH_WRITE_FAILED, "kiln_crash_report_write: the "
-                 "report could not be written whole into fd %d: %s", fd, strerror(error));
+                 "report could not be written whole into fd %d: %s", fd, kiln_errno_text(error));
         return false;
     }
     return true;

@@ -241,13 +241,13 @@ bool kiln_trace_write(kiln_runtime *rt, const char *path) {
     FILE *out = fopen(path, "w");
     if (!out) {
         kiln_log(&rt->log, KILN_LOGITEM_TRACE_WRITE_FAILED, "kiln_trace_write: cannot open "
-                 "'%s': %s", path, strerror(errno));
+                 "'%s': %s", path, kiln_errno_text(errno));
         return false;
     }
     bool ok = kiln_trace_write_file(rt, out);
     if (fclose(out) != 0 && ok) {
         kiln_log(&rt->log, KILN_LOGITEM_TRACE_WRITE_FAILED, "kiln_trace_write: closing "
-                 "'%s': %s", path, strerror(errno));
+                 "'%s': %s", path, kiln_errno_text(errno));
         ok = false;
     }
     return ok;

@@ -206,6 +206,12 @@ if build build-test; then
         'HEAP_FOREIGN_POINTER: free: 0x' 'HEAP_FOREIGN_POINTER: realloc: 0x' 'survive foreign: ok' \
         -- "${preload[@]}" build-test/tests/survive foreign
     check "preload survive-new (operator new and delete)" "${preload[@]}" build-test/tests/survive-new
+    # The first malloc inside setlocale, whose lock the C library holds meanwhile, and
+    # the process runtime's making logs there (a log_file that cannot be opened).
+    expect_report "preload survive-locale: the runtime made inside setlocale logs and goes on" 0 \
+        '^kiln error: LOG_FILE_FAILED: .*No such file or directory' 'survive-locale: ok' \
+        -- env LANG=C.UTF-8 LD_PRELOAD="$root/build-test/malloc/libkiln-malloc.so" \
+        KILN_OPTIONS=debug=checks,log_file=/nonexistent/kiln.log timeout 60 build-test/tests/survive-locale
     check "example malloc-lua (lua_Alloc on a tag)" build-test/examples/malloc-lua
     check "example malloc-imgui (ImGui's allocator on a tag)" build-test/examples/malloc-imgui
     check "meson subproject consumer" tests/consumer/check-subproject.sh
