@@ -241,7 +241,7 @@ static char *large_data(const kiln_large *large, size_t align) {
 /* A new mapping of map_size bytes for the header and an allocation (guard pages around
  * it under KILN_DEBUG_GUARD_PAGES). */
 static kiln_large *map_large(kiln_arena *arena, size_t map_size, size_t align, size_t guard) {
-    char *map = kiln_block_pool_map_large(arena->pool, map_size, align);
+    char *map = kiln_block_pool_map_large(arena->pool, map_size, align, true);
     if (!map) return NULL;
     if (!hold_bytes(arena, kiln_block_pool_large_bytes(map_size))) {   /* what it reserved */
         kiln_block_pool_unmap_large(arena->pool, map, map_size);

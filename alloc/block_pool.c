@@ -185,7 +185,7 @@ static bool grow_locked(kiln_block_pool *pool, kiln_log_item *refusal, size_t *a
         return false;
     }
     kiln_reservation *record = kiln_sys_alloc(sizeof *record);
-    char *base = record ? kiln_os_map_aligned(blocks * bs, bs) : NULL;
+    char *base = record ? kiln_os_map_aligned(blocks * bs, bs, true) : NULL;
     *refusal = record ? KILN_LOGITEM_OS_MAP_FAILED : KILN_LOGITEM_BLOCK_POOL_OUT_OF_MEMORY;
     if (base && !kiln_address_map_add(&pool->map, base, blocks * bs)) {
         kiln_os_unmap(base, blocks * bs);   /* a failed add sets no bit */
@@ -282,15 +282,22 @@ void kiln_block_put(kiln_block_pool *pool, void *block) {
     kiln_lifo_push(&pool->free_blocks, (kiln_lifo_node *)block);
 }
 
-void *kiln_block_pool_map_large(kiln_block_pool *pool, size_t size, size_t align) {
+/* A large mapping's refusal: reported, or (the OS's, for a caller that answers for it
+ * itself) only counted. */
+static KILN_COLD void refuse_large(kiln_block_pool *pool, kiln_log_item item, size_t asked, bool log_os) {
+    if (item == KILN_LOGITEM_OS_MAP_FAILED && !log_os) kiln_add_relaxed(&pool->failures, 1);
+    else report_refusal(pool, item, asked);
+}
+
+void *kiln_block_pool_map_large(kiln_block_pool *pool, size_t size, size_t align, bool log_os) {
     if (size > SIZE_MAX - kiln_os_page_size()) {
-        report_refusal(pool, KILN_LOGITEM_OS_MAP_FAILED, size);
+        refuse_large(pool, KILN_LOGITEM_OS_MAP_FAILED, size, log_os);
         return NULL;
     }
     size = kiln_block_pool_large_bytes(size);
     pthread_mutex_lock(&pool->grow_lock);
     bool fits = kiln_block_pool_has_room(pool, size);
-    void *p = fits ? kiln_os_map_aligned(size, align) : NULL;
+    void *p = fits ? kiln_os_map_aligned(size, align, false) : NULL;
     kiln_log_item refusal = fits ? KILN_LOGITEM_OS_MAP_FAILED : KILN_LOGITEM_MEMORY_LIMIT_REACHED;
     size_t reserved = 0;
     bool near = false;
@@ -301,14 +308,15 @@ void *kiln_block_pool_map_large(kiln_block_pool *pool, size_t size, size_t align
     }
     pthread_mutex_unlock(&pool->grow_lock);
     if (kiln_unlikely(near)) log_near_limit(pool, reserved);
-    if (!p) report_refusal(pool, refusal, size);
+    if (!p) refuse_large(pool, refusal, size, log_os);
     else note_success(pool);
     return p;
 }
 
-void *kiln_block_pool_remap_large(kiln_block_pool *pool, void *ptr, size_t old_size, size_t new_size) {
+void *kiln_block_pool_remap_large(kiln_block_pool *pool, void *ptr, size_t old_size, size_t new_size,
+                                  bool log_os) {
     if (new_size > SIZE_MAX - kiln_os_page_size()) {
-        report_refusal(pool, KILN_LOGITEM_OS_MAP_FAILED, new_size);
+        refuse_large(pool, KILN_LOGITEM_OS_MAP_FAILED, new_size, log_os);
         return NULL;
     }
     old_size = kiln_block_pool_large_bytes(old_size);
@@ -328,7 +336,7 @@ void *kiln_block_pool_remap_large(kiln_block_pool *pool, void *ptr, size_t old_s
     }
     pthread_mutex_unlock(&pool->grow_lock);
     if (kiln_unlikely(near)) log_near_limit(pool, reserved);
-    if (!p) report_refusal(pool, fits ? KILN_LOGITEM_OS_MAP_FAILED : KILN_LOGITEM_MEMORY_LIMIT_REACHED, new_size);
+    if (!p) refuse_large(pool, fits ? KILN_LOGITEM_OS_MAP_FAILED : KILN_LOGITEM_MEMORY_LIMIT_REACHED, new_size, log_os);
     else note_success(pool);
     return p;
 }

@@ -111,8 +111,9 @@ KILN_INTERNAL void kiln_block_put(kiln_block_pool *pool, void *block);
 
 /* A dedicated mapping of size bytes (rounded up to pages) aligned to align, counted
  * against memory_limit (and judged for MEMORY_LIMIT_NEAR as a reservation is). NULL on
- * refusal (counted, logged once). Concurrency: any thread. */
-KILN_INTERNAL void *kiln_block_pool_map_large(kiln_block_pool *pool, size_t size, size_t align);
+ * refusal (counted, logged once; the OS's refusal only counted unless log_os: the heap's
+ * allocations fail as malloc's do, quietly). Concurrency: any thread. */
+KILN_INTERNAL void *kiln_block_pool_map_large(kiln_block_pool *pool, size_t size, size_t align, bool log_os);
 
 /* The bytes a dedicated mapping of size bytes reserves: size rounded up to pages (the
  * block pool's own rule, and what a tag is charged for it). size must not be within a
@@ -124,10 +125,11 @@ KILN_INTERNAL void  kiln_block_pool_unmap_large(kiln_block_pool *pool, void *ptr
 
 /* A dedicated mapping of old_size bytes resized to new_size (each rounded up to pages),
  * in place or moved with its pages: the new address, or NULL (ptr untouched) when growth
- * would pass memory_limit or the OS refuses (counted, logged once as a map is). The
- * result is page-aligned only. Concurrency: any thread (not on the same mapping). */
+ * would pass memory_limit or the OS refuses (counted, logged once as a map is, log_os as
+ * there). The result is page-aligned only. Concurrency: any thread (not on the same
+ * mapping). */
 KILN_INTERNAL void *kiln_block_pool_remap_large(kiln_block_pool *pool, void *ptr, size_t old_size,
-                                                size_t new_size);
+                                                size_t new_size, bool log_os);
 
 /* Gives the pages of at most max_blocks free blocks back to the OS (those on free_blocks
  * move to trimmed_blocks); returns how many free blocks still hold their pages after the

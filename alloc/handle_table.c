@@ -59,7 +59,7 @@ bool kiln_handle_table_init(kiln_handle_table *table, const kiln_handle_table_co
     size_t ring_offset = kiln_align_up(table->stride * table->capacity, _Alignof(kiln_reuse_entry));
     table->map_bytes = ring_offset + sizeof(kiln_reuse_entry) * table->capacity;
     size_t map_align = align > kiln_os_page_size() ? align : kiln_os_page_size();
-    table->slots = kiln_block_pool_map_large(config->blocks, table->map_bytes, map_align);
+    table->slots = kiln_block_pool_map_large(config->blocks, table->map_bytes, map_align, true);
     if (!table->slots) return false;   /* the block pool logged the refusal */
     kiln_tag_payer payer = { "handle table", config->name };
     if (!kiln_tag_charge(config->account, kiln_block_pool_large_bytes(table->map_bytes), payer)) {

@@ -141,7 +141,7 @@ void *kiln_heap_large_alloc(kiln_heap *heap, uint8_t tag, size_t size, size_t al
         kiln_add_relaxed(&large->reused, 1);
     } else {
         kiln_heap_large_make_way(heap, bytes);   /* kept mappings before a refusal */
-        k.map = kiln_block_pool_map_large(heap->blocks, bytes, align);   /* refusals logged */
+        k.map = kiln_block_pool_map_large(heap->blocks, bytes, align, false);   /* as malloc: quiet */
         k.bytes = bytes;
         if (!k.map) return NULL;
     }
@@ -216,7 +216,7 @@ void *kiln_heap_large_resize(kiln_heap *heap, void *ptr, size_t size) {
     size_t bytes = kiln_block_pool_large_bytes(size);
     kiln_tag_account *account = kiln_heap_account(heap, entry.tag);
     bool charged = bytes <= entry.bytes || kiln_tag_draw(account, bytes - entry.bytes, large_payer);
-    void *moved = charged ? kiln_block_pool_remap_large(heap->blocks, ptr, entry.bytes, bytes) : NULL;
+    void *moved = charged ? kiln_block_pool_remap_large(heap->blocks, ptr, entry.bytes, bytes, false) : NULL;
     pthread_mutex_lock(&large->lock);
     e = lookup(large, (uintptr_t)ptr, true);
     e->moving = false;

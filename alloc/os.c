@@ -26,14 +26,14 @@ void kiln_os_fail_nth_map(unsigned nth) { kiln_store_relaxed(&map_fault.countdow
 
 unsigned long kiln_os_injected_failures(void) { return kiln_load_relaxed(&map_fault.fired); }
 
-void *kiln_os_map_aligned(size_t size, size_t align) {
+void *kiln_os_map_aligned(size_t size, size_t align, bool reserve) {
     if (kiln_fault_fires(&map_fault)) return NULL;
     size_t page = kiln_os_page_size();
     if (align < page) align = page;
     size_t slack = align - page;            /* mmap is page-aligned already */
     if (size > SIZE_MAX - slack) return NULL;
     char *raw = mmap(NULL, size + slack, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+                     MAP_PRIVATE | MAP_ANONYMOUS | (reserve ? MAP_NORESERVE : 0), -1, 0);
     if (raw == MAP_FAILED) return NULL;
     char *aligned = (char *)kiln_align_up((uintptr_t)raw, align);
     size_t head = (size_t)(aligned - raw);

@@ -12,9 +12,12 @@
 KILN_INTERNAL size_t kiln_os_page_size(void);
 
 /* Maps size bytes of zeroed read-write memory aligned to align (a power of two; at
- * least the page size). NULL when the OS refuses or an injected failure fires.
+ * least the page size). NULL when the OS refuses or an injected failure fires. reserve:
+ * address space the caller fills over time (the block pool's reservations), mapped
+ * without the kernel's commit accounting; else memory wanted now, which the kernel's
+ * overcommit heuristic refuses as it refuses glibc's malloc (more than memory and swap).
  * Concurrency: any thread. */
-KILN_INTERNAL void *kiln_os_map_aligned(size_t size, size_t align);
+KILN_INTERNAL void *kiln_os_map_aligned(size_t size, size_t align, bool reserve);
 
 /* Unmaps what kiln_os_map_aligned returned (same size). Concurrency: any thread. */
 KILN_INTERNAL void kiln_os_unmap(void *ptr, size_t size);

@@ -41,7 +41,7 @@ KILN_OVERRIDE void *aligned_alloc(size_t align, size_t size) { return kiln_align
 /* glibc's memalign takes any alignment, rounded up to a power of two (16 at least). */
 KILN_OVERRIDE void *memalign(size_t align, size_t size) {
     size_t a = 16;
-    while (a < align && a < ((size_t)1 << 62)) a <<= 1;
+    while (a < align && a < ((size_t)1 << 63)) a <<= 1;
     if (a < align) {
         errno = EINVAL;
         return NULL;

@@ -195,7 +195,7 @@ Test(block_pool, fini_reports_blocks_still_in_use) {
 
 Test(block_pool, large_mappings_are_counted) {
     pool_init(BS, 4 * BS, 0);
-    void *p = kiln_block_pool_map_large(&pool, 100000, 8192);
+    void *p = kiln_block_pool_map_large(&pool, 100000, 8192, true);
     cr_assert_not_null(p);
     cr_assert_eq((uintptr_t)p % 8192, 0);
     memset(p, 1, 100000);

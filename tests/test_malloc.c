@@ -19,6 +19,8 @@
 
 #include "recording_log.h"
 
+extern void *__libc_malloc(size_t size);   /* glibc's own, whatever malloc is */
+
 static kiln_heap_stats process_heap(void) {
     kiln_heap_stats s;
     cr_assert(kiln_stats_heap(kiln_process_runtime(), &s));
@@ -90,6 +92,57 @@ Test(malloc, failures_set_errno_and_log_nothing) {
     cr_assert_eq(errno, EINVAL);
     cr_assert_eq(process_api_errors(), errors, "malloc's failures are no misuse");
     cr_assert_geq(process_heap().failures, failures);
+}
+
+Test(malloc, a_mapping_the_os_refuses_is_enomem_and_not_logged) {
+    /* 2^47 bytes: more than the address space; the OS refuses the mapping. malloc's
+     * failure is the program's to handle: no word in the log. */
+    recording_log *rec = recording_log_new();
+    kiln_runtime *rt = recording_runtime(rec, KILN_NO_WORKERS);
+    cr_assert(kiln_set_process_runtime(rt));
+    uint64_t failures = process_heap().failures;
+    errno = 0;
+    cr_assert_null(kiln_malloc((size_t)1 << 47));
+    cr_assert_eq(errno, ENOMEM);
+    errno = 0;
+    cr_assert_null(kiln_calloc(1, (size_t)1 << 47));
+    cr_assert_eq(errno, ENOMEM);
+    char *p = kiln_malloc(100000);
+    memset(p, 5, 100000);
+    errno = 0;
+    cr_assert_null(kiln_realloc(p, (size_t)1 << 47), "a large one's growth refused");
+    cr_assert_eq(errno, ENOMEM);
+    cr_assert_eq(p[99999], 5);
+    kiln_free(p);
+    cr_assert_eq(recorded_count(rec), 0, "logged: %s", recorded_summary(rec));
+    cr_assert_geq(process_heap().failures, failures + 3, "counted");
+    kiln_ctx *ctx = kiln_ctx_current();
+    recording_fixture_end(&ctx, &rt, &rec);
+}
+
+Test(malloc, a_request_beyond_memory_and_swap_fails_as_glibcs) {
+    /* The kernel's heuristic overcommit (vm.overcommit_memory 0) refuses a mapping larger
+     * than memory and swap together: glibc's malloc fails there, and kiln's must too (a
+     * program may probe by failing). */
+    FILE *f = fopen("/proc/sys/vm/overcommit_memory", "r");
+    int mode = -1;
+    if (f) {
+        if (fscanf(f, "%d", &mode) != 1) mode = -1;
+        fclose(f);
+    }
+    size_t big = (size_t)1 << 45;   /* 32 TiB */
+    void *glibcs = __libc_malloc(big);
+    free(glibcs);
+    if (mode != 0 || glibcs) cr_skip_test("overcommit mode %d: glibc's malloc of 32 TiB %s", mode,
+                                          glibcs ? "succeeded" : "failed");
+    errno = 0;
+    cr_assert_null(kiln_malloc(big));
+    cr_assert_eq(errno, ENOMEM);
+    void *p = kiln_malloc(1 << 20);
+    errno = 0;
+    cr_assert_null(kiln_realloc(p, big), "nor grown to it");
+    cr_assert_eq(errno, ENOMEM);
+    kiln_free(p);
 }
 
 Test(malloc, a_memory_limit_is_enomem) {

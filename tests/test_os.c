@@ -19,7 +19,7 @@ Test(os, map_aligned_honours_alignment_and_zeroes) {
     size_t page = kiln_os_page_size();
     for (size_t align = page; align <= ((size_t)4 << 20); align *= 2) {
         size_t size = 3 * page;
-        unsigned char *p = kiln_os_map_aligned(size, align);
+        unsigned char *p = kiln_os_map_aligned(size, align, true);
         cr_assert_not_null(p, "alignment %zu", align);
         cr_assert_eq((uintptr_t)p % align, 0, "%p is not aligned to %zu", (void *)p, align);
         for (size_t i = 0; i < size; i += 64) cr_assert_eq(p[i], 0, "fresh memory is zero");
@@ -29,7 +29,7 @@ Test(os, map_aligned_honours_alignment_and_zeroes) {
         cr_assert(!range_is_mapped(p, size), "unmap left pages mapped");
     }
     /* Smaller alignments are raised to the page. */
-    unsigned char *q = kiln_os_map_aligned(page, 16);
+    unsigned char *q = kiln_os_map_aligned(page, 16, true);
     cr_assert(q && (uintptr_t)q % page == 0);
     kiln_os_unmap(q, page);
     kiln_os_unmap(NULL, page);   /* a no-op */
@@ -37,7 +37,7 @@ Test(os, map_aligned_honours_alignment_and_zeroes) {
 
 Test(os, map_aligned_trims_the_slack) {
     size_t align = (size_t)1 << 20, size = (size_t)64 << 10;
-    unsigned char *p = kiln_os_map_aligned(size, align);
+    unsigned char *p = kiln_os_map_aligned(size, align, true);
     cr_assert_not_null(p);
     /* Only [p, p + size) stays mapped: the over-allocation around it went back. */
     cr_assert(range_is_mapped(p, size));
@@ -50,10 +50,10 @@ Test(os, fail_nth_map_fails_exactly_that_call) {
     size_t page = kiln_os_page_size();
     unsigned long before = kiln_os_injected_failures();
     kiln_os_fail_nth_map(3);
-    void *a = kiln_os_map_aligned(page, page);
-    void *b = kiln_os_map_aligned(page, page);
-    void *c = kiln_os_map_aligned(page, page);
-    void *d = kiln_os_map_aligned(page, page);
+    void *a = kiln_os_map_aligned(page, page, true);
+    void *b = kiln_os_map_aligned(page, page, true);
+    void *c = kiln_os_map_aligned(page, page, true);
+    void *d = kiln_os_map_aligned(page, page, true);
     cr_assert_not_null(a);
     cr_assert_not_null(b);
     cr_assert_null(c, "the third map fails");
@@ -64,7 +64,7 @@ Test(os, fail_nth_map_fails_exactly_that_call) {
     kiln_os_unmap(d, page);
 
     kiln_os_fail_nth_map(1);
-    cr_assert_null(kiln_os_map_aligned(page, page), "1 is the next call");
+    cr_assert_null(kiln_os_map_aligned(page, page, true), "1 is the next call");
     cr_assert_eq(kiln_os_injected_failures(), before + 2);
 }
 
@@ -74,7 +74,7 @@ Test(os, fail_nth_map_zero_switches_off) {
     kiln_os_fail_nth_map(2);
     kiln_os_fail_nth_map(0);
     for (int i = 0; i < 5; i++) {
-        void *p = kiln_os_map_aligned(page, page);
+        void *p = kiln_os_map_aligned(page, page, true);
         cr_assert_not_null(p);
         kiln_os_unmap(p, page);
     }
@@ -84,7 +84,7 @@ Test(os, fail_nth_map_zero_switches_off) {
 Test(os, decommit_gives_pages_back_and_they_read_zero) {
     size_t page = kiln_os_page_size();
     size_t size = 16 * page;
-    unsigned char *p = kiln_os_map_aligned(size, page);
+    unsigned char *p = kiln_os_map_aligned(size, page, true);
     cr_assert_not_null(p);
     memset(p, 0x11, size);
     cr_assert_eq(resident_pages(p, size), 16);

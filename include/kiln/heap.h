@@ -314,10 +314,13 @@ KILN_API void *kiln_heap_alloc_at(kiln_ctx *ctx, kiln_tag tag, size_t size, size
  *   pointer of no runtime's heap (another allocator's) is logged (HEAP_FOREIGN_POINTER
  *   through the process runtime's log), counted (its heap's bad_frees) and left alone;
  *   an interior or double free likewise (HEAP_INTERIOR_POINTER, HEAP_DOUBLE_FREE).
- * - Failure: NULL with errno ENOMEM (memory, a REFUSE budget, a size over PTRDIFF_MAX:
- *   not logged, as malloc); EINVAL for an alignment that is no power of two
- *   (kiln_aligned_alloc; kiln_posix_memalign returns it). malloc(0) and realloc(p, 0) as
- *   glibc: the first a unique pointer, the second frees p and returns NULL.
+ * - Failure: NULL with errno ENOMEM (memory, a REFUSE budget, a size over PTRDIFF_MAX,
+ *   a mapping the OS refuses, as its overcommit rule refuses glibc's): not logged, as
+ *   malloc, but for the limits a program set, told as their own docs say
+ *   (MEMORY_LIMIT_REACHED, TAG_BUDGET_REFUSED); EINVAL for an alignment that is no
+ *   power of two (kiln_aligned_alloc; kiln_posix_memalign returns it). malloc(0) and
+ *   realloc(p, 0) as glibc: the first a unique pointer, the second frees p and returns
+ *   NULL.
  * - Signals: kiln_free may be called from a signal handler, also one that interrupted a
  *   call here on the same thread (the free is then done as that call returns). The
  *   other calls are no more async-signal-safe than malloc.

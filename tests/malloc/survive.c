@@ -234,6 +234,10 @@ static int scenario_glibc(void) {
     p = memalign(48, 100);   /* glibc: rounded up to 64 */
     CHECK(p && (uintptr_t)p % 64 == 0);
     free(p);
+    errno = 0;   /* glibc: a power of two too large is ENOMEM, beyond any power EINVAL */
+    CHECK(memalign((size_t)1 << 63, 5) == NULL && errno == ENOMEM);
+    errno = 0;
+    CHECK(memalign(((size_t)1 << 63) + 1, 5) == NULL && errno == EINVAL);
     long page = sysconf(_SC_PAGESIZE);
     p = valloc(10);
     CHECK(p && (uintptr_t)p % (uintptr_t)page == 0);
