@@ -42,6 +42,11 @@ uint64_t kiln_log_dropped(const kiln_log_state *state) {
     return state->ring ? kiln_log_ring_dropped(state->ring) : 0;
 }
 
+void kiln_log_state_after_fork_child(kiln_log_state *state) {
+    state->ring = NULL;
+    if (state->fold) kiln_log_fold_clear(state->fold);
+}
+
 void kiln_log_state_stop_async(kiln_log_state *state) {
     kiln_log_ring_stop(state->ring);   /* delivers what is left, into the file too */
     state->ring = NULL;

@@ -41,6 +41,13 @@ KILN_INTERNAL void kiln_log_fold_tell(const kiln_log_sink *sink, bool all);
  * nothing. Messages dropped so far: kiln_log_dropped. Concurrency: any thread but one
  * inside a sink's callback. */
 KILN_INTERNAL void kiln_log_flush_state(kiln_log_state *state);
+
+/* In a fork's child, a log of its own: its copy of the async ring has no writer thread
+ * (and may have a drain lock the writer held), so it logs in sync from now on (what the
+ * ring held is the parent's to deliver; the ring's memory stays, unused); its copy of the
+ * folding forgets the parent's messages, so that its own first ones are told.
+ * Concurrency: the child's only thread, in its atfork handler. */
+KILN_INTERNAL void kiln_log_state_after_fork_child(kiln_log_state *state);
 KILN_INTERNAL uint64_t kiln_log_dropped(const kiln_log_state *state);
 
 /* Formats "ITEM: details" (at most 511 bytes, truncated beyond) at the item's level

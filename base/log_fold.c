@@ -94,3 +94,11 @@ void kiln_log_fold_sweep(kiln_log_fold *fold, bool all, kiln_log_fold_tell_fn te
         if (repeats) tell(user, (kiln_log_item)item, repeats);
     }
 }
+
+void kiln_log_fold_clear(kiln_log_fold *fold) {
+    for (size_t i = 0; i < KILN_LOG_FOLD_ENTRIES; i++) {
+        kiln_store_relaxed(&fold->entries[i].key, 0);
+        kiln_store_relaxed(&fold->entries[i].repeats, 0);
+        kiln_store_relaxed(&fold->entries[i].item, 0);
+    }
+}

@@ -47,4 +47,8 @@ KILN_INTERNAL bool kiln_log_fold_admit(kiln_log_fold *fold, kiln_log_item item, 
 KILN_INTERNAL void kiln_log_fold_sweep(kiln_log_fold *fold, bool all, kiln_log_fold_tell_fn tell,
                                        void *user);
 
+/* Forgets every entry and its repeats, untold (a fork's child: they are its parent's).
+ * Concurrency: no other thread folds meanwhile. */
+KILN_INTERNAL void kiln_log_fold_clear(kiln_log_fold *fold);
+
 #endif /* KILN_BASE_LOG_FOLD_H */

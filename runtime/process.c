@@ -16,8 +16,13 @@ static pthread_mutex_t make_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static kiln_runtime *made_here;   /* kiln's own, for its report at exit; make_lock */
 
-static void report_at_exit(void) {
-    if (made_here) kiln_stats_log(made_here);
+/* At exit, what kiln_destroy would have told (kiln's runtime is never destroyed): the
+ * repeats folded, the stats=exit report, and whatever the async log still holds. */
+static void at_exit(void) {
+    if (!made_here) return;
+    kiln_log_fold_tell(&made_here->log, true);
+    if (made_here->desc.stats.at_exit) kiln_stats_log(made_here);
+    kiln_log_flush(made_here);
 }
 
 /* ---- fork: the locks a malloc in the child may need, taken in the order the code
@@ -51,6 +56,8 @@ void kiln_process_fork_release(bool in_child) {
         pthread_mutex_unlock(&rt->jobs.table_lock);
         if (in_child) kiln_runtime_registry_lock_init(rt);
         else pthread_mutex_unlock(&rt->registry_lock);
+        /* The child's copy of an async log has no writer thread: it logs in sync. */
+        if (in_child) kiln_log_state_after_fork_child(&rt->log_state);
         pthread_mutex_unlock(&rt->orphan_lock);
     }
     kiln_live_list_unlock();
@@ -74,7 +81,7 @@ static KILN_COLD kiln_runtime *make_kilns(void) {
                          "the error before); it runs with kiln's defaults");
         }
         made_here = rt;
-        if (rt && rt->desc.stats.at_exit) atexit(report_at_exit);
+        if (rt) atexit(at_exit);
         if (rt) kiln_process_runtime_made(rt);
     }
     pthread_mutex_unlock(&make_lock);

@@ -530,3 +530,52 @@ Test(malloc, fork_while_threads_allocate) {
     atomic_store(&churn_stop, true);
     for (int i = 0; i < 2; i++) pthread_join(threads[i], NULL);
 }
+
+/* ---- the async log of kiln's process runtime: delivered at exit, also in a fork's
+ * child, whose copy of the ring has no writer thread ---- */
+
+static char *read_file(const char *path) {
+    FILE *f = fopen(path, "r");
+    cr_assert_not_null(f, "%s", path);
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}
+
+static void free_a_foreign_pointer(int which) {
+    static char not_the_heaps[64];   /* another pointer each time: the log folds repeats */
+    kiln_free(not_the_heaps + 16 * which);   /* HEAP_FOREIGN_POINTER; the process goes on */
+}
+
+Test(malloc, an_async_log_is_delivered_at_exit_in_parent_and_child) {
+    char path[] = "/tmp/kiln-test-async-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    close(fd);
+    pid_t pid = fork();   /* the process runtime is made in this child, from its options */
+    if (pid == 0) {
+        char options[200];
+        snprintf(options, sizeof options, "log_mode=async,stats=exit,log_file=%s", path);
+        setenv("KILN_OPTIONS", options, 1);
+        kiln_free(kiln_malloc(40));
+        free_a_foreign_pointer(1);
+        pid_t grandchild = fork();   /* its ring's writer thread stays in the parent */
+        if (grandchild == 0) {
+            free_a_foreign_pointer(2);
+            exit(0);
+        }
+        int status = 0;
+        waitpid(grandchild, &status, 0);
+        exit(WIFEXITED(status) ? WEXITSTATUS(status) : 9);   /* exit: atexit handlers run */
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status %d", status);
+    const char *text = read_file(path);
+    unlink(path);
+    cr_assert_eq(count_substrings(text, "HEAP_FOREIGN_POINTER"), 2, "one per process:\n%s", text);
+    cr_assert_eq(count_substrings(text, "STATS_REPORT: kiln stats, frame"), 2,
+                 "each process's report at its exit:\n%s", text);
+}
