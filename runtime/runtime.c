@@ -15,6 +15,7 @@
 #include "stats_print.h"
 #include "trace.h"
 
+#include <inttypes.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -249,6 +250,22 @@ void kiln_runtime_registry_lock_init(kiln_runtime *rt) {
     pthread_mutexattr_destroy(&recursive);
 }
 
+/* Whether rt is the program's process runtime and its heap has live allocations: memory
+ * that malloc handed out to whoever called it (under libkiln-malloc.so, the C library's
+ * stdio buffers and threads' TLS tables too), which a destroy would unmap under them.
+ * Then it is kept, told once per destroy. */
+static bool process_runtime_in_use(kiln_runtime *rt) {
+    if (kiln_process_runtime_peek() != rt) return false;
+    kiln_heap_stats heap;
+    if (!kiln_stats_heap(rt, &heap) || heap.live_objects == 0) return false;
+    kiln_log(&rt->log, KILN_LOGITEM_PROCESS_RUNTIME_IN_USE,
+             "kiln_destroy: %" PRIu64 " allocations (%" PRIu64 " bytes) of the process runtime's "
+             "heap are live, and malloc handed them out (the C library's own among them, under "
+             "libkiln-malloc): the runtime is kept, serving on; destroy it once they are freed",
+             heap.live_objects, heap.live_bytes);
+    return true;
+}
+
 void kiln_destroy(kiln_runtime *rt) {
     if (!rt) return;
     if (!kiln_runtime_check(rt, "kiln_destroy")) return;
@@ -259,6 +276,7 @@ void kiln_destroy(kiln_runtime *rt) {
                         "lives until the process ends; refused");
         return;
     }
+    if (process_runtime_in_use(rt)) return;
     kiln_process_runtime_forget(rt);   /* a program's: malloc goes back to kiln's own */
     if (rt->desc.stats.at_exit) kiln_stats_log(rt);   /* before anything is torn down */
     uint64_t ran_before = kiln_load_relaxed(&rt->jobs.retire_runs);

@@ -579,3 +579,40 @@ Test(malloc, an_async_log_is_delivered_at_exit_in_parent_and_child) {
     cr_assert_eq(count_substrings(text, "STATS_REPORT: kiln stats, frame"), 2,
                  "each process's report at its exit:\n%s", text);
 }
+
+/* ---- a program's process runtime destroyed while malloc's memory is live: under
+ * libkiln-malloc.so the C library's own (stdio's buffers, a thread's TLS table) is
+ * among it, so the destroy must not return it ---- */
+
+Test(malloc, a_named_runtime_with_live_allocations_is_kept) {
+    recording_log *rec = recording_log_new();
+    kiln_runtime *rt = recording_runtime(rec, KILN_NO_WORKERS);
+    cr_assert(kiln_set_process_runtime(rt));
+    char *held = kiln_malloc(300);   /* as stdout's buffer would be */
+    memset(held, 3, 300);
+    char *large = kiln_malloc(1 << 20);
+    large[(1 << 20) - 1] = 4;
+    kiln_ctx *ctx = kiln_ctx_current();
+    kiln_detach(ctx);
+    kiln_destroy(rt);   /* kept: a warning, and nothing returned */
+    cr_assert_eq(count_items_at(rec, KILN_LOGITEM_PROCESS_RUNTIME_IN_USE, KILN_LOG_WARN), 1, "%s",
+                 recorded_summary(rec));
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_HEAP_OBJECTS_LIVE), 0, "nothing torn down");
+    cr_assert_eq(kiln_process_runtime(), rt, "it serves on");
+    cr_assert_eq(held[299], 3);
+    cr_assert_eq(large[(1 << 20) - 1], 4);
+    char *more = kiln_malloc(50);   /* the thread attaches again */
+    cr_assert_not_null(more);
+    kiln_free(more);
+    kiln_free(held);
+    kiln_free(large);
+    ctx = kiln_ctx_current();
+    cr_assert_not_null(ctx);
+    kiln_detach(ctx);
+    kiln_destroy(rt);   /* nothing live now: destroyed, and kiln's own serves */
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_PROCESS_RUNTIME_IN_USE), 1);
+    void *p = kiln_malloc(10);   /* kiln's own (a runtime made where rt was, perhaps) */
+    cr_assert_not_null(p);
+    kiln_free(p);
+    recording_log_free(rec);
+}

@@ -341,8 +341,11 @@ KILN_API kiln_runtime *kiln_process_runtime(void);
  * call it before its threads allocate (a thread keeps the context it has: one kiln's own
  * process runtime gave it before this serves it until it exits). false, logged: rt not
  * live, or a process runtime named already (PROCESS_RUNTIME_TAKEN). rt stays the
- * program's: destroy it after the last thread that allocates through it (its memory
- * goes with it); then kiln's own serves again. Concurrency: any thread. */
+ * program's: destroy it after the last thread that allocates through it; then kiln's own
+ * serves again. While allocations malloc handed out are live (under libkiln-malloc.so
+ * the C library's own are among them: stdio's buffers, threads' TLS tables), its
+ * kiln_destroy keeps it, serving on (PROCESS_RUNTIME_IN_USE, a warning), rather than
+ * unmap memory others hold. Concurrency: any thread. */
 KILN_API bool kiln_set_process_runtime(kiln_runtime *rt);
 
 /* malloc, calloc, realloc, free, aligned_alloc, posix_memalign and malloc_usable_size

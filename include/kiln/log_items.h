@@ -164,6 +164,7 @@
     X(HEAP_OBJECTS_LIVE, WARN, "kiln_destroy found heap allocations still live; their memory is returned") \
     X(PROCESS_RUNTIME_TAKEN, ERROR, "kiln_set_process_runtime when the program has named a process runtime already; refused") \
     X(PROCESS_RUNTIME_DESTROY, ERROR, "kiln_destroy of the process runtime kiln made (it serves malloc until the process ends); refused") \
+    X(PROCESS_RUNTIME_IN_USE, WARN, "kiln_destroy of the program's process runtime while allocations malloc handed out are live (the C library's own among them); the runtime is kept, serving on") \
     X(PROCESS_RUNTIME_OPTIONS, ERROR, "the process runtime could not be made from KILN_OPTIONS; it is made with kiln's defaults") \
     X(MALLOC_SHARED_CONTEXT, WARN, "a thread could not attach a context of its own to the process runtime (every job slot taken); its allocations share one under a lock") \
     /* ---- jobs ---- */ \
