@@ -206,6 +206,9 @@ if build build-test; then
         'HEAP_FOREIGN_POINTER: free: 0x' 'HEAP_FOREIGN_POINTER: realloc: 0x' 'survive foreign: ok' \
         -- "${preload[@]}" build-test/tests/survive foreign
     check "preload survive-new (operator new and delete)" "${preload[@]}" build-test/tests/survive-new
+    expect_report "preload survive destroy: the program's runtime kept while libc holds its memory" 0 \
+        '^kiln warn: PROCESS_RUNTIME_IN_USE: ' 'printed after the destroy' 'survive destroy: ok' \
+        -- "${preload[@]}" build-test/tests/survive destroy
     # The first malloc inside setlocale, whose lock the C library holds meanwhile, and
     # the process runtime's making logs there (a log_file that cannot be opened).
     expect_report "preload survive-locale: the runtime made inside setlocale logs and goes on" 0 \

@@ -322,9 +322,38 @@ static int scenario_signal(void) {
     return 0;
 }
 
+/* ---- destroy: the program's process runtime destroyed while the C library holds
+ * memory it served (stdout's buffer, a thread's TLS table): kept, and both go on ---- */
+
+static void *malloc_a_little(void *arg) {
+    free(malloc(40));
+    return arg;
+}
+
+static void run_a_thread(void) {
+    pthread_t thread;
+    CHECK(pthread_create(&thread, NULL, malloc_a_little, NULL) == 0);
+    CHECK(pthread_join(thread, NULL) == 0);
+}
+
+static int scenario_destroy(void) {
+    kiln_runtime *rt = kiln_create(&(kiln_desc){ .worker_count = KILN_NO_WORKERS });
+    CHECK(rt && kiln_set_process_runtime(rt));
+    kiln_ctx *ctx = kiln_attach(rt);   /* this thread's malloc goes to rt now */
+    CHECK(ctx);
+    printf("survive destroy: stdout's buffer is rt's\n");
+    run_a_thread();
+    kiln_detach(ctx);
+    kiln_destroy(rt);   /* PROCESS_RUNTIME_IN_USE: kept */
+    printf("survive destroy: printed after the destroy\n");
+    fflush(stdout);
+    run_a_thread();
+    return 0;
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: survive early|tls|fork|threads|foreign|glibc|dlclose|signal [DIR]\n");
+        fprintf(stderr, "usage: survive early|tls|fork|threads|foreign|glibc|dlclose|signal|destroy [DIR]\n");
         return 2;
     }
     const char *s = argv[1], *dir = argc > 2 ? argv[2] : ".";
@@ -332,7 +361,8 @@ int main(int argc, char **argv) {
     int rc = !strcmp(s, "early") ? scenario_early() : !strcmp(s, "tls") ? scenario_tls(dir)
            : !strcmp(s, "fork") ? scenario_fork() : !strcmp(s, "threads") ? scenario_threads()
            : !strcmp(s, "foreign") ? scenario_foreign() : !strcmp(s, "glibc") ? scenario_glibc()
-           : !strcmp(s, "dlclose") ? scenario_dlclose(dir) : !strcmp(s, "signal") ? scenario_signal() : 2;
+           : !strcmp(s, "dlclose") ? scenario_dlclose(dir) : !strcmp(s, "signal") ? scenario_signal()
+           : !strcmp(s, "destroy") ? scenario_destroy() : 2;
     if (strcmp(s, "foreign") != 0) CHECK(api_errors() == errors);
     else CHECK(api_errors() == errors + 2);
     if (rc == 0) printf("survive %s: ok\n", s);
