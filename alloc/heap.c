@@ -31,6 +31,7 @@ void kiln_heap_init(kiln_heap *heap, const kiln_heap_config *config) {
     heap->accounts = config->accounts;
     heap->untagged = config->untagged;
     kiln_heap_large_init(&heap->large);
+    pthread_rwlock_init(&heap->fork_gate, NULL);   /* readers first: a carver may nest */
     uint32_t c = 0;
     bool hooked = false;
     for (; c < KILN_SIZE_CLASSES; c++) {
@@ -49,6 +50,7 @@ void kiln_heap_init(kiln_heap *heap, const kiln_heap_config *config) {
             .slot_tags = true,
             .shared_known = (_Atomic uintptr_t *)(void *)heap->head.known,
             .shared_class = c,
+            .fork_gate = &heap->fork_gate,
         };
         char name[24];
         snprintf(name, sizeof name, "heap %zu", size);
@@ -398,4 +400,5 @@ void kiln_heap_class_read(kiln_heap *heap, uint32_t c, const kiln_pool_tally *ta
 void kiln_heap_fini(kiln_heap *heap) {
     for (uint32_t c = 0; c < heap->class_count; c++) kiln_pool_fini(&heap->classes[c]);
     kiln_heap_large_fini(heap);
+    pthread_rwlock_destroy(&heap->fork_gate);
 }

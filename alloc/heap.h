@@ -101,6 +101,8 @@ typedef struct kiln_heap {
     _Atomic uint64_t retired_frees[KILN_HEAP_TAG_BYTES];
     _Atomic uint64_t failures, bad_frees, double_frees, reallocs_in_place;
     kiln_heap_large  large;
+    pthread_rwlock_t fork_gate;     /* the classes' (kiln_pool_config.fork_gate): a fork
+                                       of the process runtime takes it for writing */
 } kiln_heap;
 
 typedef struct kiln_heap_config {

@@ -181,6 +181,7 @@ bool kiln_pool_init_core(kiln_pool *pool, const kiln_pool_config *config) {
         .tags_offset = config->slot_tags,   /* plan_slots places the bytes */
         .shared_known = config->shared_known,
         .shared_class = config->shared_class,
+        .fork_gate = config->fork_gate,
     };
     made.flags = (d->flags & (KILN_POOL_ZERO | KILN_POOL_CHECKED | KILN_POOL_CLEAR_ON_FREE)) |
                  (config->checked ? KILN_POOL_CHECKED : 0) |
@@ -300,9 +301,9 @@ static kiln_magazine *new_magazine(kiln_pool *pool, bool for_free) {
 static kiln_magazine *take_empty_magazine(kiln_pool *pool, bool for_free) {
     kiln_magazine *mag = (kiln_magazine *)kiln_lifo_pop(&pool->empty);
     if (mag) return mag;
-    pthread_mutex_lock(&pool->carve_lock);
+    kiln_pool_carve_lock(pool);
     mag = new_magazine(pool, for_free);
-    pthread_mutex_unlock(&pool->carve_lock);
+    kiln_pool_carve_unlock(pool);
     return mag;
 }
 
@@ -449,13 +450,13 @@ static bool refill(kiln_pool *pool, kiln_pool_cache *cache) {
     }
     kiln_magazine *full = (kiln_magazine *)kiln_lifo_pop(&pool->full);
     if (!full) {
-        pthread_mutex_lock(&pool->carve_lock);
+        kiln_pool_carve_lock(pool);
         /* Again under the lock: a trim holds the depot's magazines while it has it, and
          * gives them back before it lets go; carving instead would take a new block
          * (or fail at the capacity) while free objects wait. */
         full = (kiln_magazine *)kiln_lifo_pop(&pool->full);
         uint32_t n = full ? 0 : carve_into(pool, cache->loaded);
-        pthread_mutex_unlock(&pool->carve_lock);
+        kiln_pool_carve_unlock(pool);
         if (!full) {
             kiln_owner_add(&cache->received, n);
             note_exchange(pool, cache);
@@ -561,12 +562,12 @@ size_t kiln_pool_reserve_objects(kiln_pool *pool, size_t count) {
         kiln_log_misuse(&pool->log, KILN_LOGITEM_POOL_RESERVE_TOO_LARGE,
                         "kiln_pool_reserve: pool '%s': %zu objects of %zu bytes overflow size_t; "
                         "nothing carved", pool->name, count, pool->slot);
-        pthread_mutex_lock(&pool->carve_lock);
+        kiln_pool_carve_lock(pool);
         size_t now = available(pool);
-        pthread_mutex_unlock(&pool->carve_lock);
+        kiln_pool_carve_unlock(pool);
         return now;
     }
-    pthread_mutex_lock(&pool->carve_lock);
+    kiln_pool_carve_lock(pool);
     /* The room of the block being carved is carved first: fault its pages in now too.
      * Its slots are nobody's yet; with KILN_DEBUG_POISON they are poisoned, and left
      * alone. */
@@ -587,7 +588,7 @@ size_t kiln_pool_reserve_objects(kiln_pool *pool, size_t count) {
     }
     pool->touching = false;
     uint64_t carved = kiln_load_relaxed(&pool->carved);
-    pthread_mutex_unlock(&pool->carve_lock);
+    kiln_pool_carve_unlock(pool);
     if (now < count) {
         /* Short by the capacity (the count was over it, or every object is carved and some
          * are out of the depot), or because the block pool refused a block. */
@@ -640,7 +641,7 @@ static void give_back_kept(kiln_pool *pool, kiln_magazine *first) {
 }
 
 size_t kiln_pool_trim_blocks(kiln_pool *pool) {
-    pthread_mutex_lock(&pool->carve_lock);
+    kiln_pool_carve_lock(pool);
     /* Every full magazine of the depot, chained through their links (popped: ours). The
      * objects stay counted in in_depot meanwhile, so the figures never show them live. */
     kiln_magazine *taken = NULL;
@@ -682,7 +683,7 @@ size_t kiln_pool_trim_blocks(kiln_pool *pool) {
     kiln_store_relaxed(&pool->blocks_held, kiln_load_relaxed(&pool->blocks_held) - (uint32_t)returned);
     kiln_add_relaxed(&pool->trims, 1);
     kiln_add_relaxed(&pool->blocks_trimmed, returned);
-    pthread_mutex_unlock(&pool->carve_lock);
+    kiln_pool_carve_unlock(pool);
     return returned;
 }
 

@@ -184,8 +184,9 @@ struct kiln_pool {
     /* Totals folded in from caches that were flushed (detach) and unbound. */
     _Atomic uint64_t    retired_allocs, retired_frees, retired_received, retired_given;
 
-    /* Carving: under carve_lock. */
+    /* Carving: under carve_lock (kiln_pool_carve_lock: behind fork_gate, if any). */
     pthread_mutex_t     carve_lock;
+    pthread_rwlock_t   *fork_gate;      /* read-held around carve_lock; NULL: none */
     kiln_pool_block    *block_list;
     kiln_pool_block    *carve_block;    /* the object block carve_next lies in; NULL: none */
     bool                touching;       /* kiln_pool_reserve: page-fault every new block */
@@ -238,7 +239,21 @@ typedef struct kiln_pool_config {
     _Atomic uintptr_t *shared_known;    /* a table of KILN_HEAP_HEAD_KNOWN entries its object
                                            blocks are entered in too (the heap's); NULL: none */
     uint32_t         shared_class;      /* the low bits of its entries there (under 64) */
+    pthread_rwlock_t *fork_gate;        /* taken for reading around carve_lock, so that a
+                                           fork takes one lock (the gate, for writing) for
+                                           many pools: the heap's classes; NULL: none */
 } kiln_pool_config;
+
+/* The carve lock, behind the pool's fork gate when it has one. Any thread. */
+static inline void kiln_pool_carve_lock(kiln_pool *pool) {
+    if (pool->fork_gate) pthread_rwlock_rdlock(pool->fork_gate);
+    pthread_mutex_lock(&pool->carve_lock);
+}
+
+static inline void kiln_pool_carve_unlock(kiln_pool *pool) {
+    pthread_mutex_unlock(&pool->carve_lock);
+    if (pool->fork_gate) pthread_rwlock_unlock(pool->fork_gate);
+}
 
 /* A serial for a new pool life: unique in the process, never 0. Any thread. */
 KILN_INTERNAL uint64_t kiln_pool_serial_new(void);

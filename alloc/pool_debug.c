@@ -144,7 +144,7 @@ static kiln_pool_block *next_object_block(kiln_pool *pool, kiln_pool_block *bloc
 
 void kiln_pool_audit(kiln_pool *pool) {
     if (!(pool->debug & KILN_DEBUG_GUARDS)) return;
-    pthread_mutex_lock(&pool->carve_lock);
+    kiln_pool_carve_lock(pool);
     kiln_pool_block *block = pool->audit_block;
     size_t slot = pool->audit_slot;
     if (!block) block = next_object_block(pool, NULL);
@@ -179,7 +179,7 @@ void kiln_pool_audit(kiln_pool *pool) {
     }
     pool->audit_block = block;
     pool->audit_slot = (uint32_t)slot;
-    pthread_mutex_unlock(&pool->carve_lock);
+    kiln_pool_carve_unlock(pool);
 }
 
 void kiln_pool_report_leaks(kiln_pool *pool) {

@@ -26,9 +26,9 @@ static void at_exit(void) {
 }
 
 /* ---- fork: the locks a malloc in the child may need, taken in the order the code
- * nests them (making; live list; shared cache; registry; job table; classes; large
- * registry; block pool), released in the parent, and in the child, whose only thread
- * took them. */
+ * nests them (making; live list; shared cache; registry; job table; the classes' fork
+ * gate; large registry; block pool), released in the parent, and in the child, whose
+ * only thread took them. */
 
 static kiln_runtime *forking;   /* the runtime whose locks prepare took; that thread's */
 
@@ -41,7 +41,7 @@ void kiln_process_fork_prepare(void) {
     pthread_mutex_lock(&rt->orphan_lock);
     pthread_mutex_lock(&rt->registry_lock);
     pthread_mutex_lock(&rt->jobs.table_lock);
-    for (uint32_t c = 0; c < rt->heap.class_count; c++) pthread_mutex_lock(&rt->heap.classes[c].carve_lock);
+    pthread_rwlock_wrlock(&rt->heap.fork_gate);   /* no class carves: their locks are free */
     pthread_mutex_lock(&rt->heap.large.lock);
     pthread_mutex_lock(&rt->blocks.grow_lock);
 }
@@ -52,7 +52,9 @@ void kiln_process_fork_release(bool in_child) {
     if (rt) {
         pthread_mutex_unlock(&rt->blocks.grow_lock);
         pthread_mutex_unlock(&rt->heap.large.lock);
-        for (uint32_t c = rt->heap.class_count; c-- > 0;) pthread_mutex_unlock(&rt->heap.classes[c].carve_lock);
+        /* A rwlock knows its writer by thread id, which the child's thread has anew. */
+        if (in_child) pthread_rwlock_init(&rt->heap.fork_gate, NULL);
+        else pthread_rwlock_unlock(&rt->heap.fork_gate);
         pthread_mutex_unlock(&rt->jobs.table_lock);
         if (in_child) kiln_runtime_registry_lock_init(rt);
         else pthread_mutex_unlock(&rt->registry_lock);

@@ -1,7 +1,8 @@
 /* stress/stress_malloc.c — the malloc shape under thread churn: threads made and ended
  * by the thousand, each allocating (kiln_malloc, calloc, realloc, aligned), handing its
  * objects to a shared table of slots and freeing whatever it finds there: objects of
- * other threads, many of them exited. Checks every object's contents, that the heap ends
+ * other threads, many of them exited; a fork every 8 waves while they run, whose child
+ * allocates and frees too. Checks every object's contents, that the heap ends
  * with nothing live and no bad free, that every thread's context went with it, and that
  * resident memory does not grow once warm.
  *
@@ -10,6 +11,7 @@
 #include "stress_common.h"
 
 #include <pthread.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define SLOTS      4096
@@ -68,6 +70,20 @@ static void *churner(void *arg) {
     return NULL;
 }
 
+/* A fork while the churners allocate and free (the process runtime's locks are taken
+ * around it): the child allocates, frees and checks through the heap it inherited. */
+static void fork_while_churning(void) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        stress_rng rng = stress_rng_make(seed, 0xf0f0);
+        for (int i = 0; i < 200; i++) check_and_free(make(&rng));
+        _exit(stress_failure_count() == 0 ? 0 : 1);
+    }
+    int status = 0;
+    STRESS_CHECK(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                 "a child forked while threads allocate: status %d", status);
+}
+
 static size_t resident_bytes(void) {
     FILE *f = fopen("/proc/self/statm", "r");
     unsigned long pages = 0, resident = 0;
@@ -107,6 +123,7 @@ int main(int argc, char **argv) {
         if (done) break;
         for (unsigned t = 0; t < opt.threads; t++)
             pthread_create(&threads[t], NULL, churner, (void *)(uintptr_t)(made + t + 1));
+        if (waves % 8 == 7) fork_while_churning();
         for (unsigned t = 0; t < opt.threads; t++) pthread_join(threads[t], NULL);
         atomic_fetch_add(&made_threads, opt.threads);
         waves++;
