@@ -82,8 +82,14 @@ void *kiln_sys_aligned(size_t align, size_t size) {
 
 void kiln_sys_free(void *ptr) { sys_free(ptr); }
 
-/* From here on a zeroed record is a mapping: untouched pages cost no memory. */
-#define ZEROED_MAPPED (64u * 1024u)
+/* From here on a zeroed record is a mapping: untouched pages cost no memory. Not in
+ * sanitizer builds: LeakSanitizer scans the heap for pointers, not mappings, and would
+ * call what a never-destroyed record (the process runtime's) points to leaked. */
+#ifdef KILN_SYS_LIBC
+#  define ZEROED_MAPPED (64u * 1024u)
+#else
+#  define ZEROED_MAPPED SIZE_MAX
+#endif
 
 void *kiln_sys_zeroed(size_t align, size_t size) {
     if (size < ZEROED_MAPPED) {
