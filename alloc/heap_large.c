@@ -14,7 +14,8 @@
 
 #define MIN_CAPACITY      64
 #define KEPT_MAX_BYTES    ((size_t)32 << 20)   /* a mapping bigger than this is never kept */
-#define KEPT_TOTAL_BYTES  ((size_t)64 << 20)   /* the kept ones together, at most */
+#define KEPT_TOTAL_BYTES  ((size_t)64 << 20)   /* the kept ones together, at most, or */
+#define KEPT_LIVE_SHARE   2                     /* 1/2 of the live large bytes, if more */
 
 static const kiln_tag_payer large_payer = { "heap", "large allocation" };
 
@@ -93,16 +94,21 @@ static kiln_heap_kept take_kept(kiln_heap_large *large, size_t bytes, size_t ali
 }
 
 /* Under lock: keeps a freed mapping, the oldest kept ones making way (at most
- * KILN_HEAP_KEPT_MAPPINGS, KEPT_TOTAL_BYTES together); the mappings to unmap go to gone[]
- * (their count returned): the freed one alone when it is too big to keep. */
+ * KILN_HEAP_KEPT_MAPPINGS, and KEPT_TOTAL_BYTES together or a share of the live large
+ * bytes, whichever is more: a program that holds large buffers by the hundred megabytes
+ * and replaces them finds its next one kept, not a fresh mapping whose every page faults);
+ * the mappings to unmap go to gone[] (their count returned): the freed one alone when it
+ * is too big to keep. */
 static uint32_t keep(kiln_heap_large *large, kiln_heap_kept freed, kiln_heap_kept gone[KILN_HEAP_KEPT_MAPPINGS]) {
     if (freed.bytes > KEPT_MAX_BYTES) {
         gone[0] = freed;
         return 1;
     }
+    size_t share = kiln_load_relaxed(&large->live_bytes) / KEPT_LIVE_SHARE;
+    size_t cap = share > KEPT_TOTAL_BYTES ? share : KEPT_TOTAL_BYTES;
     uint32_t n = 0, oldest = 0;
     while (large->kept_count - oldest == KILN_HEAP_KEPT_MAPPINGS ||
-           (oldest < large->kept_count && kiln_load_relaxed(&large->kept_bytes) + freed.bytes > KEPT_TOTAL_BYTES)) {
+           (oldest < large->kept_count && kiln_load_relaxed(&large->kept_bytes) + freed.bytes > cap)) {
         gone[n++] = large->kept[oldest++];
         kiln_sub_relaxed(&large->kept_bytes, gone[n - 1].bytes);
     }

@@ -649,3 +649,22 @@ Test(heap, kept_mappings_serve_the_best_fit_and_stay_under_their_cap) {
     kiln_stats_memory(rt, &m);
     cr_assert_eq(m.heap_kept, s.large_kept_bytes);
 }
+
+Test(heap, kept_mappings_grow_with_the_live_large_bytes) {
+    /* 12 buffers of 20 MiB held (240 MiB live, untouched): the kept ones may hold half of
+     * that, so four of 20 MiB freed are all kept (80 MiB, over the 64 MiB floor). */
+    void *held[12], *churn[4];
+    for (int i = 0; i < 12; i++) held[i] = kiln_heap_alloc(ctx, untagged, (size_t)20 << 20, 0);
+    for (int i = 0; i < 4; i++) churn[i] = kiln_heap_alloc(ctx, untagged, (size_t)20 << 20, 0);
+    for (int i = 0; i < 4; i++) kiln_heap_free(ctx, churn[i]);
+    kiln_heap_stats s = heap_stats();
+    cr_assert_eq(s.large_kept, 4u);
+    cr_assert_gt(s.large_kept_bytes, (uint64_t)64 << 20);
+    uint64_t reused = s.large_reused;
+    void *again = kiln_heap_alloc(ctx, untagged, (size_t)18 << 20, 0);
+    cr_assert_eq(heap_stats().large_reused, reused + 1, "served from a kept one");
+    kiln_heap_free(ctx, again);
+    for (int i = 0; i < 12; i++) kiln_heap_free(ctx, held[i]);
+    s = heap_stats();   /* nothing live: back under the floor */
+    cr_assert_leq(s.large_kept_bytes, (uint64_t)64 << 20, "kept %llu bytes", (unsigned long long)s.large_kept_bytes);
+}

@@ -146,9 +146,10 @@ KILN_API bool kiln_tag_stats_get(kiln_runtime *rt, kiln_tag tag, kiln_tag_stats 
  * class, and an alloc or free the cache serves takes no lock and makes no atomic
  * read-modify-write. A free may come from any thread, whoever allocated. Larger sizes
  * get a dedicated mapping each; a freed one is kept for reuse (at most
- * KILN_HEAP_KEPT_MAPPINGS of up to 32 MiB each and 64 MiB together, each used again for
- * the smallest request it holds at most twice over: all of it usable), and kiln_trim unmaps the kept ones and gives the classes' free blocks
- * back.
+ * KILN_HEAP_KEPT_MAPPINGS of up to 32 MiB each, together 64 MiB or half the bytes of the
+ * live large allocations if that is more, each used again for the smallest request it
+ * holds at most twice over: all of it usable), and kiln_trim unmaps the kept ones and
+ * gives the classes' free blocks back.
  *
  * Tags: an allocation's bytes (its class's size, or its mapping's) count toward its tag
  * from alloc to free, whichever thread frees it. A context draws credit from a tag's
