@@ -59,6 +59,7 @@ kiln_ctx *kiln_context_new(kiln_runtime *rt, bool is_worker) {
     if (ctx->is_worker != is_worker) ctx->is_worker = is_worker;
     ctx->debug_checks = (rt->desc.debug & KILN_DEBUG_CHECKS) != 0;
     ctx->tag_current = 0;   /* a reused context's last thread's tag is not this one's */
+    kiln_store_relaxed(&ctx->by_malloc, false);
     kiln_ctx_heap_attach(ctx);
     char name[48];
     snprintf(name, sizeof name, is_worker ? "frame worker ctx %u" : "frame ctx %u", id);

@@ -152,6 +152,7 @@ static KILN_COLD kiln_ctx *attach_implicit(kiln_runtime *rt) {
     }
     pthread_mutex_unlock(&attach_lock);
     if (!ctx) return NULL;
+    kiln_store_relaxed(&ctx->by_malloc, true);
     me.current = before;
     kiln_remember(&me.implicit, ctx);
     kiln_remember(&me.heap, ctx);

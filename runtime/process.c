@@ -25,6 +25,15 @@ static void at_exit(void) {
     kiln_log_flush(made_here);
 }
 
+/* The library's destructor runs after every atexit handler (the C library calls the
+ * loaded objects' destructors last): what the program's own exit handlers and its
+ * static destructors logged after at_exit is told here. */
+__attribute__((destructor)) static void after_exit_handlers(void) {
+    if (!made_here) return;
+    kiln_log_fold_tell(&made_here->log, true);
+    kiln_log_flush(made_here);
+}
+
 /* ---- fork: the locks a malloc in the child may need, taken in the order the code
  * nests them (making; live list; shared cache; registry; job table; the classes' fork
  * gate; large registry; block pool), released in the parent, and in the child, whose

@@ -132,6 +132,10 @@ struct kiln_ctx {
                                       parity (under registry_lock) */
     _Atomic uint32_t id;           /* 1, 2, ... in attach order (atomic: a pin reads another's) */
     bool             is_worker;
+    _Atomic bool     by_malloc;    /* attached by the malloc shape for its thread (runtime/
+                                      malloc.c), not by the program: kiln_destroy detaches
+                                      it without a word (relaxed: read by the destroying
+                                      thread, written once by its own) */
     bool             debug_checks; /* rt->desc.debug & KILN_DEBUG_CHECKS, at hand */
     bool             frame_none_logged;  /* JOB_FRAME_MEMORY_NONE said, no job arena made
                                             since; this thread's */

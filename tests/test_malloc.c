@@ -549,6 +549,13 @@ static void free_a_foreign_pointer(int which) {
     kiln_free(not_the_heaps + 16 * which);   /* HEAP_FOREIGN_POINTER; the process goes on */
 }
 
+/* An exit handler's misuse: HEAP_DOUBLE_FREE (another item: not folded into the rest). */
+static void free_late(void) {
+    void *p = kiln_malloc(32);
+    kiln_free(p);
+    kiln_free(p);
+}
+
 Test(malloc, an_async_log_is_delivered_at_exit_in_parent_and_child) {
     char path[] = "/tmp/kiln-test-async-XXXXXX";
     int fd = mkstemp(path);
@@ -559,6 +566,8 @@ Test(malloc, an_async_log_is_delivered_at_exit_in_parent_and_child) {
         char options[200];
         snprintf(options, sizeof options, "log_mode=async,stats=exit,log_file=%s", path);
         setenv("KILN_OPTIONS", options, 1);
+        atexit(free_late);   /* before kiln's own handler: so it runs after it (the
+                                grandchild inherits it too) */
         kiln_free(kiln_malloc(40));
         free_a_foreign_pointer(1);
         pid_t grandchild = fork();   /* its ring's writer thread stays in the parent */
@@ -576,6 +585,8 @@ Test(malloc, an_async_log_is_delivered_at_exit_in_parent_and_child) {
     const char *text = read_file(path);
     unlink(path);
     cr_assert_eq(count_substrings(text, "HEAP_FOREIGN_POINTER"), 2, "one per process:\n%s", text);
+    cr_assert_eq(count_substrings(text, "HEAP_DOUBLE_FREE"), 2,
+                 "one per process from the exit handler, which runs after kiln's:\n%s", text);
     cr_assert_eq(count_substrings(text, "STATS_REPORT: kiln stats, frame"), 2,
                  "each process's report at its exit:\n%s", text);
 }
@@ -614,5 +625,33 @@ Test(malloc, a_named_runtime_with_live_allocations_is_kept) {
     void *p = kiln_malloc(10);   /* kiln's own (a runtime made where rt was, perhaps) */
     cr_assert_not_null(p);
     kiln_free(p);
+    recording_log_free(rec);
+}
+
+/* The contexts malloc attached for threads are kiln's: a destroy of the program's
+ * process runtime detaches them without telling the program they were left attached. */
+static void *malloc_and_wait(void *arg) {
+    kiln_free(kiln_malloc(64));   /* attaches this thread */
+    pthread_barrier_wait(arg);    /* attached */
+    pthread_barrier_wait(arg);    /* the destroy is done */
+    return NULL;
+}
+
+Test(malloc, malloc_attached_contexts_go_quietly_with_a_destroy) {
+    recording_log *rec = recording_log_new();
+    kiln_runtime *rt = recording_runtime(rec, KILN_NO_WORKERS);
+    cr_assert(kiln_set_process_runtime(rt));
+    kiln_free(kiln_malloc(64));   /* this thread's */
+    pthread_barrier_t barrier;
+    pthread_barrier_init(&barrier, NULL, 2);
+    pthread_t thread;
+    pthread_create(&thread, NULL, malloc_and_wait, &barrier);
+    pthread_barrier_wait(&barrier);
+    cr_assert_eq(process_contexts(), 2u);
+    kiln_destroy(rt);
+    cr_assert_eq(count_items(rec, KILN_LOGITEM_CONTEXT_STILL_ATTACHED), 0, "%s", recorded_summary(rec));
+    pthread_barrier_wait(&barrier);
+    pthread_join(thread, NULL);   /* its exit forgets the context that went */
+    pthread_barrier_destroy(&barrier);
     recording_log_free(rec);
 }
