@@ -378,10 +378,8 @@ void *kiln_heap_realloc_in(kiln_heap *heap, kiln_heap_cache *cache, void *ptr, s
 /* ---- trim, statistics, teardown ---- */
 
 size_t kiln_heap_trim(kiln_heap *heap) {
-    size_t blocks = 0;
-    for (uint32_t c = 0; c < heap->class_count; c++) blocks += kiln_pool_trim_blocks(&heap->classes[c]);
-    kiln_heap_large_trim(heap);
-    return blocks;
+    for (uint32_t c = 0; c < heap->class_count; c++) kiln_pool_trim_blocks(&heap->classes[c]);
+    return kiln_heap_large_trim(heap);
 }
 
 void kiln_heap_class_read(kiln_heap *heap, uint32_t c, const kiln_pool_tally *tally,

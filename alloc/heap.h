@@ -173,8 +173,8 @@ KILN_INTERNAL kiln_heap_find kiln_heap_find_ptr(kiln_heap *heap, const void *ptr
 KILN_INTERNAL KILN_COLD void kiln_heap_reject(kiln_heap *heap, const void *ptr, int kind,
                                               const char *function);
 
-/* Returns the classes' free blocks (after the caller flushed its own cache) and unmaps
- * the kept large mappings; the blocks returned. Any thread. */
+/* Returns the classes' free blocks (after the caller flushed its own cache) to the block
+ * pool and unmaps the kept large mappings; the bytes unmapped. Any thread. */
 KILN_INTERNAL size_t kiln_heap_trim(kiln_heap *heap);
 
 /* Statistics: per class (cache tallies summed by the caller over contexts), and totals.
@@ -216,7 +216,7 @@ KILN_INTERNAL bool  kiln_heap_large_contains(kiln_heap *heap, const void *ptr);
 /* Unmaps the kept mappings when bytes more would pass memory_limit (they count toward
  * it): whether any went. */
 KILN_INTERNAL bool  kiln_heap_large_make_way(kiln_heap *heap, size_t bytes);
-/* Unmaps the kept mappings; their count. */
+/* Unmaps the kept mappings; their bytes. */
 KILN_INTERNAL size_t kiln_heap_large_trim(kiln_heap *heap);
 
 #endif /* KILN_ALLOC_HEAP_H */

@@ -97,23 +97,25 @@ static kiln_heap_kept take_kept(kiln_heap_large *large, size_t bytes, size_t ali
  * KILN_HEAP_KEPT_MAPPINGS, and KEPT_TOTAL_BYTES together or a share of the live large
  * bytes, whichever is more: a program that holds large buffers by the hundred megabytes
  * and replaces them finds its next one kept, not a fresh mapping whose every page faults);
- * the mappings to unmap go to gone[] (their count returned): the freed one alone when it
- * is too big to keep. */
-static uint32_t keep(kiln_heap_large *large, kiln_heap_kept freed, kiln_heap_kept gone[KILN_HEAP_KEPT_MAPPINGS]) {
-    if (freed.bytes > KEPT_MAX_BYTES) {
-        gone[0] = freed;
-        return 1;
-    }
-    size_t share = kiln_load_relaxed(&large->live_bytes) / KEPT_LIVE_SHARE;
-    size_t cap = share > KEPT_TOTAL_BYTES ? share : KEPT_TOTAL_BYTES;
+ * the mappings to unmap go to gone[] (their count returned), the freed one among them
+ * when it is too big to keep. The share is of the bytes that stay live. */
+static uint32_t keep(kiln_heap_large *large, kiln_heap_kept freed, kiln_heap_kept gone[KILN_HEAP_KEPT_MAPPINGS + 1]) {
+    size_t all = kiln_load_relaxed(&large->live_bytes), live = all > freed.bytes ? all - freed.bytes : 0;
+    size_t cap = live / KEPT_LIVE_SHARE > KEPT_TOTAL_BYTES ? live / KEPT_LIVE_SHARE : KEPT_TOTAL_BYTES;
+    bool kept = freed.bytes <= KEPT_MAX_BYTES;
+    size_t adding = kept ? freed.bytes : 0;
     uint32_t n = 0, oldest = 0;
     while (large->kept_count - oldest == KILN_HEAP_KEPT_MAPPINGS ||
-           (oldest < large->kept_count && kiln_load_relaxed(&large->kept_bytes) + freed.bytes > cap)) {
+           (oldest < large->kept_count && kiln_load_relaxed(&large->kept_bytes) + adding > cap)) {
         gone[n++] = large->kept[oldest++];
         kiln_sub_relaxed(&large->kept_bytes, gone[n - 1].bytes);
     }
     large->kept_count -= oldest;
     memmove(&large->kept[0], &large->kept[oldest], large->kept_count * sizeof freed);
+    if (!kept) {
+        gone[n++] = freed;
+        return n;
+    }
     large->kept[large->kept_count++] = freed;
     kiln_add_relaxed(&large->kept_bytes, freed.bytes);
     return n;
@@ -197,7 +199,7 @@ bool kiln_heap_large_free(kiln_heap *heap, void *ptr) {
     /* Filled and poisoned before it is kept: from then on another thread may take it. */
     if (heap->debug & KILN_DEBUG_FILL) memset(ptr, KILN_FILL_FREED, entry.size);
     if (heap->debug & KILN_DEBUG_POISON) kiln_debug_poison(ptr, entry.bytes);
-    kiln_heap_kept gone[KILN_HEAP_KEPT_MAPPINGS];
+    kiln_heap_kept gone[KILN_HEAP_KEPT_MAPPINGS + 1];
     pthread_mutex_lock(&large->lock);
     uint32_t n = keep(large, (kiln_heap_kept){ ptr, entry.bytes }, gone);
     pthread_mutex_unlock(&large->lock);
@@ -285,8 +287,12 @@ size_t kiln_heap_large_trim(kiln_heap *heap) {
     large->kept_count = 0;
     kiln_store_relaxed(&large->kept_bytes, 0);
     pthread_mutex_unlock(&large->lock);
-    for (uint32_t i = 0; i < n; i++) unmap(heap, kept[i]);
-    return n;
+    size_t bytes = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        bytes += kept[i].bytes;
+        unmap(heap, kept[i]);
+    }
+    return bytes;
 }
 
 void kiln_heap_large_fini(kiln_heap *heap) {

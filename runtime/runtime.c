@@ -285,8 +285,9 @@ void kiln_destroy(kiln_runtime *rt) {
     kiln_log_state_stop_async(&rt->log_state);   /* the rest of the teardown logs in sync */
     while (rt->contexts) {
         kiln_ctx *ctx = rt->contexts;
-        kiln_log(&rt->log, KILN_LOGITEM_CONTEXT_STILL_ATTACHED,
-                 "kiln_destroy: context %u is still attached; detaching it", ctx->id);
+        if (!kiln_load_relaxed(&ctx->by_malloc))   /* malloc's own: the program never attached it */
+            kiln_log(&rt->log, KILN_LOGITEM_CONTEXT_STILL_ATTACHED,
+                     "kiln_destroy: context %u is still attached; detaching it", ctx->id);
         kiln_detach(ctx);
     }
     uint64_t ran = kiln_load_relaxed(&rt->jobs.retire_runs) - ran_before;
@@ -339,8 +340,8 @@ uint64_t kiln_frame_number(const kiln_runtime *rt) {
 
 size_t kiln_trim(kiln_runtime *rt) {
     if (!kiln_runtime_check(rt, "kiln_trim")) return 0;
-    kiln_heap_trim(&rt->heap);   /* the heap's free blocks and kept mappings first */
-    return kiln_block_pool_trim(&rt->blocks);
+    size_t unmapped = kiln_heap_trim(&rt->heap);   /* its free blocks and kept mappings first */
+    return unmapped + kiln_block_pool_trim(&rt->blocks);
 }
 
 size_t kiln_trim_step(kiln_runtime *rt, size_t max_blocks) {

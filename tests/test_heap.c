@@ -382,6 +382,15 @@ Test(heap, trim_gives_free_memory_back) {
     cr_expect_lt(after.class_bytes, before.class_bytes);
 }
 
+Test(heap, trim_counts_the_kept_mappings_it_unmaps) {
+    void *big = kiln_heap_alloc(ctx, untagged, (size_t)8 << 20, 0);
+    memset(big, 1, (size_t)8 << 20);
+    kiln_heap_free(ctx, big);   /* kept */
+    cr_assert_eq(heap_stats().large_kept, 1u);
+    cr_assert_geq(kiln_trim(rt), (size_t)8 << 20, "its bytes are given back");
+    cr_assert_eq(heap_stats().large_kept, 0u);
+}
+
 Test(heap, destroy_reports_live_allocations) {
     kiln_heap_alloc(ctx, untagged, 100, 0);
     kiln_heap_alloc(ctx, untagged, 100000, 0);
@@ -667,4 +676,13 @@ Test(heap, kept_mappings_grow_with_the_live_large_bytes) {
     for (int i = 0; i < 12; i++) kiln_heap_free(ctx, held[i]);
     s = heap_stats();   /* nothing live: back under the floor */
     cr_assert_leq(s.large_kept_bytes, (uint64_t)64 << 20, "kept %llu bytes", (unsigned long long)s.large_kept_bytes);
+    /* The last live one too big to keep: its free still brings the kept ones down. */
+    void *huge = kiln_heap_alloc(ctx, untagged, (size_t)600 << 20, 0);
+    for (int i = 0; i < 4; i++) churn[i] = kiln_heap_alloc(ctx, untagged, (size_t)30 << 20, 0);
+    for (int i = 0; i < 4; i++) kiln_heap_free(ctx, churn[i]);
+    cr_assert_geq(heap_stats().large_kept_bytes, (uint64_t)120 << 20, "half of 600 MiB live keeps all four");
+    kiln_heap_free(ctx, huge);
+    s = heap_stats();
+    cr_assert_leq(s.large_kept_bytes, (uint64_t)64 << 20, "kept %llu bytes with nothing live",
+                  (unsigned long long)s.large_kept_bytes);
 }
