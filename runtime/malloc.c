@@ -124,13 +124,17 @@ static void enter(void) {
 }
 
 static bool any_deferred(void) {
-    return me.deferred.count != 0 || kiln_load_relaxed(&me.deferred.overflow) != NULL;
+    return kiln_load_relaxed(&me.deferred.count) != 0 || kiln_load_relaxed(&me.deferred.overflow) != NULL;
 }
 
+/* Depth back to 0 first, then the look: a handler that came before the decrement
+ * deferred its free and is seen; one after it frees at once (runtime/deferred_free.pml). */
 static void leave(void) {
     atomic_signal_fence(memory_order_seq_cst);
-    if (me.depth == 1 && kiln_unlikely(any_deferred())) drain_deferred();   /* still inside */
-    me.depth--;
+    if (--me.depth == 0) {
+        atomic_signal_fence(memory_order_seq_cst);
+        if (kiln_unlikely(any_deferred())) drain_deferred();
+    }
 }
 
 /* Attaches the calling thread to rt for the shape: its implicit context (the thread's
@@ -261,15 +265,18 @@ static inline void free_now(void *ptr) {
     leave();
 }
 
-/* The frees handlers left, done by the call they interrupted as it returns (depth
- * still 1: a handler that comes meanwhile defers its free too). The array is taken from
- * its end, each slot read before the count gives it up; the list is taken whole. */
+/* The frees handlers left, done by the call they interrupted as it returns, from depth
+ * 0: at depth 1 again, so that a handler that comes meanwhile defers its free too, onto
+ * the list while draining is set (never into the array the drain takes from); then depth
+ * 0 and another look, until nothing is left (runtime/deferred_free.pml). */
 static KILN_COLD void drain_deferred(void) {
     while (any_deferred()) {
-        while (me.deferred.count != 0) {
-            void *ptr = me.deferred.ptrs[me.deferred.count - 1];
-            atomic_signal_fence(memory_order_seq_cst);
-            me.deferred.count--;
+        me.depth = 1;
+        me.deferred.draining = true;
+        atomic_signal_fence(memory_order_seq_cst);   /* a handler sees both before the takes */
+        for (uint32_t n; (n = kiln_load_relaxed(&me.deferred.count)) != 0;) {
+            void *ptr = me.deferred.ptrs[n - 1];
+            kiln_store_relaxed(&me.deferred.count, n - 1);
             free_inside(ptr);
         }
         void *list = kiln_exchange_relaxed(&me.deferred.overflow, NULL);
@@ -278,21 +285,32 @@ static KILN_COLD void drain_deferred(void) {
             free_inside(list);
             list = next;
         }
+        atomic_signal_fence(memory_order_seq_cst);
+        me.deferred.draining = false;
+        me.depth = 0;
+        atomic_signal_fence(memory_order_seq_cst);   /* then the look at what came meanwhile */
     }
+}
+
+/* A handler's free, deferred: an array slot taken by compare-and-swap (a nested handler
+ * may come between the look and the take), or the list. */
+static void defer_free(void *ptr) {
+    uint32_t n = kiln_load_relaxed(&me.deferred.count);
+    while (!me.deferred.draining && n < KILN_DEFERRED_MAX) {
+        if (kiln_cas_weak_relaxed(&me.deferred.count, &n, n + 1)) {
+            me.deferred.ptrs[n] = ptr;   /* before this handler returns: the drain runs after */
+            return;
+        }
+    }
+    void *head = kiln_load_relaxed(&me.deferred.overflow);
+    do *(void **)ptr = head;
+    while (!kiln_cas_weak_relaxed(&me.deferred.overflow, &head, ptr));
 }
 
 void kiln_free(void *ptr) {
     if (!ptr) return;
     if (kiln_unlikely(me.depth != 0)) {   /* a handler interrupted a call here */
-        if (me.deferred.count < KILN_DEFERRED_MAX) {
-            me.deferred.ptrs[me.deferred.count] = ptr;
-            atomic_signal_fence(memory_order_seq_cst);
-            me.deferred.count++;
-        } else {   /* CAS: another signal's handler may interrupt this one */
-            void *head = kiln_load_relaxed(&me.deferred.overflow);
-            do *(void **)ptr = head;
-            while (!kiln_cas_weak_relaxed(&me.deferred.overflow, &head, ptr));
-        }
+        defer_free(ptr);
         return;
     }
     free_now(ptr);

@@ -18,11 +18,16 @@ typedef struct kiln_remembered {
 
 /* Frees a signal handler made while its thread was inside a malloc-shape call, done as
  * the call returns: the first KILN_DEFERRED_MAX in an array, the rest (a storm of
- * signals during one call) in a list linked through their own first words, which the
- * program gave up. */
+ * signals during one call, or any while the call takes them) in a list linked through
+ * their own first words, which the program gave up. The protocol, handlers nested in
+ * handlers included, is runtime/deferred_free.pml's, checked by SPIN. */
 #define KILN_DEFERRED_MAX 32
 typedef struct kiln_deferred_frees {
-    uint32_t        count;
+    _Atomic uint32_t count;     /* slots taken: a handler takes one by compare-and-swap
+                                   (a nested handler may come between its look and its
+                                   take), then writes it; relaxed: one thread's */
+    bool            draining;   /* the call is taking them: a handler's free goes to the
+                                   list, never into the array the drain is taking from */
     void           *ptrs[KILN_DEFERRED_MAX];
     _Atomic(void *) overflow;   /* exchanged whole by the drain: atomic against a handler */
 } kiln_deferred_frees;

@@ -24,36 +24,7 @@ else
 fi
 
 # check NAME EXPECT [SPINFLAGS...]: EXPECT is pass, or "invalid end state".
-failed=0
-check() {
-    local name=$1 expect=$2
-    shift 2
-    local dir="$work/$name"
-    mkdir -p "$dir"
-    cp "$model" "$dir/m.pml"
-    if ! (cd "$dir" && spin "$@" -a m.pml >spin.out 2>&1 && "$cc" -O0 -w -DSAFETY -o pan pan.c >cc.out 2>&1 \
-          && ./pan -m10000 >pan.out 2>&1); then
-        echo "FAIL $name: could not build or run the verifier ($dir)"
-        failed=1
-        return
-    fi
-    local out="$dir/pan.out" err states
-    err=$(grep -m1 -E '^pan:[0-9]+: ' "$out")
-    states=$(awk '/states, stored/ { print $1; exit }' "$out")
-    if [ "$expect" = pass ]; then
-        if [ -z "$err" ] && grep -q "errors: 0" "$out" && ! grep -q "max search depth too small" "$out"; then
-            echo "ok   $name: no lost wake-up, its assertions hold ($states states)"
-        else
-            echo "FAIL $name: ${err:-no verdict}"
-            failed=1
-        fi
-    elif [[ "$err" == *"$expect"* ]]; then
-        echo "ok   $name caught: $expect"
-    else
-        echo "FAIL $name NOT caught: ${err:-no violation}"
-        failed=1
-    fi
-}
+check() { model_check "$work" "$model" "no lost wake-up, its assertions hold" "$@"; }
 
 check "wait model, two waiters" pass -DTWO_WAITERS
 check "wait model, a waiter and the drain" pass -DWITH_DRAIN
@@ -68,4 +39,4 @@ check "W2M1 with the drain (its wake-up wakes the waiter)" "invalid end state" -
 check "D1M1 (the drain skips the membarrier)" "invalid end state" -DWITH_DRAIN -DMUTATION_D1M1
 check "D1M2 (drain_asleep set after the check)" "invalid end state" -DWITH_DRAIN -DMUTATION_D1M2
 check "D1M3 (the completer ignores drain_asleep)" "invalid end state" -DWITH_DRAIN -DMUTATION_D1M3
-exit "$failed"
+exit "$model_failed"

@@ -5,8 +5,8 @@
 # install and subproject consumer checks, the programs that misuse kiln on purpose
 # (tests/expect/: each misuse must be reported), alloc/'s unit tests and a stress run
 # under Valgrind's memcheck (on the default build), the fuzz targets (fuzz/) for
-# KILN_FUZZ_SECONDS each (default 25) and the SPIN models of the frame clock and of a
-# sleeping wait. Called by
+# KILN_FUZZ_SECONDS each (default 25) and the SPIN models of the frame clock, of a
+# sleeping wait and of the frees signal handlers defer. Called by
 # `scripts/dev.sh test`, which first installs what is missing.
 # Sized for two cores: Criterion binaries run two at a time, and memcheck (one core)
 # runs beside the fuzzers and the model (one core each, one after the other). Each
@@ -247,7 +247,7 @@ if build build-tsan -Db_sanitize=thread -Db_lundef=false -Dtests=false -Dbench=f
     done < stress/tsan-runs.txt
 fi
 
-stage "libFuzzer build and fuzz targets; the SPIN models (frame clock, sleeping wait); memcheck of alloc/'s unit tests beside them"
+stage "libFuzzer build and fuzz targets; the SPIN models (frame clock, sleeping wait, deferred frees); memcheck of alloc/'s unit tests beside them"
 # Criterion runs each test in a child process: memcheck follows the children, and a
 # child stops at its first error, so that test fails in the TAP. Errors memcheck finds
 # only at a process's exit (leaks) come after its test reported success, so every
@@ -351,6 +351,8 @@ check "real programs on kiln's malloc: same output as on glibc, no kiln error" \
 cat "$(log_for "real programs on kiln's malloc: same output as on glibc, no kiln error")"
 check "model: frame clock properties hold and every mutation is caught" scripts/check-frame-model.sh
 check "model: a sleeping wait loses no wake-up and every mutation is caught" scripts/check-wait-model.sh
+check "model: signal handlers' deferred frees are each done once and every mutation is caught" \
+    scripts/check-deferred-model.sh
 # The debug layer's tests under memcheck here, after the fuzzers and the models, so that
 # this lane and memcheck's background one end at about the same time.
 memcheck_module debug
