@@ -206,6 +206,10 @@ if build build-test; then
         'HEAP_FOREIGN_POINTER: free: 0x' 'HEAP_FOREIGN_POINTER: realloc: 0x' 'survive foreign: ok' \
         -- "${preload[@]}" build-test/tests/survive foreign
     check "preload survive-new (operator new and delete)" "${preload[@]}" build-test/tests/survive-new
+    expect_report "preload survive crash: KILN_OPTIONS=crash_file= gets the process runtime's report" 0 \
+        '^==== kiln crash report' '^signal: SIGSEGV' '^  debug = checks \(env\)' \
+        -- sh -c 'f=$(mktemp) && env LD_PRELOAD="$1" KILN_OPTIONS="debug=checks,crash_file=$f" \
+                  build-test/tests/survive crash; cat "$f"; rm -f "$f"' sh "$root/build-test/malloc/libkiln-malloc.so"
     expect_report "preload survive destroy: the program's runtime kept while libc holds its memory" 0 \
         '^kiln warn: PROCESS_RUNTIME_IN_USE: ' 'printed after the destroy' 'survive destroy: ok' \
         -- "${preload[@]}" build-test/tests/survive destroy

@@ -351,9 +351,21 @@ static int scenario_destroy(void) {
     return 0;
 }
 
+/* ---- crash: KILN_OPTIONS=crash_file= on a preloaded program that faults: the process
+ * runtime's crash report is written there, then the fault ends the process ---- */
+
+static int scenario_crash(void) {
+    char *p = malloc(64);
+    CHECK(p);
+    check_is_kilns(p);
+    volatile int *nowhere = (volatile int *)(uintptr_t)huge;   /* not NULL: no warning */
+    *nowhere = 1;
+    return 1;   /* not reached */
+}
+
 int main(int argc, char **argv) {
     if (argc < 2) {
-        fprintf(stderr, "usage: survive early|tls|fork|threads|foreign|glibc|dlclose|signal|destroy [DIR]\n");
+        fprintf(stderr, "usage: survive early|tls|fork|threads|foreign|glibc|dlclose|signal|destroy|crash [DIR]\n");
         return 2;
     }
     const char *s = argv[1], *dir = argc > 2 ? argv[2] : ".";
@@ -362,7 +374,7 @@ int main(int argc, char **argv) {
            : !strcmp(s, "fork") ? scenario_fork() : !strcmp(s, "threads") ? scenario_threads()
            : !strcmp(s, "foreign") ? scenario_foreign() : !strcmp(s, "glibc") ? scenario_glibc()
            : !strcmp(s, "dlclose") ? scenario_dlclose(dir) : !strcmp(s, "signal") ? scenario_signal()
-           : !strcmp(s, "destroy") ? scenario_destroy() : 2;
+           : !strcmp(s, "destroy") ? scenario_destroy() : !strcmp(s, "crash") ? scenario_crash() : 2;
     if (strcmp(s, "foreign") != 0) CHECK(api_errors() == errors);
     else CHECK(api_errors() == errors + 2);
     if (rc == 0) printf("survive %s: ok\n", s);
