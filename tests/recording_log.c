@@ -288,3 +288,13 @@ char *call_frame_vprintf(kiln_ctx *ctx, const char *fmt, ...) {
     va_end(ap);
     return s;
 }
+
+const char *read_text_file(const char *path) {
+    FILE *f = fopen(path, "r");
+    if (!f) return NULL;
+    static char text[1 << 20];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+    return text;
+}

@@ -88,6 +88,10 @@ typedef struct stderr_capture {
 void  stderr_capture_begin(stderr_capture *cap);
 char *stderr_capture_end(stderr_capture *cap);
 
+/* The whole text of the file at path, at most 1 MiB (a static buffer, NUL-ended: use it
+ * before the next call), or NULL when it cannot be opened. */
+const char *read_text_file(const char *path);
+
 /* Occurrences of needle in text. */
 size_t count_substrings(const char *text, const char *needle);
 

@@ -126,13 +126,10 @@ Test(logging, logf_and_set_level_refuse_bad_arguments) {
     cr_expect_eq(count_items(rec, KILN_LOGITEM_LOG_LEVEL_INVALID), 4);
 }
 
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "%s", path);
-    static char text[1 << 16];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = '\0';
-    fclose(f);
+/* The file's text; the test fails when it cannot be read. */
+static const char *read_file(const char *path) {
+    const char *text = read_text_file(path);
+    cr_assert_not_null(text, "%s cannot be opened", path);
     return text;
 }
 

@@ -534,13 +534,10 @@ Test(malloc, fork_while_threads_allocate) {
 /* ---- the async log of kiln's process runtime: delivered at exit, also in a fork's
  * child, whose copy of the ring has no writer thread ---- */
 
-static char *read_file(const char *path) {
-    FILE *f = fopen(path, "r");
-    cr_assert_not_null(f, "%s", path);
-    static char text[1 << 20];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = '\0';
-    fclose(f);
+/* The file's text; the test fails when it cannot be read. */
+static const char *read_file(const char *path) {
+    const char *text = read_text_file(path);
+    cr_assert_not_null(text, "%s cannot be opened", path);
     return text;
 }
 
