@@ -17,12 +17,7 @@ model=runtime/deferred_free.pml
 # shellcheck source=scripts/model-tools.sh
 source "$root/scripts/model-tools.sh"
 require_model_tools check-deferred-model
-work=$(mktemp -d "${TMPDIR:-/tmp}/kiln-deferred-model.XXXXXX") || exit 2
-if [ "${KILN_MODEL_KEEP:-0}" = 1 ]; then
-    trap 'echo "work directory kept: $work"' EXIT
-else
-    trap 'rm -rf "$work"' EXIT
-fi
+model_work_dir deferred-model
 
 check() { model_check "$work" "$model" "each free done once, none inside another, none left" "$@"; }
 

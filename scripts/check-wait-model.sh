@@ -16,12 +16,7 @@ model=jobs/wait_sleep.pml
 # shellcheck source=scripts/model-tools.sh
 source "$root/scripts/model-tools.sh"
 require_model_tools check-wait-model
-work=$(mktemp -d "${TMPDIR:-/tmp}/kiln-wait-model.XXXXXX") || exit 2
-if [ "${KILN_MODEL_KEEP:-0}" = 1 ]; then
-    trap 'echo "work directory kept: $work"' EXIT
-else
-    trap 'rm -rf "$work"' EXIT
-fi
+model_work_dir wait-model
 
 # check NAME EXPECT [SPINFLAGS...]: EXPECT is pass, or "invalid end state".
 check() { model_check "$work" "$model" "no lost wake-up, its assertions hold" "$@"; }

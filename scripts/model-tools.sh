@@ -13,6 +13,17 @@ require_model_tools() {
     done
 }
 
+# model_work_dir NAME: sets work to a new directory for the checks' builds, removed at
+# exit (KILN_MODEL_KEEP=1 keeps it and says where); exits 2 when none can be made.
+model_work_dir() {
+    work=$(mktemp -d "${TMPDIR:-/tmp}/kiln-$1.XXXXXX") || exit 2
+    if [ "${KILN_MODEL_KEEP:-0}" = 1 ]; then
+        trap 'echo "work directory kept: $work"' EXIT
+    else
+        trap 'rm -rf "$work"' EXIT
+    fi
+}
+
 # model_check WORK MODEL PASS_TEXT NAME EXPECT [SPINFLAGS...]: builds MODEL's verifier
 # with the flags in WORK/NAME and runs it exhaustively (safety). EXPECT is pass (no
 # violation: prints PASS_TEXT) or the text of the violation that must be found (a
