@@ -34,6 +34,7 @@ int main() {
     ImGui::CreateContext();
     ImGuiIO &io = ImGui::GetIO();
     io.DisplaySize = ImVec2(1280, 720);
+    io.IniFilename = nullptr;   // no imgui.ini written into the working directory
     unsigned char *pixels;
     int width, height;
     io.Fonts->GetTexDataAsRGBA32(&pixels, &width, &height);   // the font atlas: on kiln too
