@@ -23,7 +23,8 @@ KILN_INTERNAL void  kiln_sys_free(void *ptr);
 /* size zeroed bytes aligned to align (a power of two up to the page size), or NULL as
  * kiln_sys_aligned; kiln_sys_zeroed_free(ptr, size) gives them back (NULL: no-op). From
  * 64 KiB on they are a mapping of their own, whose pages are touched only as they are
- * used (a runtime's and a context's records are large and mostly idle). Concurrency:
+ * used (a runtime's and a context's records are large and mostly idle); in sanitizer
+ * builds they stay on the heap, where LeakSanitizer looks for pointers. Concurrency:
  * any thread. */
 KILN_INTERNAL void *kiln_sys_zeroed(size_t align, size_t size);
 KILN_INTERNAL void  kiln_sys_zeroed_free(void *ptr, size_t size);
