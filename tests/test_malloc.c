@@ -508,6 +508,13 @@ static void *child_thread(void *arg) {
 }
 
 Test(malloc, fork_while_threads_allocate) {
+#if defined(__SANITIZE_ADDRESS__)
+    /* GCC 12's AddressSanitizer takes no lock of its allocator around fork: a child that
+     * mallocs (its thread's set-up does) may wait for ever on a lock a churning thread
+     * of the parent held (seen: a child stuck in ASan's GetFromAllocator). kiln's own
+     * fork handling is checked here in the other builds, and under TSan (stress-malloc). */
+    cr_skip_test("ASan's allocator is not fork-safe with other threads allocating");
+#endif
     pthread_t threads[2];
     for (int i = 0; i < 2; i++) pthread_create(&threads[i], NULL, churn, NULL);
     for (int round = 0; round < 20; round++) {
